@@ -1,0 +1,74 @@
+import type { PasswordHasher } from './lib/passwords.js'
+import { badRequest, StatusError } from './lib/status.js'
+import { isAcceptablePassword, isAcceptableUsername, normalizePassword, normalizeUsername } from './lib/text.js'
+import type { TokenStore } from './stores/token-store.js'
+import type { UserRecord, UserStore } from './stores/user-store.js'
+
+/**
+ * Account administration shared by the command line and the start-up bootstrap.
+ * Anything that takes an account's right away (disable, new password) ends its tokens.
+ */
+
+export const unknownUser = (): StatusError => new StatusError(404, 'Unknown User', 404)
+
+export interface AccountAdmin {
+  add (username: string, password: string, federated: boolean): Promise<UserRecord>
+  setPassword (username: string, password: string): Promise<{ account: UserRecord, ended: number }>
+  setDisabled (username: string, disabled: boolean): Promise<{ account: UserRecord, ended: number }>
+  list (): Promise<UserRecord[]>
+  revokeSessions (username: string): Promise<{ account: UserRecord, ended: number }>
+  /** Creates the account, or gives it this password when it has another one. */
+  ensure (username: string, password: string): Promise<{ account: UserRecord, created: boolean, changed: boolean }>
+}
+
+export function createAccountAdmin (users: UserStore, tokens: TokenStore, hasher: PasswordHasher): AccountAdmin {
+  const validUsername = (raw: string): string => {
+    const username = normalizeUsername(raw)
+    if (!isAcceptableUsername(username)) throw badRequest()
+    return username
+  }
+  const validPassword = (raw: string): string => {
+    const password = normalizePassword(raw)
+    if (!isAcceptablePassword(password)) throw badRequest()
+    return password
+  }
+  const existing = async (username: string): Promise<UserRecord> => {
+    const account = await users.findByUsername(validUsername(username))
+    if (account === null) throw unknownUser()
+    return account
+  }
+  const endTokens = async (account: UserRecord): Promise<number> => (await tokens.terminateAccount(account.id)).length
+
+  const admin: AccountAdmin = {
+    async add (username, password, federated) {
+      const name = validUsername(username)
+      return await users.create({ username: name, passwordHash: await hasher.hash(validPassword(password)), federated })
+    },
+    async setPassword (username, password) {
+      const account = await existing(username)
+      const updated = await users.setPasswordHash(account.username, await hasher.hash(validPassword(password)))
+      if (updated === null) throw unknownUser()
+      return { account: updated, ended: await endTokens(updated) }
+    },
+    async setDisabled (username, disabled) {
+      const account = await existing(username)
+      const updated = await users.setDisabled(account.username, disabled)
+      if (updated === null) throw unknownUser()
+      return { account: updated, ended: disabled ? await endTokens(updated) : 0 }
+    },
+    list: async () => await users.list(),
+    async revokeSessions (username) {
+      const account = await existing(username)
+      return { account, ended: await endTokens(account) }
+    },
+    async ensure (username, password) {
+      const name = validUsername(username)
+      const account = await users.findByUsername(name)
+      if (account === null) return { account: await admin.add(name, password, false), created: true, changed: false }
+      if (await hasher.verify(account.passwordHash, validPassword(password))) return { account, created: false, changed: false }
+      const { account: updated } = await admin.setPassword(name, password)
+      return { account: updated, created: false, changed: true }
+    }
+  }
+  return admin
+}

@@ -1,0 +1,151 @@
+import fastifyCookie from '@fastify/cookie'
+import fastifyFormbody from '@fastify/formbody'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify'
+import type { Socket } from 'node:net'
+import { createAccountAdmin, type AccountAdmin } from './accounts.js'
+import { createAuthService, type AuthService } from './auth.js'
+import { openBackends, type Backends } from './backends.js'
+import type { Config } from './config.js'
+import { MalformedFormError, parseFormEncoded, type FormParams } from './lib/form-encoding.js'
+import { redactUrl } from './lib/redact.js'
+import { badRequest, internalError, notFound, StatusError, statusErrorForHttp } from './lib/status.js'
+import { authenticateRoutes } from './routes/authenticate.js'
+import { loginRoutes } from './routes/login.js'
+import { logoutRoutes } from './routes/logout.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The stores and services this app runs on (tests and the CLI reach them here). */
+    backends: Backends
+    auth: AuthService
+    accounts: AccountAdmin
+  }
+}
+
+export interface BuildAppOptions {
+  /** Stores to use instead of those the config names; the app never closes what it was handed. */
+  backends?: Backends
+  logger?: FastifyServerOptions['logger']
+}
+
+/** Marks a query string the strict parser refused; the router cannot throw, so the first hook does. */
+const MALFORMED_QUERY: FormParams = Object.freeze(Object.create(null) as FormParams)
+
+function parseQuery (text: string): FormParams {
+  try {
+    return parseFormEncoded(text)
+  } catch {
+    return MALFORMED_QUERY
+  }
+}
+
+function toStatusError (error: FastifyError | StatusError | Error): StatusError {
+  if (error instanceof StatusError) return error
+  if (error instanceof MalformedFormError) return badRequest()
+  if ('validation' in error && error.validation !== undefined) return badRequest()
+  const httpStatus = 'statusCode' in error && typeof error.statusCode === 'number' ? error.statusCode : 500
+  return httpStatus >= 500 && httpStatus !== 503 ? internalError() : statusErrorForHttp(httpStatus)
+}
+
+function sendStatusError (reply: FastifyReply, error: StatusError): FastifyReply {
+  return reply.code(error.httpStatus).headers(error.headers).send(error.toBody())
+}
+
+/** Headers for answers Node writes straight to the socket (malformed requests, over-long headers, timeouts). */
+function writeRawError (socket: Socket, error: StatusError): void {
+  if (!socket.writable) return
+  const body = JSON.stringify(error.toBody())
+  socket.end([
+    `HTTP/1.1 ${error.httpStatus} ${error.message}`,
+    'Content-Type: application/json; charset=utf-8',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    'Cache-Control: no-store',
+    'Referrer-Policy: no-referrer',
+    'Connection: close',
+    '',
+    body
+  ].join('\r\n'))
+}
+
+/** Trust the nearest `hops` proxies, as Fastify's numeric `trustProxy` does. */
+function hopsTrusted (hops: number): (address: string, hop: number) => boolean {
+  return (_address, hop) => hop < hops
+}
+
+function clientErrorStatus (code: string | undefined): number {
+  switch (code) {
+    case 'HPE_HEADER_OVERFLOW': return 431
+    case 'ERR_HTTP_REQUEST_TIMEOUT': return 408
+    default: return 400
+  }
+}
+
+/**
+ * The app without a listening socket: the error model, cookie and form parsing,
+ * and the three operations. The process entry (server.ts) listens; tests inject.
+ */
+export async function buildApp (config: Config, options: BuildAppOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: options.logger ?? {
+      level: config.logLevel,
+      serializers: {
+        req: (request) => ({ method: request.method, url: redactUrl(request.url), remoteAddress: request.ip })
+      }
+    },
+    bodyLimit: config.bodyLimitBytes,
+    requestTimeout: config.requestTimeoutMs,
+    trustProxy: typeof config.trustProxy === 'number'
+      ? hopsTrusted(config.trustProxy)
+      : config.trustProxy,
+    exposeHeadRoutes: false,
+    return503OnClosing: true,
+    routerOptions: {
+      ignoreTrailingSlash: true,
+      // Legacy path-style passwords can be long.
+      maxParamLength: 2048,
+      querystringParser: parseQuery
+    },
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
+    frameworkErrors: (error, _request, reply) => {
+      // Bad percent-encoding in the path, over-long segments: never echo the path back.
+      sendStatusError(reply, error.statusCode === 404 ? notFound() : badRequest())
+    },
+    clientErrorHandler: (error: Error & { code?: string }, socket: Socket) => {
+      writeRawError(socket, statusErrorForHttp(clientErrorStatus(error.code)))
+    }
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  const ownBackends = options.backends === undefined
+  const backends = options.backends ?? await openBackends(config, app.log)
+  if (ownBackends) app.addHook('onClose', async () => { await backends.close() })
+  const auth = createAuthService({ users: backends.users, tokens: backends.tokens, hasher: backends.hasher, config })
+  app.decorate('backends', backends)
+  app.decorate('auth', auth)
+  app.decorate('accounts', createAccountAdmin(backends.users, backends.tokens, backends.hasher))
+
+  app.addHook('onRequest', async (request, reply) => {
+    // Tokens and legacy credentials travel in URLs: nothing may cache or refer them onward.
+    reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer')
+    if (request.query === MALFORMED_QUERY) throw badRequest()
+  })
+
+  app.setErrorHandler((error: FastifyError | StatusError, request, reply) => {
+    const status = toStatusError(error)
+    if (status.httpStatus >= 500) {
+      request.log.error({ err: status.cause ?? error }, status.message)
+    }
+    return sendStatusError(reply, status)
+  })
+  app.setNotFoundHandler(async (_request, reply) => sendStatusError(reply, notFound()))
+
+  await app.register(fastifyCookie)
+  await app.register(fastifyFormbody, {
+    bodyLimit: config.bodyLimitBytes,
+    parser: parseFormEncoded
+  })
+  await app.register(loginRoutes, { auth, config })
+  await app.register(authenticateRoutes, { auth })
+  await app.register(logoutRoutes, { auth, config })
+  return app
+}

@@ -1,0 +1,94 @@
+import type { FastifyBaseLogger } from 'fastify'
+import type { Config } from './config.js'
+import { openDatabase } from './db/open.js'
+import { migrate } from './db/migrate.js'
+import type { Database } from './db/queryable.js'
+import { createPasswordHasher, type PasswordHasher } from './lib/passwords.js'
+import { createMemoryTokenStore } from './stores/memory-token-store.js'
+import { createRedisTokenStore } from './stores/redis-token-store.js'
+import type { TokenStore } from './stores/token-store.js'
+import { createSqlUserStore, type UserStore } from './stores/user-store.js'
+
+export interface Backends {
+  database: Database
+  users: UserStore
+  tokens: TokenStore
+  hasher: PasswordHasher
+  close (): Promise<void>
+}
+
+type Log = Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>
+
+/** Errors of a backend that reconnects by itself, logged at most once per 10 s each. */
+function throttledErrorLog (log: Log, backend: string): (error: Error) => void {
+  let last = 0
+  return (error) => {
+    const now = Date.now()
+    if (now - last < 10_000) return
+    last = now
+    log.warn({ backend, err: { message: error.message, code: (error as { code?: unknown }).code } }, `${backend} connection error`)
+  }
+}
+
+/** The token store the config names: Redis when REDIS_URL is set, else the in-process one. */
+export function openTokenStore (config: Config, log: Log): TokenStore {
+  const denyTtlMs = config.denyTtlSeconds * 1000
+  if (config.redisUrl === undefined) return createMemoryTokenStore({ denyTtlMs })
+  const store = createRedisTokenStore({
+    url: config.redisUrl,
+    keyPrefix: config.redisKeyPrefix,
+    denyTtlMs,
+    commandTimeoutMs: config.redisCommandTimeoutMs,
+    onError: throttledErrorLog(log, 'redis')
+  })
+  // Start connecting now; until Redis answers, token operations answer 503.
+  store.ready().catch(() => {})
+  return store
+}
+
+/**
+ * Opens the user database and the token store that the config names, in one place.
+ * The embedded PGlite is migrated here; a real Postgres is migrated by `migrate`
+ * (a one-shot step in compose), and a start against an unmigrated one is refused.
+ */
+export async function openBackends (config: Config, log: Log): Promise<Backends> {
+  const database = await openDatabase(config, throttledErrorLog(log, 'postgres'))
+  try {
+    if (database.kind === 'pglite') {
+      await migrate(database)
+    } else {
+      await assertMigrated(database)
+    }
+  } catch (error) {
+    await database.close().catch(() => {})
+    throw error
+  }
+  const tokens = openTokenStore(config, log)
+  log.info({
+    users: database.kind === 'pglite' ? `embedded PGlite in ${config.dataDir}` : 'Postgres (DATABASE_URL)',
+    tokens: config.redisUrl === undefined ? 'in-process store (tokens end when the process does)' : 'Redis (REDIS_URL)'
+  }, database.kind === 'pglite' && config.redisUrl === undefined
+    ? 'running on the embedded default: no DATABASE_URL or REDIS_URL set'
+    : 'backends chosen')
+  return {
+    database,
+    users: createSqlUserStore(database),
+    tokens,
+    hasher: createPasswordHasher(config.argon2),
+    async close () {
+      await Promise.allSettled([tokens.close(), database.close()])
+    }
+  }
+}
+
+export class NotMigratedError extends Error {
+  constructor () {
+    super('the database has no users table yet: run `auth-token-service migrate` (or `npm run migrate`) first')
+    this.name = 'NotMigratedError'
+  }
+}
+
+async function assertMigrated (database: Database): Promise<void> {
+  const { rows } = await database.query<{ present: boolean }>("SELECT to_regclass('public.users') IS NOT NULL AS present")
+  if (rows[0]?.present !== true) throw new NotMigratedError()
+}

@@ -1,0 +1,164 @@
+import type { Argon2Policy } from './lib/passwords.js'
+
+/**
+ * Every setting of the service, read once at start. Precedence: explicit
+ * override, then environment, then default. A bad value stops the start with
+ * one line naming the variable (ConfigError); nothing here knows Fastify.
+ */
+
+export type TrustProxy = boolean | number | string[]
+
+export interface Config {
+  host: string
+  port: number
+  nodeEnv: string
+  logLevel: string
+  databaseUrl: string | undefined
+  redisUrl: string | undefined
+  /** Where the embedded PGlite keeps its files when DATABASE_URL is unset. */
+  dataDir: string
+  redisKeyPrefix: string
+  tokenTtlSeconds: number
+  federatedTokenTtlSeconds: number
+  /** How long a terminated token's hash stays in the deny set for caching verifiers. */
+  denyTtlSeconds: number
+  cookieSecure: boolean
+  cookieDomain: string | undefined
+  bootstrapUsername: string | undefined
+  bootstrapPassword: string | undefined
+  legacyPathLogin: boolean
+  maxFailedLogins: number
+  lockoutSeconds: number
+  maxLockoutSeconds: number
+  maxFailedLoginsPerIp: number
+  ipWindowSeconds: number
+  trustProxy: TrustProxy
+  bodyLimitBytes: number
+  requestTimeoutMs: number
+  redisCommandTimeoutMs: number
+  argon2: Argon2Policy
+}
+
+export class ConfigError extends Error {
+  readonly variable: string
+  constructor (variable: string, problem: string) {
+    super(`${variable}: ${problem}`)
+    this.name = 'ConfigError'
+    this.variable = variable
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>
+
+function present (env: Env, name: string): string | undefined {
+  const value = env[name]
+  return value === undefined || value.trim() === '' ? undefined : value.trim()
+}
+
+function integer (env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = present(env, name)
+  if (raw === undefined) return fallback
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `expected a whole number, got "${raw}"`)
+  const value = Number(raw)
+  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`)
+  return value
+}
+
+function boolean (env: Env, name: string, fallback: boolean): boolean {
+  const raw = present(env, name)
+  if (raw === undefined) return fallback
+  const lower = raw.toLowerCase()
+  if (['true', '1', 'yes', 'on'].includes(lower)) return true
+  if (['false', '0', 'no', 'off'].includes(lower)) return false
+  throw new ConfigError(name, `expected true or false, got "${raw}"`)
+}
+
+function url (env: Env, name: string, protocols: readonly string[]): string | undefined {
+  const raw = present(env, name)
+  if (raw === undefined) return undefined
+  let parsed: URL
+  try {
+    parsed = new URL(raw)
+  } catch {
+    throw new ConfigError(name, 'is not a valid URL')
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `must start with ${protocols.map((p) => `${p}//`).join(' or ')}`)
+  }
+  return raw
+}
+
+function trustProxy (env: Env): TrustProxy {
+  const name = 'AUTH_TRUST_PROXY'
+  const raw = present(env, name)
+  if (raw === undefined) return false
+  const lower = raw.toLowerCase()
+  if (lower === 'true') return true
+  if (lower === 'false') return false
+  if (/^\d+$/.test(raw)) return Number(raw)
+  const entries = raw.split(',').map((s) => s.trim()).filter((s) => s !== '')
+  const shape = /^[0-9a-fA-F:.]+(\/\d{1,3})?$|^(loopback|linklocal|uniquelocal)$/
+  for (const entry of entries) {
+    if (!shape.test(entry)) throw new ConfigError(name, `expected true, false, a hop count or addresses/CIDRs, got "${entry}"`)
+  }
+  return entries
+}
+
+const DAY = 24 * 60 * 60
+
+export function loadConfig (env: Env = process.env, overrides: Partial<Config> = {}): Config {
+  const nodeEnv = present(env, 'NODE_ENV') ?? 'development'
+  const bootstrapUsername = present(env, 'AUTH_BOOTSTRAP_USERNAME')
+  // The password is taken as given (spaces are characters of a password).
+  const bootstrapPassword = env.AUTH_BOOTSTRAP_PASSWORD === '' ? undefined : env.AUTH_BOOTSTRAP_PASSWORD
+  if ((bootstrapUsername === undefined) !== (bootstrapPassword === undefined)) {
+    throw new ConfigError(bootstrapUsername === undefined ? 'AUTH_BOOTSTRAP_USERNAME' : 'AUTH_BOOTSTRAP_PASSWORD',
+      'AUTH_BOOTSTRAP_USERNAME and AUTH_BOOTSTRAP_PASSWORD must be set together')
+  }
+  const lockoutSeconds = integer(env, 'AUTH_LOCKOUT_SECONDS', 60, 1, DAY)
+  const maxLockoutSeconds = integer(env, 'AUTH_MAX_LOCKOUT_SECONDS', 900, 1, 30 * DAY)
+  if (maxLockoutSeconds < lockoutSeconds) {
+    throw new ConfigError('AUTH_MAX_LOCKOUT_SECONDS', `must be at least AUTH_LOCKOUT_SECONDS (${lockoutSeconds})`)
+  }
+  const logLevel = present(env, 'LOG_LEVEL') ?? 'info'
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
+    throw new ConfigError('LOG_LEVEL', `expected one of fatal, error, warn, info, debug, trace, silent, got "${logLevel}"`)
+  }
+  const config: Config = {
+    host: present(env, 'HOST') ?? '0.0.0.0',
+    port: integer(env, 'PORT', 3000, 0, 65535),
+    nodeEnv,
+    logLevel,
+    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    dataDir: present(env, 'AUTH_DATA_DIR') ?? './data',
+    redisKeyPrefix: present(env, 'AUTH_REDIS_KEY_PREFIX') ?? 'ats:',
+    tokenTtlSeconds: integer(env, 'AUTH_TOKEN_TTL_SECONDS', 43200, 1, 365 * DAY),
+    federatedTokenTtlSeconds: integer(env, 'AUTH_FEDERATED_TOKEN_TTL_SECONDS', 86400, 1, 365 * DAY),
+    denyTtlSeconds: integer(env, 'AUTH_DENY_TTL_SECONDS', 300, 1, DAY),
+    cookieSecure: boolean(env, 'AUTH_COOKIE_SECURE', nodeEnv === 'production'),
+    cookieDomain: present(env, 'AUTH_COOKIE_DOMAIN'),
+    bootstrapUsername,
+    bootstrapPassword,
+    legacyPathLogin: boolean(env, 'AUTH_LEGACY_PATH_LOGIN', true),
+    maxFailedLogins: integer(env, 'AUTH_MAX_FAILED_LOGINS', 10, 1, 100),
+    lockoutSeconds,
+    maxLockoutSeconds,
+    maxFailedLoginsPerIp: integer(env, 'AUTH_MAX_FAILED_LOGINS_PER_IP', 100, 1, 1_000_000),
+    ipWindowSeconds: integer(env, 'AUTH_IP_WINDOW_SECONDS', 900, 1, DAY),
+    trustProxy: trustProxy(env),
+    bodyLimitBytes: integer(env, 'AUTH_BODY_LIMIT_BYTES', 16 * 1024, 1024, 1024 * 1024),
+    requestTimeoutMs: integer(env, 'AUTH_REQUEST_TIMEOUT_MS', 10_000, 1000, 600_000),
+    redisCommandTimeoutMs: integer(env, 'AUTH_REDIS_COMMAND_TIMEOUT_MS', 500, 10, 60_000),
+    argon2: {
+      memoryCost: integer(env, 'AUTH_ARGON2_MEMORY_KIB', 19456, 19456, 4 * 1024 * 1024),
+      timeCost: integer(env, 'AUTH_ARGON2_TIME_COST', 2, 2, 100),
+      parallelism: integer(env, 'AUTH_ARGON2_PARALLELISM', 1, 1, 16)
+    },
+    ...overrides
+  }
+  if (config.cookieDomain !== undefined && !/^[A-Za-z0-9.-]+$/.test(config.cookieDomain)) {
+    throw new ConfigError('AUTH_COOKIE_DOMAIN', `is not a domain name: "${config.cookieDomain}"`)
+  }
+  return config
+}

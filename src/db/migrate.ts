@@ -1,0 +1,38 @@
+import { readdir, readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { Database } from './queryable.js'
+
+/** `sql/` at the package root, found the same way from `src/` (tests) and `dist/` (built). */
+export const MIGRATIONS_DIR = fileURLToPath(new URL('../../sql/', import.meta.url))
+
+// Any constant works; it only has to be the same for every instance migrating one database.
+const MIGRATION_LOCK_ID = 72_403_117
+
+export interface MigrationResult {
+  applied: string[]
+}
+
+/**
+ * Applies the forward-only migrations in `sql/` that this database has not seen,
+ * in name order, in one transaction under an advisory lock, so instances that
+ * start together neither race nor half-apply.
+ */
+export async function migrate (db: Database, dir: string = MIGRATIONS_DIR): Promise<MigrationResult> {
+  const files = (await readdir(dir)).filter((name) => /^\d+-[\w-]+\.sql$/.test(name)).sort()
+  const scripts = await Promise.all(files.map(async (name) => ({ name, sql: await readFile(join(dir, name), 'utf8') })))
+  await db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())')
+  return await db.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_ID])
+    const { rows } = await tx.query<{ name: string }>('SELECT name FROM schema_migrations')
+    const done = new Set(rows.map((row) => row.name))
+    const applied: string[] = []
+    for (const script of scripts) {
+      if (done.has(script.name)) continue
+      await tx.exec(script.sql)
+      await tx.query('INSERT INTO schema_migrations (name) VALUES ($1)', [script.name])
+      applied.push(script.name)
+    }
+    return { applied }
+  })
+}

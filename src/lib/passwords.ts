@@ -1,0 +1,50 @@
+import { randomBytes } from 'node:crypto'
+import argon2 from 'argon2'
+
+export interface Argon2Policy {
+  /** KiB of memory; OWASP's minimum for argon2id is 19456 with t=2, p=1. */
+  memoryCost: number
+  timeCost: number
+  parallelism: number
+}
+
+export const OWASP_MINIMUM_POLICY: Argon2Policy = Object.freeze({ memoryCost: 19456, timeCost: 2, parallelism: 1 })
+
+export interface PasswordHasher {
+  hash (password: string): Promise<string>
+  /** True when `password` matches `hash`; false for a mismatch or an unreadable hash. */
+  verify (hash: string, password: string): Promise<boolean>
+  /** Spend the time of a verify without an account, so unknown users cost what known ones do. */
+  verifyDummy (password: string): Promise<void>
+  needsRehash (hash: string): boolean
+}
+
+export function createPasswordHasher (policy: Argon2Policy = OWASP_MINIMUM_POLICY): PasswordHasher {
+  const options = { type: argon2.argon2id, ...policy, hashLength: 32 } as const
+  let dummyHash: Promise<string> | undefined
+
+  async function verify (hash: string, password: string): Promise<boolean> {
+    try {
+      return await argon2.verify(hash, password)
+    } catch {
+      // A malformed stored hash must never let anyone in.
+      return false
+    }
+  }
+
+  return {
+    hash: async (password) => await argon2.hash(password, options),
+    verify,
+    async verifyDummy (password) {
+      dummyHash ??= argon2.hash(randomBytes(32).toString('base64url'), options)
+      await verify(await dummyHash, password)
+    },
+    needsRehash: (hash) => {
+      try {
+        return argon2.needsRehash(hash, policy)
+      } catch {
+        return true
+      }
+    }
+  }
+}

@@ -1,0 +1,67 @@
+/**
+ * The status-message model of the contract: every answer, success or error, is
+ * `{ status, message }`. Errors are values of `StatusError`, mapped to HTTP in one
+ * place (the app's error handler); nothing below the routes knows HTTP beyond the
+ * `httpStatus` carried here.
+ */
+
+export interface StatusBody {
+  status: number
+  message: string
+}
+
+export const SUCCESS: StatusBody = Object.freeze({ status: 0, message: 'Success' })
+
+export class StatusError extends Error {
+  readonly status: number
+  readonly httpStatus: number
+  readonly headers: Readonly<Record<string, string>>
+
+  constructor (
+    status: number,
+    message: string,
+    httpStatus: number,
+    headers: Record<string, string> = {},
+    options?: { cause?: unknown }
+  ) {
+    super(message, options)
+    this.name = 'StatusError'
+    this.status = status
+    this.httpStatus = httpStatus
+    this.headers = headers
+  }
+
+  toBody (): StatusBody {
+    return { status: this.status, message: this.message }
+  }
+}
+
+export const badRequest = (): StatusError => new StatusError(400, 'Bad Request', 400)
+export const unauthorized = (): StatusError => new StatusError(403, 'Unauthorized', 403)
+export const notFound = (): StatusError => new StatusError(404, 'Not Found', 404)
+export const methodNotAllowed = (allow: readonly string[]): StatusError =>
+  new StatusError(405, 'Method Not Allowed', 405, { allow: allow.join(', ') })
+export const payloadTooLarge = (): StatusError => new StatusError(413, 'Payload Too Large', 413)
+export const unsupportedMediaType = (): StatusError => new StatusError(415, 'Unsupported Media Type', 415)
+export const tooManyRequests = (retryAfterSeconds: number): StatusError =>
+  new StatusError(429, 'Too Many Requests', 429, { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) })
+export const loginFailed = (): StatusError => new StatusError(701, 'Login Failed', 401)
+export const internalError = (): StatusError => new StatusError(500, 'Internal Server Error', 500)
+
+/** A backend (Redis or Postgres) could not answer. Fails closed: never a false Success. */
+export const serviceUnavailable = (cause?: unknown): StatusError =>
+  new StatusError(503, 'Service Unavailable', 503, {}, { cause })
+
+/** Map a numeric HTTP status that Fastify or Node produced to the contract's error. */
+export function statusErrorForHttp (httpStatus: number): StatusError {
+  switch (httpStatus) {
+    case 404: return notFound()
+    case 413: return payloadTooLarge()
+    case 415: return unsupportedMediaType()
+    case 503: return serviceUnavailable()
+    case 408: return new StatusError(408, 'Request Timeout', 408)
+    case 431: return new StatusError(431, 'Request Header Fields Too Large', 431)
+    default:
+      return httpStatus >= 400 && httpStatus < 500 ? badRequest() : internalError()
+  }
+}

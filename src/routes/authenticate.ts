@@ -1,0 +1,78 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { AuthService } from '../auth.js'
+import { badRequest, StatusError, SUCCESS, type StatusBody } from '../lib/status.js'
+import { formatExpirationDate } from '../lib/time.js'
+import { AuthenticateParamsSchema, optionalBody, AuthenticateSuccessSchema, errorResponses, PADDING_PARAMETER_NAMES, TokenPathSchema, type AuthenticateParams } from '../schemas.js'
+import { refuseOtherMethods, TOKEN_COOKIE } from './http.js'
+
+export interface AuthenticateRoutesOptions {
+  auth: AuthService
+}
+
+/** Names a padding function may not have: JavaScript's reserved words and the globals it must not shadow. */
+const RESERVED = new Set([
+  'break', 'case', 'catch', 'class', 'const', 'continue', 'debugger', 'default', 'delete', 'do', 'else', 'enum',
+  'export', 'extends', 'false', 'finally', 'for', 'function', 'if', 'import', 'in', 'instanceof', 'new', 'null',
+  'return', 'super', 'switch', 'this', 'throw', 'true', 'try', 'typeof', 'var', 'void', 'while', 'with', 'yield',
+  'let', 'static', 'implements', 'interface', 'package', 'private', 'protected', 'public', 'await', 'async',
+  'arguments', 'eval', 'undefined', 'NaN', 'Infinity'
+])
+
+/** The one padding-function name asked for, or undefined; two different names or a reserved word: 400. */
+function paddingFunction (params: AuthenticateParams): string | undefined {
+  let name: string | undefined
+  for (const key of PADDING_PARAMETER_NAMES) {
+    const value = params[key]
+    if (value === undefined) continue
+    if ((name !== undefined && name !== value) || RESERVED.has(value)) throw badRequest()
+    name = value
+  }
+  return name
+}
+
+/** `function <name>() {return <status-message object>;}` (spec §4.2), always HTTP 200 so a script tag runs it. */
+function sendPadded (reply: FastifyReply, name: string, body: StatusBody) {
+  return reply
+    .code(200)
+    .type('application/javascript; charset=utf-8')
+    .header('x-content-type-options', 'nosniff')
+    .send(`function ${name}() {return ${JSON.stringify({ status: body.status, message: body.message })};}`)
+}
+
+/** GET or POST /auth/Authenticate[/{token}]: is the token active? The hot path: one store read, no writes. */
+export const authenticateRoutes: FastifyPluginAsyncTypebox<AuthenticateRoutesOptions> = async (app, { auth }) => {
+  const response = { 200: AuthenticateSuccessSchema, ...errorResponses }
+
+  async function answer (request: FastifyRequest, reply: FastifyReply, params: AuthenticateParams, pathToken: string | undefined) {
+    const padding = paddingFunction(params)
+    // Path segment, then `token` parameter, then the cookie (contract).
+    const token = pathToken ?? params.token ?? request.cookies[TOKEN_COOKIE]
+    if (padding === undefined) {
+      const record = await auth.authenticate(token)
+      return { status: 0 as const, message: 'Success' as const, expiration_date: formatExpirationDate(record.expiresAt) }
+    }
+    try {
+      await auth.authenticate(token)
+      return sendPadded(reply, padding, SUCCESS)
+    } catch (error) {
+      if (error instanceof StatusError) return sendPadded(reply, padding, error.toBody())
+      throw error
+    }
+  }
+
+  // Key-value parameters come from the query or, for POST, a form or JSON body; a body value wins.
+  const merged = (query: AuthenticateParams, body: AuthenticateParams | undefined): AuthenticateParams =>
+    body === undefined ? query : { ...query, ...body }
+
+  app.get('/auth/Authenticate', { schema: { querystring: AuthenticateParamsSchema, response } },
+    async (request, reply) => await answer(request, reply, request.query, undefined))
+  app.get('/auth/Authenticate/:token', { schema: { params: TokenPathSchema, querystring: AuthenticateParamsSchema, response } },
+    async (request, reply) => await answer(request, reply, request.query, request.params.token))
+  app.post('/auth/Authenticate', { schema: { querystring: AuthenticateParamsSchema, body: optionalBody(AuthenticateParamsSchema), response } },
+    async (request, reply) => await answer(request, reply, merged(request.query, request.body), undefined))
+  app.post('/auth/Authenticate/:token', { schema: { params: TokenPathSchema, querystring: AuthenticateParamsSchema, body: optionalBody(AuthenticateParamsSchema), response } },
+    async (request, reply) => await answer(request, reply, merged(request.query, request.body), request.params.token))
+  refuseOtherMethods(app, '/auth/Authenticate', ['GET', 'POST'])
+  refuseOtherMethods(app, '/auth/Authenticate/:token', ['GET', 'POST'])
+}

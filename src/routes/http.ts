@@ -1,0 +1,32 @@
+import type { CookieSerializeOptions } from '@fastify/cookie'
+import type { FastifyInstance, HTTPMethods } from 'fastify'
+import type { Config } from '../config.js'
+import { methodNotAllowed } from '../lib/status.js'
+
+/** The cookie that carries the token (spec §2). */
+export const TOKEN_COOKIE = 'AuthToken1'
+
+/** Attributes shared by setting and clearing the cookie: a clear only works with the same ones. */
+export function tokenCookieOptions (config: Pick<Config, 'cookieSecure' | 'cookieDomain'>): CookieSerializeOptions {
+  return {
+    path: '/',
+    httpOnly: true,
+    sameSite: 'lax',
+    secure: config.cookieSecure,
+    ...(config.cookieDomain === undefined ? {} : { domain: config.cookieDomain })
+  }
+}
+
+/**
+ * Answers every method but `allowed` on `url` with 405 and an `Allow` header, so a
+ * wrong method is told what would work instead of getting a 404.
+ */
+export function refuseOtherMethods (app: FastifyInstance, url: string, allowed: readonly HTTPMethods[]): void {
+  const others = app.supportedMethods.filter((method) => !allowed.includes(method as HTTPMethods))
+  const error = methodNotAllowed(allowed)
+  app.route({
+    method: others,
+    url,
+    handler: async () => { throw error }
+  })
+}

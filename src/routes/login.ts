@@ -1,0 +1,63 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply } from 'fastify'
+import type { AuthService } from '../auth.js'
+import type { Config } from '../config.js'
+import { badRequest } from '../lib/status.js'
+import { formatExpirationDate } from '../lib/time.js'
+import { errorResponses, optionalBody, LegacyLoginPathSchema, LoginParamsSchema, LoginSuccessSchema } from '../schemas.js'
+import { refuseOtherMethods, TOKEN_COOKIE, tokenCookieOptions } from './http.js'
+
+export interface LoginRoutesOptions {
+  auth: AuthService
+  config: Config
+}
+
+/** POST /auth/Login: username and password from the query, a form or JSON body, or (legacy) the path. */
+export const loginRoutes: FastifyPluginAsyncTypebox<LoginRoutesOptions> = async (app, { auth, config }) => {
+  const cookie = tokenCookieOptions(config)
+  const response = { 200: LoginSuccessSchema, ...errorResponses }
+
+  async function login (reply: FastifyReply, username: string | undefined, password: string | undefined, presentedToken: string | undefined) {
+    if (username === undefined || password === undefined) throw badRequest()
+    const issued = await auth.login({ username, password, presentedToken })
+    reply.setCookie(TOKEN_COOKIE, issued.token, {
+      ...cookie,
+      expires: new Date(issued.expiresAt),
+      maxAge: Math.max(0, Math.floor((issued.expiresAt - Date.now()) / 1000))
+    })
+    return {
+      status: 0 as const,
+      message: 'Success' as const,
+      token: issued.token,
+      AuthToken: issued.token,
+      expiration_date: formatExpirationDate(issued.expiresAt)
+    }
+  }
+
+  app.post('/auth/Login', {
+    schema: { querystring: LoginParamsSchema, body: optionalBody(LoginParamsSchema), response }
+  }, async (request, reply) => {
+    // A body value wins over a query value (contract).
+    const body = request.body ?? {}
+    const query = request.query
+    return await login(reply,
+      body.username ?? query.username,
+      body.password ?? query.password,
+      body.token ?? query.token ?? request.cookies[TOKEN_COOKIE])
+  })
+  refuseOtherMethods(app, '/auth/Login', ['POST'])
+
+  if (config.legacyPathLogin) {
+    // Path style, kept for backward compatibility (spec §9); each segment percent-decoded by the router.
+    app.post('/auth/Login/:username/:password', {
+      schema: { params: LegacyLoginPathSchema, querystring: LoginParamsSchema, response }
+    }, async (request, reply) => await login(reply,
+      request.params.username,
+      request.params.password,
+      request.query.token ?? request.cookies[TOKEN_COOKIE]))
+    refuseOtherMethods(app, '/auth/Login/:username/:password', ['POST'])
+    // A legacy client that left out the password: a bad request, not an unknown route.
+    app.post('/auth/Login/:username', async () => { throw badRequest() })
+    refuseOtherMethods(app, '/auth/Login/:username', ['POST'])
+  }
+}

@@ -1,0 +1,35 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { AuthService } from '../auth.js'
+import type { Config } from '../config.js'
+import { SUCCESS } from '../lib/status.js'
+import { errorResponses, optionalBody, StatusMessageSchema, TokenParamsSchema, TokenPathSchema } from '../schemas.js'
+import { refuseOtherMethods, TOKEN_COOKIE, tokenCookieOptions } from './http.js'
+
+export interface LogoutRoutesOptions {
+  auth: AuthService
+  config: Config
+}
+
+/** POST /auth/Logout[/{token}]: ends an active token at once. */
+export const logoutRoutes: FastifyPluginAsyncTypebox<LogoutRoutesOptions> = async (app, { auth, config }) => {
+  const cookie = tokenCookieOptions(config)
+  const response = { 200: StatusMessageSchema, ...errorResponses }
+
+  async function answer (request: FastifyRequest, reply: FastifyReply, token: string | undefined) {
+    const fromCookie = request.cookies[TOKEN_COOKIE]
+    await auth.logout(token ?? fromCookie)
+    // The cookie held the ended token: clear it, with the attributes it was set with.
+    if (fromCookie !== undefined && fromCookie === (token ?? fromCookie)) reply.clearCookie(TOKEN_COOKIE, cookie)
+    return SUCCESS
+  }
+
+  app.post('/auth/Logout', {
+    schema: { querystring: TokenParamsSchema, body: optionalBody(TokenParamsSchema), response }
+  }, async (request, reply) => await answer(request, reply, request.body?.token ?? request.query.token))
+  app.post('/auth/Logout/:token', {
+    schema: { params: TokenPathSchema, querystring: TokenParamsSchema, response }
+  }, async (request, reply) => await answer(request, reply, request.params.token))
+  refuseOtherMethods(app, '/auth/Logout', ['POST'])
+  refuseOtherMethods(app, '/auth/Logout/:token', ['POST'])
+}

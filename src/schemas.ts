@@ -1,0 +1,92 @@
+import { Type, type Static, type TObject } from 'typebox'
+
+/**
+ * Request and response schemas of the three operations. Parameters are strings
+ * or absent: a parameter given twice arrives as an array and fails validation
+ * (400), and so does an object, a number or a NUL byte.
+ */
+
+const NO_NUL = '^[^\\u0000]*$'
+export const PADDING_FUNCTION_PATTERN = '^[A-Za-z_$][A-Za-z0-9_$]{0,63}$'
+
+const Param = (maxLength: number) => Type.Optional(Type.String({ maxLength, pattern: NO_NUL }))
+
+/** Long enough for a 1024-byte password; the byte limit itself is checked before hashing. */
+const PASSWORD_MAX_CHARS = 1024
+const TOKEN_MAX_CHARS = 2048
+
+/**
+ * A request body that may be absent (a POST with no body) but, when present,
+ * must be an object of the given shape. Fastify validates the body even when
+ * there is none, and `undefined` has no JSON type, so the schema refuses the
+ * other types instead of requiring `object`.
+ */
+export function optionalBody<T extends TObject> (schema: T) {
+  const { type: _object, ...shape } = schema as T & { type: string }
+  return Type.Unsafe<Static<T> | undefined>({
+    ...shape,
+    not: { type: ['string', 'number', 'integer', 'boolean', 'null', 'array'] }
+  })
+}
+
+export const LoginParamsSchema = Type.Object({
+  username: Param(1024),
+  password: Param(PASSWORD_MAX_CHARS),
+  token: Param(TOKEN_MAX_CHARS)
+})
+export type LoginParams = Static<typeof LoginParamsSchema>
+
+export const LegacyLoginPathSchema = Type.Object({
+  username: Type.String({ pattern: NO_NUL }),
+  password: Type.String({ pattern: NO_NUL })
+})
+export type LegacyLoginPath = Static<typeof LegacyLoginPathSchema>
+
+export const TokenPathSchema = Type.Object({
+  token: Type.String({ maxLength: TOKEN_MAX_CHARS, pattern: NO_NUL })
+})
+export type TokenPath = Static<typeof TokenPathSchema>
+
+const PaddingName = Type.Optional(Type.String({ pattern: PADDING_FUNCTION_PATTERN }))
+
+export const TokenParamsSchema = Type.Object({
+  token: Param(TOKEN_MAX_CHARS)
+})
+export type TokenParams = Static<typeof TokenParamsSchema>
+
+export const AuthenticateParamsSchema = Type.Object({
+  token: Param(TOKEN_MAX_CHARS),
+  format: Type.Optional(Type.Literal('json')),
+  jsonpFunction: PaddingName,
+  jsopFunction: PaddingName,
+  jsonpFormat: PaddingName,
+  callback: PaddingName
+})
+export type AuthenticateParams = Static<typeof AuthenticateParamsSchema>
+
+/** The padding-function parameter's four spellings, all accepted (contract). */
+export const PADDING_PARAMETER_NAMES = ['jsonpFunction', 'jsopFunction', 'jsonpFormat', 'callback'] as const
+
+export const StatusMessageSchema = Type.Object({
+  status: Type.Integer(),
+  message: Type.String()
+})
+
+export const LoginSuccessSchema = Type.Object({
+  status: Type.Literal(0),
+  message: Type.Literal('Success'),
+  token: Type.String(),
+  AuthToken: Type.String(),
+  expiration_date: Type.String()
+})
+
+export const AuthenticateSuccessSchema = Type.Object({
+  status: Type.Literal(0),
+  message: Type.Literal('Success'),
+  expiration_date: Type.String()
+})
+
+export const errorResponses = {
+  '4xx': StatusMessageSchema,
+  '5xx': StatusMessageSchema
+} as const

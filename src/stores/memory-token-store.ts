@@ -1,0 +1,117 @@
+import { performance } from 'node:perf_hooks'
+import type { TokenRecord, TokenStore } from './token-store.js'
+
+interface Entry {
+  record: TokenRecord
+  /** Monotonic deadline, like a Redis key's own expiry: wall-clock jumps do not move it. */
+  deadline: number
+}
+
+export interface MemoryTokenStoreOptions {
+  denyTtlMs: number
+  /** Injectable monotonic clock for tests of the store itself. */
+  now?: () => number
+}
+
+/**
+ * The embedded default's token store: the Redis store's semantics in one process.
+ * Every method is synchronous inside, so each is atomic as the Redis scripts are.
+ */
+export function createMemoryTokenStore (options: MemoryTokenStoreOptions): TokenStore {
+  const now = options.now ?? (() => performance.now())
+  const tokens = new Map<string, Entry>()
+  const accounts = new Map<string, Set<string>>()
+  const denied = new Map<string, number>()
+
+  const live = (tokenHash: string): Entry | undefined => {
+    const entry = tokens.get(tokenHash)
+    if (entry === undefined) return undefined
+    if (entry.deadline <= now()) {
+      forget(tokenHash, entry)
+      return undefined
+    }
+    return entry
+  }
+
+  const forget = (tokenHash: string, entry: Entry): void => {
+    tokens.delete(tokenHash)
+    const index = accounts.get(entry.record.accountId)
+    index?.delete(tokenHash)
+    if (index?.size === 0) accounts.delete(entry.record.accountId)
+  }
+
+  const deny = (tokenHash: string): void => {
+    const t = now()
+    for (const [hash, until] of denied) {
+      if (until > t) break
+      denied.delete(hash)
+    }
+    denied.delete(tokenHash)
+    denied.set(tokenHash, t + options.denyTtlMs)
+  }
+
+  /** Amortized clean-up instead of a timer: look at the oldest few entries on each write. */
+  const pruneOldest = (): void => {
+    let looked = 0
+    for (const hash of tokens.keys()) {
+      if (++looked > 8) break
+      live(hash)
+    }
+  }
+
+  return {
+    async issue (tokenHash, record, ttlMs) {
+      pruneOldest()
+      tokens.set(tokenHash, { record: { ...record }, deadline: now() + ttlMs })
+      let index = accounts.get(record.accountId)
+      if (index === undefined) accounts.set(record.accountId, index = new Set())
+      index.add(tokenHash)
+    },
+    async find (tokenHash) {
+      const entry = live(tokenHash)
+      return entry === undefined ? null : { ...entry.record }
+    },
+    async refresh (tokenHash, record, ttlMs) {
+      const entry = live(tokenHash)
+      if (entry === undefined || entry.record.accountId !== record.accountId) return false
+      // Re-insert so the Map's order stays roughly the order of deadlines.
+      tokens.delete(tokenHash)
+      tokens.set(tokenHash, { record: { ...record }, deadline: now() + ttlMs })
+      return true
+    },
+    async terminate (tokenHash) {
+      const entry = live(tokenHash)
+      if (entry === undefined) return false
+      forget(tokenHash, entry)
+      deny(tokenHash)
+      return true
+    },
+    async terminateAccount (accountId) {
+      const index = accounts.get(accountId)
+      if (index === undefined) return []
+      const ended: string[] = []
+      for (const hash of [...index]) {
+        const entry = live(hash)
+        if (entry === undefined) continue
+        forget(hash, entry)
+        deny(hash)
+        ended.push(hash)
+      }
+      accounts.delete(accountId)
+      return ended
+    },
+    async isDenied (tokenHash) {
+      const until = denied.get(tokenHash)
+      return until !== undefined && until > now()
+    },
+    async listDenied () {
+      const t = now()
+      return [...denied].filter(([, until]) => until > t).map(([hash]) => hash)
+    },
+    async close () {
+      tokens.clear()
+      accounts.clear()
+      denied.clear()
+    }
+  }
+}

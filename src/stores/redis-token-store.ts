@@ -1,0 +1,200 @@
+import { Redis, type RedisOptions } from 'ioredis'
+import { serviceUnavailable, StatusError } from '../lib/status.js'
+import { decodeRecord, encodeRecord, type TokenRecord, type TokenStore } from './token-store.js'
+
+/*
+ * Key layout (prefix default `ats:`):
+ *   <p>t:<tokenHash>   string  encodeRecord(...), PX = the token's remaining life
+ *   <p>a:<accountId>   hash    tokenHash -> ''  the account's index (listpack-encoded when
+ *                              small, which is what keeps a token under 300 bytes on Redis 7.0)
+ *   <p>deny            zset    tokenHash scored by the Redis-clock ms until which it is denied
+ * Every multi-step write is one Lua script, so each is atomic. Deny-set times come from
+ * the Redis server's own TIME, so no clock but Redis's ever decides an expiry.
+ */
+
+// Shared by scripts: keep an account index alive as long as its longest token.
+const EXTEND_INDEX = `
+local function extendIndex(key, ttl)
+  if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
+end
+local function nowMs()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function deny(key, hash, ttl)
+  local now = nowMs()
+  redis.call('ZADD', key, now + ttl, hash)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+  redis.call('PEXPIRE', key, ttl)
+end
+`
+
+const SCRIPTS = {
+  // KEYS: token, index   ARGV: value, ttlMs, tokenHash, tokenKeyPrefix
+  atsIssue: {
+    numberOfKeys: 2,
+    lua: `${EXTEND_INDEX}
+local ttl = tonumber(ARGV[2])
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
+redis.call('HSET', KEYS[2], ARGV[3], '')
+local size = redis.call('HLEN', KEYS[2])
+-- Amortized pruning of ended tokens from the index: every 32nd entry.
+if size % 32 == 0 then
+  for _, hash in ipairs(redis.call('HKEYS', KEYS[2])) do
+    if redis.call('EXISTS', ARGV[4] .. hash) == 0 then redis.call('HDEL', KEYS[2], hash) end
+  end
+end
+extendIndex(KEYS[2], ttl)
+return 1`
+  },
+  // KEYS: token, index   ARGV: value, ttlMs, tokenHash, accountId
+  atsRefresh: {
+    numberOfKeys: 2,
+    lua: `${EXTEND_INDEX}
+local current = redis.call('GET', KEYS[1])
+if not current then return 0 end
+local _, _, account = string.find(current, '^[^|]*|[^|]*|([^|]*)|')
+if account ~= ARGV[4] then return 0 end
+local ttl = tonumber(ARGV[2])
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
+redis.call('HSET', KEYS[2], ARGV[3], '')
+extendIndex(KEYS[2], ttl)
+return 1`
+  },
+  // KEYS: token, deny   ARGV: tokenHash, denyTtlMs, indexKeyPrefix
+  atsTerminate: {
+    numberOfKeys: 2,
+    lua: `${EXTEND_INDEX}
+local current = redis.call('GET', KEYS[1])
+if not current then return 0 end
+redis.call('DEL', KEYS[1])
+local _, _, account = string.find(current, '^[^|]*|[^|]*|([^|]*)|')
+if account then redis.call('HDEL', ARGV[3] .. account, ARGV[1]) end
+deny(KEYS[2], ARGV[1], tonumber(ARGV[2]))
+return 1`
+  },
+  // KEYS: index, deny   ARGV: tokenKeyPrefix, denyTtlMs
+  atsTerminateAccount: {
+    numberOfKeys: 2,
+    lua: `${EXTEND_INDEX}
+local ended = {}
+for _, hash in ipairs(redis.call('HKEYS', KEYS[1])) do
+  if redis.call('DEL', ARGV[1] .. hash) == 1 then
+    ended[#ended + 1] = hash
+    deny(KEYS[2], hash, tonumber(ARGV[2]))
+  end
+end
+redis.call('DEL', KEYS[1])
+return ended`
+  },
+  // KEYS: deny   ARGV: tokenHash (empty: list all)
+  atsDenied: {
+    numberOfKeys: 1,
+    lua: `${EXTEND_INDEX}
+local now = nowMs()
+if ARGV[1] ~= '' then
+  local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+  if score and tonumber(score) > now then return {ARGV[1]} end
+  return {}
+end
+return redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf')`
+  }
+} as const
+
+interface ScriptCommands {
+  atsIssue (token: string, index: string, value: string, ttlMs: number, tokenHash: string, tokenPrefix: string): Promise<number>
+  atsRefresh (token: string, index: string, value: string, ttlMs: number, tokenHash: string, accountId: string): Promise<number>
+  atsTerminate (token: string, deny: string, tokenHash: string, denyTtlMs: number, indexPrefix: string): Promise<number>
+  atsTerminateAccount (index: string, deny: string, tokenPrefix: string, denyTtlMs: number): Promise<string[]>
+  atsDenied (deny: string, tokenHash: string): Promise<string[]>
+}
+
+export interface RedisTokenStoreOptions {
+  /** A client to use (not closed by the store), or a URL for a client the store owns. */
+  redis?: Redis
+  url?: string
+  keyPrefix?: string
+  denyTtlMs: number
+  /** Upper bound on any one command; past it the caller gets a 503, not a hang. */
+  commandTimeoutMs?: number
+  onError?: (error: Error) => void
+}
+
+/** Options that make a client fail fast instead of queueing while Redis is away. */
+export function failFastRedisOptions (commandTimeoutMs: number): RedisOptions {
+  return {
+    commandTimeout: commandTimeoutMs,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: Math.max(1000, commandTimeoutMs),
+    retryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 2000),
+    lazyConnect: true
+  }
+}
+
+export interface RedisTokenStore extends TokenStore {
+  readonly redis: Redis
+  /** Resolves once the connection is ready (tests, start-up). */
+  ready (): Promise<void>
+}
+
+export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTokenStore {
+  const owned = options.redis === undefined
+  const redis = options.redis ?? new Redis(options.url ?? 'redis://127.0.0.1:6379', failFastRedisOptions(options.commandTimeoutMs ?? 500))
+  if (owned) redis.on('error', options.onError ?? (() => {}))
+  for (const [name, script] of Object.entries(SCRIPTS)) redis.defineCommand(name, script)
+  const commands = redis as unknown as ScriptCommands
+
+  const prefix = options.keyPrefix ?? 'ats:'
+  const tokenPrefix = `${prefix}t:`
+  const indexPrefix = `${prefix}a:`
+  const denyKey = `${prefix}deny`
+  const denyTtlMs = options.denyTtlMs
+
+  async function guarded<T> (work: () => Promise<T>): Promise<T> {
+    try {
+      return await work()
+    } catch (error) {
+      if (error instanceof StatusError) throw error
+      throw serviceUnavailable(error)
+    }
+  }
+
+  const ttl = (ttlMs: number): number => Math.max(1, Math.floor(ttlMs))
+
+  return {
+    redis,
+    async ready () {
+      if (redis.status === 'ready') return
+      if (redis.status === 'wait') await redis.connect()
+      if ((redis.status as string) !== 'ready') {
+        await new Promise<void>((resolve, reject) => {
+          const onReady = (): void => { redis.off('end', onEnd); resolve() }
+          const onEnd = (): void => { redis.off('ready', onReady); reject(new Error('Redis connection ended')) }
+          redis.once('ready', onReady)
+          redis.once('end', onEnd)
+        })
+      }
+    },
+    issue: async (tokenHash, record, ttlMs) => await guarded(async () => {
+      await commands.atsIssue(tokenPrefix + tokenHash, indexPrefix + record.accountId, encodeRecord(record), ttl(ttlMs), tokenHash, tokenPrefix)
+    }),
+    find: async (tokenHash) => await guarded(async () => {
+      const value = await redis.get(tokenPrefix + tokenHash)
+      return value === null ? null : decodeRecord(value)
+    }),
+    refresh: async (tokenHash, record, ttlMs) => await guarded(async () =>
+      await commands.atsRefresh(tokenPrefix + tokenHash, indexPrefix + record.accountId, encodeRecord(record), ttl(ttlMs), tokenHash, record.accountId) === 1),
+    terminate: async (tokenHash) => await guarded(async () =>
+      await commands.atsTerminate(tokenPrefix + tokenHash, denyKey, tokenHash, denyTtlMs, indexPrefix) === 1),
+    terminateAccount: async (accountId) => await guarded(async () =>
+      await commands.atsTerminateAccount(indexPrefix + accountId, denyKey, tokenPrefix, denyTtlMs)),
+    isDenied: async (tokenHash) => await guarded(async () =>
+      (await commands.atsDenied(denyKey, tokenHash)).length > 0),
+    listDenied: async () => await guarded(async () => await commands.atsDenied(denyKey, '')),
+    async close () {
+      // Never close a client we were handed.
+      if (owned) await redis.quit().catch(() => { redis.disconnect() })
+    }
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * Where active tokens live. Keys are SHA-256 digests of tokens, never tokens.
+ * A token's life is its entry's own expiry, set relative (milliseconds to live)
+ * from the instant its expiration date was computed: no sweep job, and no clock
+ * difference between the service and the store can stretch or cut it.
+ */
+export interface TokenRecord {
+  accountId: string
+  username: string
+  federated: boolean
+  /** Epoch milliseconds of the `expiration_date` the client was given. */
+  expiresAt: number
+}
+
+export interface TokenStore {
+  /** Stores a new token for `ttlMs` milliseconds and adds it to its account's index. */
+  issue (tokenHash: string, record: TokenRecord, ttlMs: number): Promise<void>
+  /** The active token's record, or null for unknown, expired or terminated. One round trip. */
+  find (tokenHash: string): Promise<TokenRecord | null>
+  /**
+   * Resets an active token of `record.accountId` to `ttlMs` from now with the new
+   * expiry. False when the token is not active or belongs to another account: a
+   * terminated token is never brought back.
+   */
+  refresh (tokenHash: string, record: TokenRecord, ttlMs: number): Promise<boolean>
+  /**
+   * Ends an active token at once and records its hash in the deny set. True only for
+   * the one caller that ended it; concurrent callers get false.
+   */
+  terminate (tokenHash: string): Promise<boolean>
+  /** Ends every active token of the account; returns the hashes it ended. */
+  terminateAccount (accountId: string): Promise<string[]>
+  /** True while a terminated token's hash is in the short-lived deny set. */
+  isDenied (tokenHash: string): Promise<boolean>
+  /** Every hash in the deny set now (the catch-up list for caching verifiers). */
+  listDenied (): Promise<string[]>
+  close (): Promise<void>
+}
+
+/** Compact, order-fixed value: `expiresAt|federated|accountId|username` (username last: it may hold `|`). */
+export function encodeRecord (record: TokenRecord): string {
+  return `${record.expiresAt}|${record.federated ? 1 : 0}|${record.accountId}|${record.username}`
+}
+
+export function decodeRecord (value: string): TokenRecord | null {
+  const first = value.indexOf('|')
+  const second = value.indexOf('|', first + 1)
+  const third = value.indexOf('|', second + 1)
+  if (first < 0 || second < 0 || third < 0) return null
+  const expiresAt = Number(value.slice(0, first))
+  if (!Number.isFinite(expiresAt)) return null
+  return {
+    expiresAt,
+    federated: value.slice(first + 1, second) === '1',
+    accountId: value.slice(second + 1, third),
+    username: value.slice(third + 1)
+  }
+}

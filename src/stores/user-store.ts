@@ -1,0 +1,94 @@
+import { StatusError, serviceUnavailable } from '../lib/status.js'
+import type { Queryable } from '../db/queryable.js'
+
+export interface UserRecord {
+  id: string
+  username: string
+  passwordHash: string
+  federated: boolean
+  disabled: boolean
+}
+
+export interface NewUser {
+  username: string
+  passwordHash: string
+  federated: boolean
+}
+
+/** Usernames reach the store already NFC-normalized; the store compares exactly. */
+export interface UserStore {
+  findByUsername (username: string): Promise<UserRecord | null>
+  /** Fails with `duplicateUsername()` when the name is taken. */
+  create (user: NewUser): Promise<UserRecord>
+  /** Returns the updated account, or null when there is none. */
+  setPasswordHash (username: string, passwordHash: string): Promise<UserRecord | null>
+  setDisabled (username: string, disabled: boolean): Promise<UserRecord | null>
+  list (): Promise<UserRecord[]>
+}
+
+export const duplicateUsername = (): StatusError => new StatusError(409, 'Username Taken', 409)
+
+interface UserRow {
+  id: string | number | bigint
+  username: string
+  password_hash: string
+  federated: boolean
+  disabled: boolean
+}
+
+const COLUMNS = 'id::text AS id, username, password_hash, federated, disabled'
+
+function toRecord (row: UserRow): UserRecord {
+  return {
+    id: String(row.id),
+    username: row.username,
+    passwordHash: row.password_hash,
+    federated: row.federated,
+    disabled: row.disabled
+  }
+}
+
+function isUniqueViolation (error: unknown): boolean {
+  return typeof error === 'object' && error !== null && 'code' in error && (error as { code: unknown }).code === '23505'
+}
+
+/** Any driver failure is the contract's 503: the caller fails closed. */
+async function guarded<T> (work: () => Promise<T>): Promise<T> {
+  try {
+    return await work()
+  } catch (error) {
+    if (error instanceof StatusError) throw error
+    if (isUniqueViolation(error)) throw duplicateUsername()
+    throw serviceUnavailable(error)
+  }
+}
+
+/** One implementation for Postgres and PGlite: the SQL is the same, only the Queryable differs. */
+export function createSqlUserStore (db: Queryable): UserStore {
+  const one = async (sql: string, params: unknown[]): Promise<UserRecord | null> => {
+    const { rows } = await db.query<UserRow>(sql, params)
+    const row = rows[0]
+    return row === undefined ? null : toRecord(row)
+  }
+  return {
+    findByUsername: async (username) => await guarded(async () =>
+      await one(`SELECT ${COLUMNS} FROM users WHERE username = $1`, [username])),
+    create: async (user) => await guarded(async () => {
+      const created = await one(
+        `INSERT INTO users (username, password_hash, federated) VALUES ($1, $2, $3) RETURNING ${COLUMNS}`,
+        [user.username, user.passwordHash, user.federated])
+      if (created === null) throw serviceUnavailable()
+      return created
+    }),
+    setPasswordHash: async (username, passwordHash) => await guarded(async () =>
+      await one(`UPDATE users SET password_hash = $2, updated_at = now() WHERE username = $1 RETURNING ${COLUMNS}`,
+        [username, passwordHash])),
+    setDisabled: async (username, disabled) => await guarded(async () =>
+      await one(`UPDATE users SET disabled = $2, updated_at = now() WHERE username = $1 RETURNING ${COLUMNS}`,
+        [username, disabled])),
+    list: async () => await guarded(async () => {
+      const { rows } = await db.query<UserRow>(`SELECT ${COLUMNS} FROM users ORDER BY username`)
+      return rows.map(toRecord)
+    })
+  }
+}
