@@ -1,0 +1,77 @@
+import type { FastifyInstance } from 'fastify'
+import type { Test } from 'tap'
+import { buildApp } from '../../src/app.js'
+import type { Backends } from '../../src/backends.js'
+import type { Config } from '../../src/config.js'
+import { createPgliteDatabase } from '../../src/db/pglite.js'
+import { createPostgresDatabase } from '../../src/db/postgres.js'
+import { migrate } from '../../src/db/migrate.js'
+import type { Database } from '../../src/db/queryable.js'
+import { createPasswordHasher } from '../../src/lib/passwords.js'
+import { createMemoryTokenStore } from '../../src/stores/memory-token-store.js'
+import { createRedisTokenStore, type RedisTokenStore } from '../../src/stores/redis-token-store.js'
+import type { TokenStore } from '../../src/stores/token-store.js'
+import { createSqlUserStore } from '../../src/stores/user-store.js'
+import { testConfig } from './config.js'
+import { freshPostgresDatabase, freshRedisPrefix, requireRedis } from './servers.js'
+
+export type BackendKind = 'real' | 'embedded'
+
+export interface TestApp {
+  app: FastifyInstance
+  config: Config
+  database: Database
+  tokens: TokenStore
+  /** Set for the 'real' kind: the Redis store, with its client and key prefix. */
+  redisStore?: RedisTokenStore
+  redisPrefix?: string
+  /** Creates an account through the service's own admin (argon2id at the configured policy). */
+  addUser (username: string, password: string, federated?: boolean): Promise<void>
+}
+
+/**
+ * The app on real backends: 'real' is Postgres (a fresh database) and Redis (a key
+ * prefix of its own); 'embedded' is in-memory PGlite and the in-process store.
+ * Everything is closed at the end of the test.
+ */
+export async function buildTestApp (t: Test, kind: BackendKind = 'real', overrides: Partial<Config> = {}): Promise<TestApp> {
+  const config = testConfig(overrides)
+  let database: Database
+  let tokens: TokenStore
+  let redisStore: RedisTokenStore | undefined
+  let redisPrefix: string | undefined
+  if (kind === 'real') {
+    database = createPostgresDatabase({ connectionString: await freshPostgresDatabase(t) })
+    redisPrefix = await freshRedisPrefix(t)
+    redisStore = createRedisTokenStore({ url: await requireRedis(), keyPrefix: redisPrefix, denyTtlMs: config.denyTtlSeconds * 1000 })
+    await redisStore.ready()
+    tokens = redisStore
+  } else {
+    database = await createPgliteDatabase(undefined)
+    tokens = createMemoryTokenStore({ denyTtlMs: config.denyTtlSeconds * 1000 })
+  }
+  await migrate(database)
+  const backends: Backends = {
+    database,
+    users: createSqlUserStore(database),
+    tokens,
+    hasher: createPasswordHasher(config.argon2),
+    async close () { await Promise.allSettled([tokens.close(), database.close()]) }
+  }
+  const app = await buildApp(config, { backends, logger: false })
+  t.teardown(async () => {
+    await app.close()
+    await backends.close()
+  })
+  return {
+    app,
+    config,
+    database,
+    tokens,
+    redisStore,
+    redisPrefix,
+    async addUser (username, password, federated = false) {
+      await app.accounts.add(username, password, federated)
+    }
+  }
+}

@@ -1,0 +1,136 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { Test } from 'tap'
+import { hashToken, generateToken } from '../../src/lib/tokens.js'
+import type { TokenRecord, TokenStore } from '../../src/stores/token-store.js'
+
+export type MakeTokenStore = (t: Test, options: { denyTtlMs: number }) => Promise<TokenStore>
+
+const record = (accountId: string, overrides: Partial<TokenRecord> = {}): TokenRecord => ({
+  accountId,
+  username: `user-${accountId}`,
+  federated: false,
+  expiresAt: Date.now() + 60_000,
+  ...overrides
+})
+
+const newHash = (): string => hashToken(generateToken())
+
+/** One suite, every implementation: the Redis store and the in-process one must agree on all of it. */
+export function tokenStoreContract (t: Test, makeStore: MakeTokenStore): void {
+  t.test('an issued token is found with its record; an unknown one is not', async (t) => {
+    const store = await makeStore(t, { denyTtlMs: 5000 })
+    const hash = newHash()
+    const issued = record('1', { username: 'ann|with|pipes', federated: true })
+    await store.issue(hash, issued, 60_000)
+    t.same(await store.find(hash), issued)
+    t.equal(await store.find(newHash()), null)
+  })
+
+  t.test('a token stops being found when its time to live runs out', async (t) => {
+    const store = await makeStore(t, { denyTtlMs: 5000 })
+    const hash = newHash()
+    await store.issue(hash, record('1'), 400)
+    t.ok(await store.find(hash), 'active before its expiry')
+    await sleep(250)
+    t.ok(await store.find(hash), 'still active at 250 of 400 ms')
+    await sleep(250)
+    t.equal(await store.find(hash), null, 'gone after 500 ms')
+  })
+
+  t.test('refresh resets the life of an active token of the same account only', async (t) => {
+    const store = await makeStore(t, { denyTtlMs: 5000 })
+    const hash = newHash()
+    await store.issue(hash, record('1'), 400)
+    await sleep(250)
+    const renewed = record('1', { expiresAt: Date.now() + 1000 })
+    t.equal(await store.refresh(hash, renewed, 600), true)
+    await sleep(300)
+    t.same(await store.find(hash), renewed, 'alive past its first expiry, with the new record')
+    t.equal(await store.refresh(hash, record('2'), 600), false, 'another account cannot refresh it')
+    t.equal(await store.refresh(newHash(), record('1'), 600), false, 'an unknown token is not created by refresh')
+  })
+
+  t.test('refresh never brings back a terminated or expired token', async (t) => {
+    const store = await makeStore(t, { denyTtlMs: 5000 })
+    const ended = newHash()
+    await store.issue(ended, record('1'), 60_000)
+    t.equal(await store.terminate(ended), true)
+    t.equal(await store.refresh(ended, record('1'), 60_000), false)
+    t.equal(await store.find(ended), null)
+    const expired = newHash()
+    await store.issue(expired, record('1'), 50)
+    await sleep(120)
+    t.equal(await store.refresh(expired, record('1'), 60_000), false)
+    t.equal(await store.find(expired), null)
+  })
+
+  t.test('terminate ends a token once, at once, and puts it in the deny set', async (t) => {
+    const store = await makeStore(t, { denyTtlMs: 5000 })
+    const hash = newHash()
+    await store.issue(hash, record('1'), 60_000)
+    t.equal(await store.isDenied(hash), false, 'an active token is not denied')
+    t.equal(await store.terminate(hash), true)
+    t.equal(await store.find(hash), null)
+    t.equal(await store.terminate(hash), false, 'a second terminate reports nothing ended')
+    t.equal(await store.isDenied(hash), true)
+    t.ok((await store.listDenied()).includes(hash))
+    t.equal(await store.terminate(newHash()), false, 'an unknown token cannot be terminated')
+  })
+
+  t.test('concurrent terminates of one token: exactly one succeeds', async (t) => {
+    const store = await makeStore(t, { denyTtlMs: 5000 })
+    const hash = newHash()
+    await store.issue(hash, record('1'), 60_000)
+    const results = await Promise.all(Array.from({ length: 50 }, async () => await store.terminate(hash)))
+    t.equal(results.filter(Boolean).length, 1)
+  })
+
+  t.test('a deny-set entry expires on its own', async (t) => {
+    const store = await makeStore(t, { denyTtlMs: 300 })
+    const hash = newHash()
+    await store.issue(hash, record('1'), 60_000)
+    await store.terminate(hash)
+    t.equal(await store.isDenied(hash), true)
+    await sleep(450)
+    t.equal(await store.isDenied(hash), false)
+    t.notOk((await store.listDenied()).includes(hash))
+  })
+
+  t.test('terminateAccount ends every active token of that account and no other', async (t) => {
+    const store = await makeStore(t, { denyTtlMs: 5000 })
+    const mine = [newHash(), newHash(), newHash()]
+    const theirs = newHash()
+    for (const hash of mine) await store.issue(hash, record('7'), 60_000)
+    await store.issue(theirs, record('8'), 60_000)
+    const alreadyEnded = mine[0] as string
+    await store.terminate(alreadyEnded)
+    const ended = await store.terminateAccount('7')
+    t.same([...ended].sort(), mine.slice(1).sort(), 'returns the hashes it ended')
+    for (const hash of mine) t.equal(await store.find(hash), null)
+    for (const hash of mine) t.equal(await store.isDenied(hash), true)
+    t.ok(await store.find(theirs), 'another account keeps its token')
+    t.same(await store.terminateAccount('7'), [], 'nothing left to end')
+    t.same(await store.terminateAccount('no-such-account'), [])
+  })
+
+  t.test('terminateAccount skips tokens that expired on their own', async (t) => {
+    const store = await makeStore(t, { denyTtlMs: 5000 })
+    const short = Array.from({ length: 40 }, newHash)
+    for (const hash of short) await store.issue(hash, record('9'), 50)
+    await sleep(120)
+    const live = newHash()
+    await store.issue(live, record('9'), 60_000)
+    t.same(await store.terminateAccount('9'), [live])
+  })
+
+  t.test('hashes shaped like patterns or key syntax are only data', async (t) => {
+    const store = await makeStore(t, { denyTtlMs: 5000 })
+    const odd = ['*', '{x}', 'a:b', 'line\r\nbreak', '?', '[ab]']
+    for (const hash of odd) await store.issue(hash, record('3'), 60_000)
+    await store.issue('plain', record('3'), 60_000)
+    t.equal(await store.terminate('*'), true)
+    t.ok(await store.find('plain'), '"*" matched nothing else')
+    t.ok(await store.find('{x}'))
+    t.same([...await store.terminateAccount('3')].sort(), ['plain', ...odd.slice(1)].sort())
+  })
+}

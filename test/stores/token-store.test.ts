@@ -1,0 +1,49 @@
+import t from 'tap'
+import { createMemoryTokenStore } from '../../src/stores/memory-token-store.js'
+import { createRedisTokenStore } from '../../src/stores/redis-token-store.js'
+import { freshRedisPrefix, requireRedis } from '../helpers/servers.js'
+import { tokenStoreContract } from './token-store.contract.js'
+
+t.test('in-process token store', async (t) => {
+  tokenStoreContract(t, async (_t, { denyTtlMs }) => createMemoryTokenStore({ denyTtlMs }))
+})
+
+t.test('Redis token store', async (t) => {
+  const url = await requireRedis()
+  tokenStoreContract(t, async (t, { denyTtlMs }) => {
+    const store = createRedisTokenStore({ url, keyPrefix: await freshRedisPrefix(t), denyTtlMs })
+    t.teardown(async () => { await store.close() })
+    await store.ready()
+    return store
+  })
+
+  t.test('the key holds a hash, not a token, and expires by its own PX', async (t) => {
+    const keyPrefix = await freshRedisPrefix(t)
+    const store = createRedisTokenStore({ url, keyPrefix, denyTtlMs: 1000 })
+    t.teardown(async () => { await store.close() })
+    await store.ready()
+    await store.issue('h1', { accountId: '5', username: 'u', federated: false, expiresAt: 1 }, 30_000)
+    const pttl = await store.redis.pttl(`${keyPrefix}t:h1`)
+    t.ok(pttl > 29_000 && pttl <= 30_000, `PTTL ${pttl} is the given time to live`)
+    t.equal(await store.redis.type(`${keyPrefix}a:5`), 'hash', 'the account index is a (listpack-small) hash')
+    t.ok(await store.redis.pttl(`${keyPrefix}a:5`) > 29_000, 'the index lives as long as its longest token')
+  })
+
+  t.test('a Redis client that was handed in is not closed by the store', async (t) => {
+    const { Redis } = await import('ioredis')
+    const redis = new Redis(url)
+    t.teardown(() => { redis.disconnect() })
+    const store = createRedisTokenStore({ redis, keyPrefix: await freshRedisPrefix(t), denyTtlMs: 1000 })
+    await store.close()
+    t.equal(await redis.ping(), 'PONG')
+  })
+
+  t.test('an unreachable Redis is a 503 StatusError, quickly', async (t) => {
+    const store = createRedisTokenStore({ url: 'redis://127.0.0.1:1', denyTtlMs: 1000, commandTimeoutMs: 200 })
+    t.teardown(async () => { await store.close() })
+    store.ready().catch(() => {})
+    const started = Date.now()
+    await t.rejects(store.find('x'), { status: 503, httpStatus: 503 })
+    t.ok(Date.now() - started < 2000, 'no hang')
+  })
+})
