@@ -3,10 +3,12 @@ import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig, type Config } from '../config.js'
 import { openDatabase } from '../db/open.js'
 import { migrate } from '../db/migrate.js'
+import type { Database } from '../db/queryable.js'
 import { StatusError } from '../lib/status.js'
 import { createAccountAdmin, type AccountAdmin } from '../accounts.js'
 import { createPasswordHasher } from '../lib/passwords.js'
 import { openTokenStore, NotMigratedError } from '../backends.js'
+import type { TokenStore } from '../stores/token-store.js'
 import { createSqlUserStore } from '../stores/user-store.js'
 import { readPassword } from './read-password.js'
 
@@ -26,6 +28,13 @@ Configuration comes from the environment (DATABASE_URL, REDIS_URL, ...; see READ
 Exit status: 0 success, 1 failure, 2 usage error.`
 
 class UsageError extends Error {}
+/** A failure whose message is already what the operator should read (exit 1). */
+class Failure extends Error {}
+
+type Invocation =
+  | { command: 'help' | 'serve' | 'migrate' | 'user list' }
+  | { command: 'user add', username: string, federated: boolean }
+  | { command: 'user passwd' | 'user disable' | 'user enable' | 'sessions revoke', username: string }
 
 const quietLog = {
   info: () => {},
@@ -33,14 +42,128 @@ const quietLog = {
   error: (o: unknown, message?: string) => { process.stderr.write(`error: ${message ?? String(o)}\n`) }
 }
 
-async function withAccounts<T> (config: Config, work: (admin: AccountAdmin) => Promise<T>): Promise<T> {
-  const database = await openDatabase(config)
-  if (database.kind === 'pglite') await migrate(database)
-  const tokens = openTokenStore(config, quietLog)
+function oneName (positionals: string[], command: string): string {
+  if (positionals.length !== 1 || positionals[0] === undefined) throw new UsageError(`${command} takes exactly one <username>`)
+  return positionals[0]
+}
+
+/**
+ * The whole command line is checked before anything else happens, so a usage error
+ * (exit 2) never depends on the configuration, never opens a database and never
+ * creates the embedded one under ./data.
+ */
+function parseCommandLine (argv: string[]): Invocation {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: { federated: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } }
+  })
+  if (values.help === true) return { command: 'help' }
+  const [command, sub, ...rest] = positionals
+  if (command === undefined) throw new UsageError('a command is required')
+  if (values.federated === true && !(command === 'user' && sub === 'add')) throw new UsageError('--federated belongs to `user add`')
+  switch (command) {
+    case 'serve':
+    case 'migrate':
+      if (sub !== undefined) throw new UsageError(`${command} takes no arguments`)
+      return { command }
+    case 'user':
+      switch (sub) {
+        case 'add':
+          return { command: 'user add', username: oneName(rest, 'user add'), federated: values.federated === true }
+        case 'passwd':
+        case 'disable':
+        case 'enable':
+          return { command: `user ${sub}`, username: oneName(rest, `user ${sub}`) }
+        case 'list':
+          if (rest.length !== 0) throw new UsageError('user list takes no arguments')
+          return { command: 'user list' }
+        default:
+          throw new UsageError(`unknown user command: ${sub ?? '(none)'}`)
+      }
+    case 'sessions':
+      if (sub !== 'revoke') throw new UsageError(`unknown sessions command: ${sub ?? '(none)'}`)
+      return { command: 'sessions revoke', username: oneName(rest, 'sessions revoke') }
+    default:
+      throw new UsageError(`unknown command: ${command}`)
+  }
+}
+
+/** Network-level failures (ECONNREFUSED, ENOTFOUND, ...) of a driver, as one readable line. */
+function unreachable (what: string, error: unknown): unknown {
+  const code = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : ''
+  if (/^E[A-Z]+$/.test(code) || (error instanceof Error && /timeout/i.test(error.message))) {
+    return new Failure(`${what} cannot be reached: ${error instanceof Error ? error.message : code}`)
+  }
+  return error
+}
+
+/** A real Postgres is migrated by `migrate`; refuse to work on one that was not (not a false "unreachable"). */
+async function assertMigrated (database: Database): Promise<void> {
+  const { rows } = await database.query<{ present: boolean }>("SELECT to_regclass('public.users') IS NOT NULL AS present")
+  if (rows[0]?.present !== true) throw new NotMigratedError()
+}
+
+/** Stands in for the token store in commands that never touch tokens (add, enable, list). */
+function noTokenStore (): TokenStore {
+  const unused = async (): Promise<never> => { throw new Error('internal: this command does not open the token store') }
+  return {
+    issue: unused,
+    find: unused,
+    refresh: unused,
+    terminate: unused,
+    terminateAccount: unused,
+    isDenied: unused,
+    listDenied: unused,
+    close: async () => {}
+  }
+}
+
+/**
+ * The token store for commands that end tokens, connected before anything changes:
+ * the Redis client does not queue commands while it connects, so acting first would
+ * change the account and then fail to end its tokens (or fail a revoke outright).
+ */
+async function openConnectedTokenStore (config: Config): Promise<TokenStore> {
+  if (config.redisUrl === undefined) {
+    process.stderr.write('warning: REDIS_URL is not set: tokens live inside the serving process, which this command cannot reach; ' +
+      'restart a running service to end them\n')
+    return openTokenStore(config, quietLog)
+  }
+  const store = openTokenStore(config, quietLog)
+  if (!('ready' in store) || typeof store.ready !== 'function') return store
+  const ready = store.ready as () => Promise<void>
+  const waitMs = Math.max(2000, 4 * config.redisCommandTimeoutMs)
+  let timer: NodeJS.Timeout | undefined
   try {
+    await Promise.race([
+      ready(),
+      new Promise((_resolve, reject) => { timer = setTimeout(() => { reject(new Error('timeout')) }, waitMs) })
+    ])
+  } catch {
+    await store.close()
+    throw new Failure(`Redis cannot be reached (REDIS_URL) within ${waitMs} ms; nothing was changed`)
+  } finally {
+    clearTimeout(timer)
+  }
+  return store
+}
+
+async function withAccounts<T> (config: Config, endsTokens: boolean, work: (admin: AccountAdmin) => Promise<T>): Promise<T> {
+  const tokens = endsTokens ? await openConnectedTokenStore(config) : noTokenStore()
+  let database: Database | undefined
+  try {
+    database = await openDatabase(config)
+    try {
+      if (database.kind === 'pglite') await migrate(database)
+      else await assertMigrated(database)
+    } catch (error) {
+      throw unreachable('the database (DATABASE_URL)', error)
+    }
     return await work(createAccountAdmin(createSqlUserStore(database), tokens, createPasswordHasher(config.argon2)))
   } finally {
-    await Promise.allSettled([tokens.close(), database.close()])
+    await Promise.allSettled([tokens.close(), database?.close()])
   }
 }
 
@@ -50,92 +173,81 @@ async function passwordFromStdin (): Promise<string> {
   return password
 }
 
-function oneName (positionals: string[], command: string): string {
-  if (positionals.length !== 1 || positionals[0] === undefined) throw new UsageError(`${command} takes exactly one <username>`)
-  return positionals[0]
-}
-
 async function run (argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: { federated: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } }
-  })
-  const [command, sub, ...rest] = positionals
-  if (values.help === true || command === undefined) {
+  const invocation = parseCommandLine(argv)
+  if (invocation.command === 'help') {
     process.stdout.write(`${USAGE}\n`)
-    return values.help === true ? 0 : 2
+    return 0
   }
-  if (values.federated === true && !(command === 'user' && sub === 'add')) throw new UsageError('--federated belongs to `user add`')
   const config = loadConfig()
 
-  switch (command) {
+  switch (invocation.command) {
     case 'serve': {
-      if (sub !== undefined) throw new UsageError('serve takes no arguments')
       const { startServer } = await import('../server.js')
       await startServer(config)
       return -1
     }
     case 'migrate': {
-      if (sub !== undefined) throw new UsageError('migrate takes no arguments')
       const database = await openDatabase(config)
       try {
-        const { applied } = await migrate(database)
+        const { applied } = await migrate(database).catch((error: unknown) => { throw unreachable('the database (DATABASE_URL)', error) })
         process.stderr.write(applied.length === 0 ? 'migrations: up to date\n' : `migrations applied: ${applied.join(', ')}\n`)
       } finally {
         await database.close()
       }
       return 0
     }
-    case 'user':
-      return await withAccounts(config, async (admin) => {
-        switch (sub) {
-          case 'add': {
-            const name = oneName(rest, 'user add')
-            const account = await admin.add(name, await passwordFromStdin(), values.federated === true)
-            process.stderr.write(`created ${account.federated ? 'federated ' : ''}account ${account.username}\n`)
-            return 0
-          }
-          case 'passwd': {
-            const name = oneName(rest, 'user passwd')
-            const { account, ended } = await admin.setPassword(name, await passwordFromStdin())
-            process.stderr.write(`password changed for ${account.username}; ${ended} active token(s) ended\n`)
-            return 0
-          }
-          case 'disable':
-          case 'enable': {
-            const name = oneName(rest, `user ${sub}`)
-            const { account, ended } = await admin.setDisabled(name, sub === 'disable')
-            process.stderr.write(`${account.username} ${sub}d${sub === 'disable' ? `; ${ended} active token(s) ended` : ''}\n`)
-            return 0
-          }
-          case 'list': {
-            if (rest.length !== 0) throw new UsageError('user list takes no arguments')
-            for (const account of await admin.list()) {
-              const flags = [account.federated ? 'federated' : 'local', account.disabled ? 'disabled' : 'enabled']
-              process.stdout.write(`${account.username}\t${flags.join('\t')}\n`)
-            }
-            return 0
-          }
-          default:
-            throw new UsageError(`unknown user command: ${sub ?? '(none)'}`)
-        }
+    case 'user add': {
+      // Read before anything is opened: an empty stdin is a usage error that touches nothing.
+      const password = await passwordFromStdin()
+      const { username, federated } = invocation
+      return await withAccounts(config, false, async (admin) => {
+        const account = await admin.add(username, password, federated)
+        process.stderr.write(`created ${account.federated ? 'federated ' : ''}account ${account.username}\n`)
+        return 0
       })
-    case 'sessions':
-      if (sub !== 'revoke') throw new UsageError(`unknown sessions command: ${sub ?? '(none)'}`)
-      return await withAccounts(config, async (admin) => {
-        const { account, ended } = await admin.revokeSessions(oneName(rest, 'sessions revoke'))
+    }
+    case 'user passwd': {
+      const password = await passwordFromStdin()
+      const { username } = invocation
+      return await withAccounts(config, true, async (admin) => {
+        const { account, ended } = await admin.setPassword(username, password)
+        process.stderr.write(`password changed for ${account.username}; ${ended} active token(s) ended\n`)
+        return 0
+      })
+    }
+    case 'user disable':
+    case 'user enable': {
+      const { username } = invocation
+      const disable = invocation.command === 'user disable'
+      return await withAccounts(config, disable, async (admin) => {
+        const { account, ended } = await admin.setDisabled(username, disable)
+        process.stderr.write(disable ? `${account.username} disabled; ${ended} active token(s) ended\n` : `${account.username} enabled\n`)
+        return 0
+      })
+    }
+    case 'user list':
+      return await withAccounts(config, false, async (admin) => {
+        for (const account of await admin.list()) {
+          const flags = [account.federated ? 'federated' : 'local', account.disabled ? 'disabled' : 'enabled']
+          process.stdout.write(`${account.username}\t${flags.join('\t')}\n`)
+        }
+        return 0
+      })
+    case 'sessions revoke': {
+      const { username } = invocation
+      return await withAccounts(config, true, async (admin) => {
+        const { account, ended } = await admin.revokeSessions(username)
         process.stderr.write(`${ended} active token(s) of ${account.username} ended\n`)
         return 0
       })
-    default:
-      throw new UsageError(`unknown command: ${command}`)
+    }
   }
 }
 
 function describe (error: unknown): { message: string, code: number } {
   if (error instanceof UsageError) return { message: `${error.message}\n${USAGE}`, code: 2 }
+  if (error instanceof Failure) return { message: error.message, code: 1 }
   if (error instanceof ConfigError) return { message: `configuration error: ${error.message}`, code: 1 }
   if (error instanceof NotMigratedError) return { message: error.message, code: 1 }
   if (error instanceof StatusError) {
