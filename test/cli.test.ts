@@ -1,0 +1,335 @@
+import t, { type Test } from 'tap'
+import { execFile } from 'node:child_process'
+import { existsSync, readdirSync, statSync } from 'node:fs'
+import { mkdtemp, readdir, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../src/app.js'
+import { loadConfig } from '../src/config.js'
+import { freshPostgresDatabase, freshRedisPrefix, requireRedis } from './helpers/servers.js'
+
+/*
+ * The command line as an operator meets it: the built binary (dist/cli/main.js, what the
+ * package bin and the Docker image run) in a child process with an environment built
+ * from scratch, against a fresh Postgres database and a Redis key prefix of its own.
+ * The effect on tokens and logins is checked through the app itself, built in-process
+ * on the same database and Redis prefix.
+ */
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url))
+const CLI = join(ROOT, 'dist/cli/main.js')
+
+function newestSource (dir: string): { path: string, mtimeMs: number } {
+  let newest = { path: dir, mtimeMs: 0 }
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name)
+    const candidate = entry.isDirectory() ? newestSource(path) : { path, mtimeMs: statSync(path).mtimeMs }
+    if (candidate.mtimeMs > newest.mtimeMs) newest = candidate
+  }
+  return newest
+}
+
+// `npm test` builds first (pretest); running this file alone needs a build that is current.
+if (!existsSync(CLI)) {
+  throw new Error(`${CLI} is missing: run \`npm run build\` first (\`npm test\` does it through pretest)`)
+}
+const source = newestSource(join(ROOT, 'src'))
+if (source.mtimeMs > statSync(CLI).mtimeMs) {
+  throw new Error(`${CLI} is older than ${source.path}: run \`npm run build\` first (\`npm test\` does it through pretest)`)
+}
+
+interface Run {
+  args: string[]
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+type Env = Record<string, string>
+
+/** Every run of this file, for the check that no password is ever printed. */
+const runs: Run[] = []
+
+const PASSWORDS = {
+  alice: 'Tr0ub&dor=3 +%2F "quoted" Ünïcode',
+  aliceNew: 'n3w/pass#word ✓ with spaces',
+  bob: 'b0b-federated-secret',
+  embedded: 'embedded-default-secret',
+  refused: 'refused-duplicate-secret',
+  unused: 'never-stored-secret'
+}
+
+const USAGE_LINE = /usage: auth-token-service <command>/
+
+/** A clean environment: only what the test names, never the test runner's own. */
+function cleanEnv (extra: Env = {}): Env {
+  return { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? tmpdir(), LOG_LEVEL: 'silent', ...extra }
+}
+
+/** Runs the built CLI; `stdin` is written and closed (an empty string: an empty stdin). */
+async function cli (env: Env, args: string[], stdin = '', cwd = tmpdir()): Promise<Run> {
+  return await new Promise((resolve, reject) => {
+    const child = execFile(process.execPath, [CLI, ...args], { env, cwd, timeout: 20_000, encoding: 'utf8' }, (error, stdout, stderr) => {
+      if (error !== null && typeof error.code !== 'number') {
+        reject(new Error(`auth-token-service ${args.join(' ')} did not exit by itself (${error.signal ?? error.message}); stderr: ${stderr}`))
+        return
+      }
+      const run = { args, code: error === null ? 0 : typeof error.code === 'number' ? error.code : null, stdout, stderr }
+      runs.push(run)
+      resolve(run)
+    })
+    // A process that exits before reading stdin must not fail the test with EPIPE.
+    child.stdin?.on('error', () => {})
+    child.stdin?.end(stdin)
+  })
+}
+
+async function tempDir (t: Test, prefix: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix))
+  t.teardown(async () => { await rm(dir, { recursive: true, force: true }) })
+  return dir
+}
+
+function noStackTrace (t: Test, run: Run): void {
+  t.notMatch(run.stderr, /^\s+at /m, `no stack trace from ${run.args.join(' ')}`)
+}
+
+/** `user list` output as [username, federated|local, enabled|disabled] rows. */
+function accounts (run: Run): string[][] {
+  return run.stdout.split('\n').filter((line) => line !== '').map((line) => line.split('\t'))
+}
+
+async function login (app: FastifyInstance, username: string, password: string): Promise<{ status: number, token?: string }> {
+  const response = await app.inject({ method: 'POST', url: '/auth/Login', payload: { username, password } })
+  return response.json()
+}
+
+async function authenticate (app: FastifyInstance, token: string | undefined): Promise<number> {
+  const response = await app.inject({ method: 'GET', url: `/auth/Authenticate?token=${encodeURIComponent(token ?? '')}` })
+  return response.statusCode
+}
+
+t.test('accounts and sessions on Postgres and Redis', async (t) => {
+  const redisUrl = await requireRedis()
+  const backendEnv = {
+    DATABASE_URL: await freshPostgresDatabase(t),
+    REDIS_URL: redisUrl,
+    AUTH_REDIS_KEY_PREFIX: await freshRedisPrefix(t)
+  }
+  const env = cleanEnv(backendEnv)
+  let app: FastifyInstance | undefined
+  t.teardown(async () => { await app?.close() })
+  /** Alice's tokens that are still active, for `sessions revoke` to end. */
+  const aliceTokens: Array<string | undefined> = []
+  /** The app built after `migrate` (a real Postgres must be migrated before the service starts). */
+  const service = (): FastifyInstance => {
+    if (app === undefined) throw new Error('the service was not built: migrate failed')
+    return app
+  }
+
+  t.test('before migrate, a command says to run it', async (t) => {
+    const run = await cli(env, ['user', 'list'])
+    t.equal(run.code, 1)
+    t.match(run.stderr, /migrate/)
+    t.equal(run.stdout, '')
+  })
+
+  t.test('migrate applies the migrations, then is up to date', async (t) => {
+    const first = await cli(env, ['migrate'])
+    t.equal(first.code, 0, first.stderr)
+    t.match(first.stderr, /001-users\.sql/)
+    const second = await cli(env, ['migrate'])
+    t.equal(second.code, 0, second.stderr)
+    t.match(second.stderr, /up to date/)
+
+    // The service, in-process, on the same database and Redis prefix.
+    app = await buildApp(loadConfig({ ...backendEnv, LOG_LEVEL: 'silent', NODE_ENV: 'test' }))
+    const tokens = service().backends.tokens
+    if ('ready' in tokens && typeof tokens.ready === 'function') await (tokens.ready as () => Promise<void>)()
+  })
+
+  t.test('user add takes the password from stdin; a duplicate is refused', async (t) => {
+    const added = await cli(env, ['user', 'add', 'alice'], `${PASSWORDS.alice}\n`)
+    t.equal(added.code, 0, added.stderr)
+    t.match(added.stderr, /created account alice/)
+    t.equal(added.stdout, '')
+
+    const duplicate = await cli(env, ['user', 'add', 'alice'], `${PASSWORDS.refused}\n`)
+    t.equal(duplicate.code, 1)
+    t.match(duplicate.stderr, /taken/)
+    t.equal(duplicate.stdout, '')
+
+    const federated = await cli(env, ['user', 'add', 'bob', '--federated'], `${PASSWORDS.bob}\n`)
+    t.equal(federated.code, 0, federated.stderr)
+    t.match(federated.stderr, /created federated account bob/)
+  })
+
+  t.test('an empty stdin is a usage error and creates nothing', async (t) => {
+    for (const stdin of ['', '\n']) {
+      const run = await cli(env, ['user', 'add', 'carol'], stdin)
+      t.equal(run.code, 2, JSON.stringify(stdin))
+      t.match(run.stderr, /password is required/)
+      t.match(run.stderr, USAGE_LINE)
+    }
+    t.notOk(accounts(await cli(env, ['user', 'list'])).some(([name]) => name === 'carol'))
+  })
+
+  t.test('user list: one account per line, with its flags', async (t) => {
+    const run = await cli(env, ['user', 'list'])
+    t.equal(run.code, 0, run.stderr)
+    t.same(accounts(run), [['alice', 'local', 'enabled'], ['bob', 'federated', 'enabled']])
+  })
+
+  t.test('the password given on stdin logs in through the service', async (t) => {
+    t.equal((await login(service(), 'alice', PASSWORDS.alice)).status, 0)
+    t.equal((await login(service(), 'bob', PASSWORDS.bob)).status, 0)
+    t.equal((await login(service(), 'alice', 'wrong')).status, 701)
+  })
+
+  t.test('user passwd sets the new password and ends the tokens', async (t) => {
+    const { token } = await login(service(), 'alice', PASSWORDS.alice)
+    t.equal(await authenticate(service(), token), 200)
+
+    const run = await cli(env, ['user', 'passwd', 'alice'], `${PASSWORDS.aliceNew}\n`)
+    t.equal(run.code, 0, run.stderr)
+    t.match(run.stderr, /password changed for alice; [1-9]\d* active token\(s\) ended/)
+
+    t.equal(await authenticate(service(), token), 403, 'the token from the old password is ended')
+    t.equal((await login(service(), 'alice', PASSWORDS.alice)).status, 701, 'the old password fails')
+    t.equal((await login(service(), 'alice', PASSWORDS.aliceNew)).status, 0, 'the new password logs in')
+  })
+
+  t.test('user disable ends the tokens and stops logins; enable lets them in again', async (t) => {
+    const { token } = await login(service(), 'alice', PASSWORDS.aliceNew)
+    t.equal(await authenticate(service(), token), 200)
+
+    const disabled = await cli(env, ['user', 'disable', 'alice'])
+    t.equal(disabled.code, 0, disabled.stderr)
+    t.match(disabled.stderr, /alice disabled; [1-9]\d* active token\(s\) ended/)
+    t.equal(await authenticate(service(), token), 403)
+    t.equal((await login(service(), 'alice', PASSWORDS.aliceNew)).status, 701)
+    t.same(accounts(await cli(env, ['user', 'list']))[0], ['alice', 'local', 'disabled'])
+
+    const enabled = await cli(env, ['user', 'enable', 'alice'])
+    t.equal(enabled.code, 0, enabled.stderr)
+    const again = await login(service(), 'alice', PASSWORDS.aliceNew)
+    t.equal(again.status, 0)
+    aliceTokens.push(again.token)
+    t.same(accounts(await cli(env, ['user', 'list']))[0], ['alice', 'local', 'enabled'])
+  })
+
+  t.test('a command that ends tokens changes nothing when Redis cannot be reached', async (t) => {
+    const run = await cli(cleanEnv({ ...backendEnv, REDIS_URL: 'redis://127.0.0.1:1' }), ['user', 'disable', 'alice'])
+    t.equal(run.code, 1)
+    t.match(run.stderr, /Redis cannot be reached/)
+    noStackTrace(t, run)
+    t.same(accounts(await cli(env, ['user', 'list']))[0], ['alice', 'local', 'enabled'], 'alice is still enabled')
+  })
+
+  t.test('sessions revoke ends every token of the account and no other', async (t) => {
+    const first = await login(service(), 'alice', PASSWORDS.aliceNew)
+    const second = await login(service(), 'alice', PASSWORDS.aliceNew)
+    const bobs = await login(service(), 'bob', PASSWORDS.bob)
+    t.not(first.token, second.token)
+    aliceTokens.push(first.token, second.token)
+    for (const token of [...aliceTokens, bobs.token]) t.equal(await authenticate(service(), token), 200)
+
+    const run = await cli(env, ['sessions', 'revoke', 'alice'])
+    t.equal(run.code, 0, run.stderr)
+    t.match(run.stderr, `${aliceTokens.length} active token(s) of alice ended`)
+    for (const token of aliceTokens) t.equal(await authenticate(service(), token), 403, "alice's token is ended")
+    t.equal(await authenticate(service(), bobs.token), 200, "bob's token is untouched")
+  })
+
+  t.test('an unknown user is a failure, exit 1', async (t) => {
+    const runs = await Promise.all([
+      cli(env, ['sessions', 'revoke', 'nobody']),
+      cli(env, ['user', 'disable', 'nobody']),
+      cli(env, ['user', 'enable', 'nobody']),
+      cli(env, ['user', 'passwd', 'nobody'], `${PASSWORDS.unused}\n`)
+    ])
+    for (const run of runs) {
+      t.equal(run.code, 1, run.args.join(' '))
+      t.match(run.stderr, /no such account/)
+      t.equal(run.stdout, '')
+    }
+  })
+})
+
+t.test('usage errors: exit 2, usage on stderr, nothing opened', async (t) => {
+  // No DATABASE_URL: were a backend opened, the embedded database would appear in ./data.
+  const cwd = await tempDir(t, 'ats-cli-usage-')
+  const env = cleanEnv()
+  const cases = [
+    [],
+    ['frobnicate'],
+    ['user'],
+    ['user', 'add'],
+    ['user', 'add', 'a', 'b'],
+    ['user', 'list', '--bogus'],
+    ['user', 'passwd', 'alice', '--federated'],
+    ['sessions', 'revoke'],
+    ['migrate', 'extra']
+  ]
+  const results = await Promise.all(cases.map(async (args) => await cli(env, args, '', cwd)))
+  for (const run of results) {
+    t.equal(run.code, 2, `exit 2 for [${run.args.join(' ')}]`)
+    t.match(run.stderr, USAGE_LINE, `usage on stderr for [${run.args.join(' ')}]`)
+    t.equal(run.stdout, '', `nothing on stdout for [${run.args.join(' ')}]`)
+  }
+  t.same(await readdir(cwd), [], 'no embedded database was created')
+
+  const help = await cli(env, ['--help'], '', cwd)
+  t.equal(help.code, 0)
+  t.match(help.stdout, USAGE_LINE, 'asked-for help goes to stdout')
+})
+
+t.test('an unreachable database: exit 1, a message, no stack trace', async (t) => {
+  const env = cleanEnv({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/x', REDIS_URL: await requireRedis(), AUTH_REDIS_KEY_PREFIX: await freshRedisPrefix(t) })
+  const results = await Promise.all([
+    cli(env, ['migrate']),
+    cli(env, ['user', 'list']),
+    cli(env, ['user', 'add', 'dave'], `${PASSWORDS.unused}\n`),
+    cli(env, ['sessions', 'revoke', 'dave'])
+  ])
+  for (const run of results) {
+    t.equal(run.code, 1, run.args.join(' '))
+    t.match(run.stderr, /database.*cannot be reached/, run.args.join(' '))
+    noStackTrace(t, run)
+  }
+})
+
+t.test('bad configuration: exit 1 and one line naming the variable', async (t) => {
+  const env = cleanEnv({ AUTH_TOKEN_TTL_SECONDS: 'abc' })
+  const results = await Promise.all([cli(env, ['user', 'list']), cli(env, ['migrate']), cli(env, ['serve'])])
+  for (const run of results) {
+    t.equal(run.code, 1, run.args.join(' '))
+    const lines = run.stderr.trimEnd().split('\n')
+    t.equal(lines.length, 1, `one line from ${run.args.join(' ')}: ${run.stderr}`)
+    t.match(lines[0], /AUTH_TOKEN_TTL_SECONDS/)
+  }
+})
+
+t.test('the embedded default: no DATABASE_URL or REDIS_URL, PGlite files in AUTH_DATA_DIR', async (t) => {
+  const dataDir = await tempDir(t, 'ats-cli-data-')
+  const cwd = await tempDir(t, 'ats-cli-cwd-')
+  const env = cleanEnv({ AUTH_DATA_DIR: dataDir })
+
+  const added = await cli(env, ['user', 'add', 'erin'], `${PASSWORDS.embedded}\n`, cwd)
+  t.equal(added.code, 0, added.stderr)
+  const listed = await cli(env, ['user', 'list'], '', cwd)
+  t.equal(listed.code, 0, listed.stderr)
+  t.same(accounts(listed), [['erin', 'local', 'enabled']], 'the account outlived the process that made it')
+  t.ok(existsSync(join(dataDir, 'PG_VERSION')), 'the PGlite files are in AUTH_DATA_DIR')
+  t.same(await readdir(cwd), [], 'nothing under ./data')
+})
+
+t.test('no password ever appears in any output', async (t) => {
+  t.ok(runs.length > 20, `${runs.length} runs checked`)
+  for (const run of runs) {
+    const printed = Object.values(PASSWORDS).filter((password) => run.stdout.includes(password) || run.stderr.includes(password))
+    t.same(printed, [], `[${run.args.join(' ')}] prints no password`)
+  }
+})
