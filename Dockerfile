@@ -1,0 +1,36 @@
+# auth-token-service: build the TypeScript once, ship only the runtime dependencies.
+#   docker build -t auth-token-service .
+#   docker compose up        (Postgres, Redis, migrations and the service; see docker-compose.yml)
+ARG NODE_VERSION=22
+
+# --- build: all dependencies (TypeScript is a dev dependency), then compile src/ to dist/
+FROM node:${NODE_VERSION}-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+# --- runtime: production dependencies only, the compiled code and the SQL migrations
+FROM node:${NODE_VERSION}-bookworm-slim AS runtime
+WORKDIR /app
+# argon2 ships prebuilt binaries in its npm package: no compiler is needed here.
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/dist ./dist
+COPY sql ./sql
+# Without DATABASE_URL the service keeps its embedded database in ./data: the only
+# place it writes, so the only place the unprivileged user may.
+RUN mkdir -p /app/data && chown node:node /app/data
+# Production defaults (Secure cookies among them); compose or `docker run -e` override.
+ENV NODE_ENV=production
+USER node
+EXPOSE 3000
+# There is no health route: an Authenticate without a token is a cheap request that
+# touches neither Redis nor Postgres and must answer 403, so a 403 means the process
+# is up and serving. Anything else (no answer, a 5xx) is unhealthy.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/auth/Authenticate', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.status === 403 ? 0 : 1), () => process.exit(1))"]
+# Node runs as PID 1 and handles SIGTERM itself (graceful close of HTTP, Redis and Postgres).
+CMD ["node", "dist/cli/main.js", "serve"]
