@@ -11,6 +11,7 @@ import { MalformedFormError, parseFormEncoded, type FormParams } from './lib/for
 import { redactUrl } from './lib/redact.js'
 import { badRequest, internalError, notFound, StatusError, statusErrorForHttp } from './lib/status.js'
 import { authenticateRoutes } from './routes/authenticate.js'
+import { EMPTY_BODY } from './routes/http.js'
 import { loginRoutes } from './routes/login.js'
 import { logoutRoutes } from './routes/logout.js'
 
@@ -128,6 +129,11 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     // Tokens and legacy credentials travel in URLs: nothing may cache or refer them onward.
     reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer')
     if (request.query === MALFORMED_QUERY) throw badRequest()
+  })
+
+  // Runs before validation: a POST with no body validates as an empty parameter object.
+  app.addHook('preValidation', async (request) => {
+    if (request.body === undefined) request.body = EMPTY_BODY
   })
 
   app.setErrorHandler((error: FastifyError | StatusError, request, reply) => {

@@ -1,4 +1,4 @@
-import { Type, type Static, type TObject } from 'typebox'
+import { Type, type Static } from 'typebox'
 
 /**
  * Request and response schemas of the three operations. Parameters are strings
@@ -14,20 +14,6 @@ const Param = (maxLength: number) => Type.Optional(Type.String({ maxLength, patt
 /** Long enough for a 1024-byte password; the byte limit itself is checked before hashing. */
 const PASSWORD_MAX_CHARS = 1024
 const TOKEN_MAX_CHARS = 2048
-
-/**
- * A request body that may be absent (a POST with no body) but, when present,
- * must be an object of the given shape. Fastify validates the body even when
- * there is none, and `undefined` has no JSON type, so the schema refuses the
- * other types instead of requiring `object`.
- */
-export function optionalBody<T extends TObject> (schema: T) {
-  const { type: _object, ...shape } = schema as T & { type: string }
-  return Type.Unsafe<Static<T> | undefined>({
-    ...shape,
-    not: { type: ['string', 'number', 'integer', 'boolean', 'null', 'array'] }
-  })
-}
 
 export const LoginParamsSchema = Type.Object({
   username: Param(1024),

@@ -21,9 +21,10 @@ export interface MigrationResult {
 export async function migrate (db: Database, dir: string = MIGRATIONS_DIR): Promise<MigrationResult> {
   const files = (await readdir(dir)).filter((name) => /^\d+-[\w-]+\.sql$/.test(name)).sort()
   const scripts = await Promise.all(files.map(async (name) => ({ name, sql: await readFile(join(dir, name), 'utf8') })))
-  await db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())')
   return await db.transaction(async (tx) => {
+    // Lock first: even CREATE TABLE IF NOT EXISTS races between concurrent sessions.
     await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_ID])
+    await tx.exec('CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())')
     const { rows } = await tx.query<{ name: string }>('SELECT name FROM schema_migrations')
     const done = new Set(rows.map((row) => row.name))
     const applied: string[] = []

@@ -1,5 +1,5 @@
 import { mkdir } from 'node:fs/promises'
-import { PGlite } from '@electric-sql/pglite'
+import { PGlite, type PGliteInterface } from '@electric-sql/pglite'
 import type { Database, Transaction } from './queryable.js'
 
 /**
@@ -8,8 +8,11 @@ import type { Database, Transaction } from './queryable.js'
  */
 export async function createPgliteDatabase (dataDir: string | undefined): Promise<Database> {
   if (dataDir !== undefined) await mkdir(dataDir, { recursive: true })
-  const db = await PGlite.create(dataDir)
+  return wrapPglite(await PGlite.create(dataDir))
+}
 
+/** The Database seam over a PGlite instance; closing the seam closes the instance. */
+export function wrapPglite (db: PGliteInterface): Database {
   return {
     kind: 'pglite',
     async query<Row extends object> (sql: string, params?: readonly unknown[]) {

@@ -3,8 +3,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AuthService } from '../auth.js'
 import { badRequest, StatusError, SUCCESS, type StatusBody } from '../lib/status.js'
 import { formatExpirationDate } from '../lib/time.js'
-import { AuthenticateParamsSchema, optionalBody, AuthenticateSuccessSchema, errorResponses, PADDING_PARAMETER_NAMES, TokenPathSchema, type AuthenticateParams } from '../schemas.js'
-import { refuseOtherMethods, TOKEN_COOKIE } from './http.js'
+import { AuthenticateParamsSchema, AuthenticateSuccessSchema, errorResponses, PADDING_PARAMETER_NAMES, TokenPathSchema, type AuthenticateParams } from '../schemas.js'
+import { EMPTY_BODY, refuseOtherMethods, TOKEN_COOKIE } from './http.js'
 
 export interface AuthenticateRoutesOptions {
   auth: AuthService
@@ -62,16 +62,16 @@ export const authenticateRoutes: FastifyPluginAsyncTypebox<AuthenticateRoutesOpt
   }
 
   // Key-value parameters come from the query or, for POST, a form or JSON body; a body value wins.
-  const merged = (query: AuthenticateParams, body: AuthenticateParams | undefined): AuthenticateParams =>
-    body === undefined ? query : { ...query, ...body }
+  const merged = (query: AuthenticateParams, body: AuthenticateParams): AuthenticateParams =>
+    body === EMPTY_BODY ? query : { ...query, ...body }
 
   app.get('/auth/Authenticate', { schema: { querystring: AuthenticateParamsSchema, response } },
     async (request, reply) => await answer(request, reply, request.query, undefined))
   app.get('/auth/Authenticate/:token', { schema: { params: TokenPathSchema, querystring: AuthenticateParamsSchema, response } },
     async (request, reply) => await answer(request, reply, request.query, request.params.token))
-  app.post('/auth/Authenticate', { schema: { querystring: AuthenticateParamsSchema, body: optionalBody(AuthenticateParamsSchema), response } },
+  app.post('/auth/Authenticate', { schema: { querystring: AuthenticateParamsSchema, body: AuthenticateParamsSchema, response } },
     async (request, reply) => await answer(request, reply, merged(request.query, request.body), undefined))
-  app.post('/auth/Authenticate/:token', { schema: { params: TokenPathSchema, querystring: AuthenticateParamsSchema, body: optionalBody(AuthenticateParamsSchema), response } },
+  app.post('/auth/Authenticate/:token', { schema: { params: TokenPathSchema, querystring: AuthenticateParamsSchema, body: AuthenticateParamsSchema, response } },
     async (request, reply) => await answer(request, reply, merged(request.query, request.body), request.params.token))
   refuseOtherMethods(app, '/auth/Authenticate', ['GET', 'POST'])
   refuseOtherMethods(app, '/auth/Authenticate/:token', ['GET', 'POST'])

@@ -3,6 +3,9 @@ import type { FastifyInstance, HTTPMethods } from 'fastify'
 import type { Config } from '../config.js'
 import { methodNotAllowed } from '../lib/status.js'
 
+/** What a POST without a body carries, so body schemas can require an object and still allow none. */
+export const EMPTY_BODY: Readonly<Record<string, never>> = Object.freeze({})
+
 /** The cookie that carries the token (spec §2). */
 export const TOKEN_COOKIE = 'AuthToken1'
 

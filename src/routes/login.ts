@@ -4,7 +4,7 @@ import type { AuthService } from '../auth.js'
 import type { Config } from '../config.js'
 import { badRequest } from '../lib/status.js'
 import { formatExpirationDate } from '../lib/time.js'
-import { errorResponses, optionalBody, LegacyLoginPathSchema, LoginParamsSchema, LoginSuccessSchema } from '../schemas.js'
+import { errorResponses, LegacyLoginPathSchema, LoginParamsSchema, LoginSuccessSchema } from '../schemas.js'
 import { refuseOtherMethods, TOKEN_COOKIE, tokenCookieOptions } from './http.js'
 
 export interface LoginRoutesOptions {
@@ -35,10 +35,10 @@ export const loginRoutes: FastifyPluginAsyncTypebox<LoginRoutesOptions> = async 
   }
 
   app.post('/auth/Login', {
-    schema: { querystring: LoginParamsSchema, body: optionalBody(LoginParamsSchema), response }
+    schema: { querystring: LoginParamsSchema, body: LoginParamsSchema, response }
   }, async (request, reply) => {
     // A body value wins over a query value (contract).
-    const body = request.body ?? {}
+    const body = request.body
     const query = request.query
     return await login(reply,
       body.username ?? query.username,

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AuthService } from '../auth.js'
 import type { Config } from '../config.js'
 import { SUCCESS } from '../lib/status.js'
-import { errorResponses, optionalBody, StatusMessageSchema, TokenParamsSchema, TokenPathSchema } from '../schemas.js'
+import { errorResponses, StatusMessageSchema, TokenParamsSchema, TokenPathSchema } from '../schemas.js'
 import { refuseOtherMethods, TOKEN_COOKIE, tokenCookieOptions } from './http.js'
 
 export interface LogoutRoutesOptions {
@@ -25,8 +25,8 @@ export const logoutRoutes: FastifyPluginAsyncTypebox<LogoutRoutesOptions> = asyn
   }
 
   app.post('/auth/Logout', {
-    schema: { querystring: TokenParamsSchema, body: optionalBody(TokenParamsSchema), response }
-  }, async (request, reply) => await answer(request, reply, request.body?.token ?? request.query.token))
+    schema: { querystring: TokenParamsSchema, body: TokenParamsSchema, response }
+  }, async (request, reply) => await answer(request, reply, request.body.token ?? request.query.token))
   app.post('/auth/Logout/:token', {
     schema: { params: TokenPathSchema, querystring: TokenParamsSchema, response }
   }, async (request, reply) => await answer(request, reply, request.params.token))

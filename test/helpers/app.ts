@@ -3,7 +3,6 @@ import type { Test } from 'tap'
 import { buildApp } from '../../src/app.js'
 import type { Backends } from '../../src/backends.js'
 import type { Config } from '../../src/config.js'
-import { createPgliteDatabase } from '../../src/db/pglite.js'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
 import { migrate } from '../../src/db/migrate.js'
 import type { Database } from '../../src/db/queryable.js'
@@ -13,6 +12,7 @@ import { createRedisTokenStore, type RedisTokenStore } from '../../src/stores/re
 import type { TokenStore } from '../../src/stores/token-store.js'
 import { createSqlUserStore } from '../../src/stores/user-store.js'
 import { testConfig } from './config.js'
+import { freshPglite } from './pglite.js'
 import { freshPostgresDatabase, freshRedisPrefix, requireRedis } from './servers.js'
 
 export type BackendKind = 'real' | 'embedded'
@@ -47,7 +47,7 @@ export async function buildTestApp (t: Test, kind: BackendKind = 'real', overrid
     await redisStore.ready()
     tokens = redisStore
   } else {
-    database = await createPgliteDatabase(undefined)
+    database = await freshPglite()
     tokens = createMemoryTokenStore({ denyTtlMs: config.denyTtlSeconds * 1000 })
   }
   await migrate(database)

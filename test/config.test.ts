@@ -1,0 +1,109 @@
+import t from 'tap'
+import { ConfigError, loadConfig } from '../src/config.js'
+
+t.test('defaults follow the contract', async (t) => {
+  const config = loadConfig({})
+  t.match(config, {
+    host: '0.0.0.0',
+    port: 3000,
+    databaseUrl: undefined,
+    redisUrl: undefined,
+    dataDir: './data',
+    tokenTtlSeconds: 43200,
+    federatedTokenTtlSeconds: 86400,
+    cookieSecure: false,
+    cookieDomain: undefined,
+    legacyPathLogin: true,
+    maxFailedLogins: 10,
+    lockoutSeconds: 60,
+    maxLockoutSeconds: 900,
+    maxFailedLoginsPerIp: 100,
+    ipWindowSeconds: 900,
+    trustProxy: false,
+    bodyLimitBytes: 16384,
+    argon2: { memoryCost: 19456, timeCost: 2, parallelism: 1 }
+  })
+})
+
+t.test('every variable of the contract is read', async (t) => {
+  const config = loadConfig({
+    HOST: '127.0.0.1',
+    PORT: '8080',
+    DATABASE_URL: 'postgres://u@db:5432/auth',
+    REDIS_URL: 'rediss://cache:6380',
+    AUTH_TOKEN_TTL_SECONDS: '60',
+    AUTH_FEDERATED_TOKEN_TTL_SECONDS: '120',
+    AUTH_COOKIE_SECURE: 'true',
+    AUTH_COOKIE_DOMAIN: 'example.internal',
+    AUTH_BOOTSTRAP_USERNAME: 'admin',
+    AUTH_BOOTSTRAP_PASSWORD: ' spaced secret ',
+    AUTH_LEGACY_PATH_LOGIN: 'false',
+    AUTH_MAX_FAILED_LOGINS: '5',
+    AUTH_LOCKOUT_SECONDS: '30',
+    AUTH_MAX_LOCKOUT_SECONDS: '600',
+    AUTH_MAX_FAILED_LOGINS_PER_IP: '50',
+    AUTH_IP_WINDOW_SECONDS: '300',
+    AUTH_TRUST_PROXY: '10.0.0.0/8, 127.0.0.1'
+  })
+  t.match(config, {
+    host: '127.0.0.1',
+    port: 8080,
+    databaseUrl: 'postgres://u@db:5432/auth',
+    redisUrl: 'rediss://cache:6380',
+    tokenTtlSeconds: 60,
+    federatedTokenTtlSeconds: 120,
+    cookieSecure: true,
+    cookieDomain: 'example.internal',
+    bootstrapUsername: 'admin',
+    bootstrapPassword: ' spaced secret ',
+    legacyPathLogin: false,
+    maxFailedLogins: 5,
+    lockoutSeconds: 30,
+    maxLockoutSeconds: 600,
+    maxFailedLoginsPerIp: 50,
+    ipWindowSeconds: 300
+  })
+  t.same(config.trustProxy, ['10.0.0.0/8', '127.0.0.1'])
+  t.equal(loadConfig({ AUTH_TRUST_PROXY: '2' }).trustProxy, 2)
+  t.equal(loadConfig({ AUTH_TRUST_PROXY: 'true' }).trustProxy, true)
+})
+
+t.test('the cookie is Secure by default in production', async (t) => {
+  t.equal(loadConfig({ NODE_ENV: 'production' }).cookieSecure, true)
+  t.equal(loadConfig({ NODE_ENV: 'production', AUTH_COOKIE_SECURE: 'false' }).cookieSecure, false)
+})
+
+t.test('a bad value stops the start with one line naming the variable', async (t) => {
+  const cases: Array<[Record<string, string>, string]> = [
+    [{ PORT: 'eighty' }, 'PORT'],
+    [{ PORT: '70000' }, 'PORT'],
+    [{ AUTH_TOKEN_TTL_SECONDS: '-5' }, 'AUTH_TOKEN_TTL_SECONDS'],
+    [{ AUTH_TOKEN_TTL_SECONDS: '0' }, 'AUTH_TOKEN_TTL_SECONDS'],
+    [{ AUTH_FEDERATED_TOKEN_TTL_SECONDS: '1.5' }, 'AUTH_FEDERATED_TOKEN_TTL_SECONDS'],
+    [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
+    [{ DATABASE_URL: 'not a url' }, 'DATABASE_URL'],
+    [{ REDIS_URL: 'http://cache' }, 'REDIS_URL'],
+    [{ AUTH_COOKIE_SECURE: 'maybe' }, 'AUTH_COOKIE_SECURE'],
+    [{ AUTH_COOKIE_DOMAIN: 'a;b' }, 'AUTH_COOKIE_DOMAIN'],
+    [{ AUTH_LEGACY_PATH_LOGIN: 'sometimes' }, 'AUTH_LEGACY_PATH_LOGIN'],
+    [{ AUTH_BOOTSTRAP_USERNAME: 'admin' }, 'AUTH_BOOTSTRAP_PASSWORD'],
+    [{ AUTH_LOCKOUT_SECONDS: '600', AUTH_MAX_LOCKOUT_SECONDS: '60' }, 'AUTH_MAX_LOCKOUT_SECONDS'],
+    [{ AUTH_MAX_FAILED_LOGINS: '1000' }, 'AUTH_MAX_FAILED_LOGINS'],
+    [{ AUTH_TRUST_PROXY: 'everyone' }, 'AUTH_TRUST_PROXY'],
+    [{ AUTH_ARGON2_MEMORY_KIB: '1024' }, 'AUTH_ARGON2_MEMORY_KIB'],
+    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL']
+  ]
+  for (const [env, variable] of cases) {
+    let caught: unknown
+    try { loadConfig(env) } catch (error) { caught = error }
+    t.ok(caught instanceof ConfigError, `${JSON.stringify(env)} is refused`)
+    t.equal((caught as ConfigError).variable, variable)
+    t.notMatch((caught as Error).message, /\n/, 'one line')
+  }
+})
+
+t.test('a refused URL is not echoed (it may hold a password)', async (t) => {
+  let message = ''
+  try { loadConfig({ DATABASE_URL: 'mysql://root:hunter2@db/x' }) } catch (error) { message = (error as Error).message }
+  t.notMatch(message, /hunter2/)
+})

@@ -1,0 +1,96 @@
+import t, { type Test } from 'tap'
+import { createPostgresDatabase } from '../../src/db/postgres.js'
+import { migrate } from '../../src/db/migrate.js'
+import type { Database } from '../../src/db/queryable.js'
+import { createSqlUserStore } from '../../src/stores/user-store.js'
+import { freshPostgresDatabase } from '../helpers/servers.js'
+import { rejection } from '../helpers/rejection.js'
+import { freshPglite } from '../helpers/pglite.js'
+
+type MakeDatabase = (t: Test) => Promise<Database>
+
+/** One suite for both user databases: the same SQL must behave the same on Postgres and PGlite. */
+function userStoreContract (t: Test, makeDatabase: MakeDatabase): void {
+  const storeFor = async (t: Test) => {
+    const db = await makeDatabase(t)
+    t.teardown(async () => { await db.close() })
+    await migrate(db)
+    return { db, users: createSqlUserStore(db) }
+  }
+
+  t.test('create, find by exact username, list', async (t) => {
+    const { users } = await storeFor(t)
+    const ann = await users.create({ username: 'Ann', passwordHash: 'h1', federated: false })
+    await users.create({ username: 'bob', passwordHash: 'h2', federated: true })
+    t.match(ann, { username: 'Ann', passwordHash: 'h1', federated: false, disabled: false })
+    t.type(ann.id, 'string')
+    t.same(await users.findByUsername('Ann'), ann)
+    t.equal(await users.findByUsername('ann'), null, 'compared exactly: case kept')
+    t.equal(await users.findByUsername('nobody'), null)
+    t.same((await users.list()).map((u) => [u.username, u.federated]), [['Ann', false], ['bob', true]])
+  })
+
+  t.test('a taken username is a duplicate error value (409), not a driver error', async (t) => {
+    const { users } = await storeFor(t)
+    await users.create({ username: 'ann', passwordHash: 'h', federated: false })
+    t.match(await rejection(users.create({ username: 'ann', passwordHash: 'x', federated: true })), { status: 409 })
+  })
+
+  t.test('usernames are stored as given (the service NFC-normalizes before)', async (t) => {
+    const { users } = await storeFor(t)
+    const nfc = 'Jos\u00e9'
+    await users.create({ username: nfc, passwordHash: 'h', federated: false })
+    t.ok(await users.findByUsername(nfc))
+    t.equal(await users.findByUsername('Jose\u0301'), null, 'NFD form is another string to the store')
+    t.ok(await users.create({ username: 'x'.repeat(256), passwordHash: 'h', federated: false }), '256 characters fit')
+  })
+
+  t.test('set password hash and disabled flag; unknown accounts give null', async (t) => {
+    const { users } = await storeFor(t)
+    await users.create({ username: 'ann', passwordHash: 'old', federated: false })
+    t.match(await users.setPasswordHash('ann', 'new'), { passwordHash: 'new' })
+    t.match(await users.setDisabled('ann', true), { disabled: true })
+    t.match(await users.findByUsername('ann'), { passwordHash: 'new', disabled: true })
+    t.match(await users.setDisabled('ann', false), { disabled: false })
+    t.equal(await users.setPasswordHash('nobody', 'x'), null)
+    t.equal(await users.setDisabled('nobody', true), null)
+  })
+
+  t.test('migrations are idempotent', async (t) => {
+    const { db } = await storeFor(t)
+    t.same(await migrate(db), { applied: [] }, 'a second run applies nothing')
+    const { rows } = await db.query<{ name: string }>('SELECT name FROM schema_migrations ORDER BY name')
+    t.ok(rows.length >= 1)
+    t.ok(rows.every((row) => /^\d+-[\w-]+\.sql$/.test(row.name)))
+  })
+}
+
+t.test('Postgres user store', async (t) => {
+  userStoreContract(t, async (t) => createPostgresDatabase({ connectionString: await freshPostgresDatabase(t) }))
+
+  t.test('concurrent migrations of one database do not collide', async (t) => {
+    const url = await freshPostgresDatabase(t)
+    const dbs = [createPostgresDatabase({ connectionString: url }), createPostgresDatabase({ connectionString: url }), createPostgresDatabase({ connectionString: url })]
+    t.teardown(async () => { await Promise.all(dbs.map(async (db) => { await db.close() })) })
+    const results = await Promise.all(dbs.map(async (db) => await migrate(db)))
+    t.equal(results.filter((r) => r.applied.length > 0).length, 1, 'exactly one instance applied them')
+  })
+
+  t.test('an unreachable Postgres is a 503 error value, not a crash', async (t) => {
+    const db = createPostgresDatabase({ connectionString: 'postgres://postgres@127.0.0.1:1/none', connectionTimeoutMillis: 500 })
+    t.teardown(async () => { await db.close() })
+    t.match(await rejection(createSqlUserStore(db).findByUsername('ann')), { status: 503 })
+  })
+})
+
+t.test('PGlite user store', async (t) => {
+  userStoreContract(t, async () => await freshPglite())
+
+  t.test('an empty PGlite migrates from scratch', async (t) => {
+    const db = await freshPglite({ migrated: false })
+    t.teardown(async () => { await db.close() })
+    const { applied } = await migrate(db)
+    t.ok(applied.includes('001-users.sql'))
+    t.same(await createSqlUserStore(db).list(), [])
+  })
+})
