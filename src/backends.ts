@@ -14,6 +14,8 @@ export interface Backends {
   users: UserStore
   tokens: TokenStore
   hasher: PasswordHasher
+  /** Resolves true once every backend answers, false if that takes longer than `timeoutMs`. */
+  ready? (timeoutMs: number): Promise<boolean>
   close (): Promise<void>
 }
 
@@ -31,7 +33,7 @@ function throttledErrorLog (log: Log, backend: string): (error: Error) => void {
 }
 
 /** The token store the config names: Redis when REDIS_URL is set, else the in-process one. */
-export function openTokenStore (config: Config, log: Log): TokenStore {
+export function openTokenStore (config: Config, log: Log): TokenStore & { ready?: () => Promise<void> } {
   const denyTtlMs = config.denyTtlSeconds * 1000
   if (config.redisUrl === undefined) return createMemoryTokenStore({ denyTtlMs })
   const store = createRedisTokenStore({
@@ -75,6 +77,17 @@ export async function openBackends (config: Config, log: Log): Promise<Backends>
     users: createSqlUserStore(database),
     tokens,
     hasher: createPasswordHasher(config.argon2),
+    async ready (timeoutMs) {
+      if (tokens.ready === undefined) return true
+      let timer: NodeJS.Timeout | undefined
+      const timeout = new Promise<boolean>((resolve) => { timer = setTimeout(() => { resolve(false) }, timeoutMs) })
+      const connected = tokens.ready().then(() => true, () => false)
+      try {
+        return await Promise.race([connected, timeout])
+      } finally {
+        clearTimeout(timer)
+      }
+    },
     async close () {
       await Promise.allSettled([tokens.close(), database.close()])
     }

@@ -23,6 +23,11 @@ export async function startServer (config: Config): Promise<FastifyInstance> {
     await app.close()
     throw error
   }
+  // Listening before Redis answers would turn the first requests into 503s; wait a little, then go on
+  // (the service answers 503 until Redis is back, and recovers by itself).
+  if (app.backends.ready !== undefined && !await app.backends.ready(5000)) {
+    app.log.warn('Redis is not answering yet: token operations answer 503 until it does')
+  }
   closeWithGrace({ delay: 10_000, logger: false }, async ({ signal, err }) => {
     if (err !== undefined) app.log.error({ err }, 'closing after an uncaught error')
     else app.log.info({ signal }, 'closing')
