@@ -1,6 +1,7 @@
 import type { PasswordHasher } from './lib/passwords.js'
 import { badRequest, StatusError } from './lib/status.js'
 import { isAcceptablePassword, isAcceptableUsername, normalizePassword, normalizeUsername } from './lib/text.js'
+import type { AuditLog } from './stores/audit-log.js'
 import type { TokenStore } from './stores/token-store.js'
 import type { UserRecord, UserStore } from './stores/user-store.js'
 
@@ -21,7 +22,19 @@ export interface AccountAdmin {
   ensure (username: string, password: string): Promise<{ account: UserRecord, created: boolean, changed: boolean }>
 }
 
-export function createAccountAdmin (users: UserStore, tokens: TokenStore, hasher: PasswordHasher): AccountAdmin {
+export interface AccountAdminDeps {
+  users: UserStore
+  tokens: TokenStore
+  hasher: PasswordHasher
+  audit: AuditLog
+  /** Who makes the changes, for the audit trail (the command line, the bootstrap). */
+  actor?: string
+}
+
+export function createAccountAdmin ({ users, tokens, hasher, audit, actor = 'admin' }: AccountAdminDeps): AccountAdmin {
+  const record = (event: 'user.add' | 'user.passwd' | 'user.disable' | 'user.enable' | 'sessions.revoke', account: UserRecord, ended: number): void => {
+    audit.record({ event, username: account.username, accountId: account.id, userAgent: actor, outcome: event === 'user.add' ? 'created' : `tokens-ended-${ended}` })
+  }
   const validUsername = (raw: string): string => {
     const username = normalizeUsername(raw)
     if (!isAcceptableUsername(username)) throw badRequest()
@@ -42,24 +55,32 @@ export function createAccountAdmin (users: UserStore, tokens: TokenStore, hasher
   const admin: AccountAdmin = {
     async add (username, password, federated) {
       const name = validUsername(username)
-      return await users.create({ username: name, passwordHash: await hasher.hash(validPassword(password)), federated })
+      const account = await users.create({ username: name, passwordHash: await hasher.hash(validPassword(password)), federated })
+      record('user.add', account, 0)
+      return account
     },
     async setPassword (username, password) {
       const account = await existing(username)
       const updated = await users.setPasswordHash(account.username, await hasher.hash(validPassword(password)))
       if (updated === null) throw unknownUser()
-      return { account: updated, ended: await endTokens(updated) }
+      const ended = await endTokens(updated)
+      record('user.passwd', updated, ended)
+      return { account: updated, ended }
     },
     async setDisabled (username, disabled) {
       const account = await existing(username)
       const updated = await users.setDisabled(account.username, disabled)
       if (updated === null) throw unknownUser()
-      return { account: updated, ended: disabled ? await endTokens(updated) : 0 }
+      const ended = disabled ? await endTokens(updated) : 0
+      record(disabled ? 'user.disable' : 'user.enable', updated, ended)
+      return { account: updated, ended }
     },
     list: async () => await users.list(),
     async revokeSessions (username) {
       const account = await existing(username)
-      return { account, ended: await endTokens(account) }
+      const ended = await endTokens(account)
+      record('sessions.revoke', account, ended)
+      return { account, ended }
     },
     async ensure (username, password) {
       const name = validUsername(username)

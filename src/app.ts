@@ -120,10 +120,10 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   const ownBackends = options.backends === undefined
   const backends = options.backends ?? await openBackends(config, app.log)
   if (ownBackends) app.addHook('onClose', async () => { await backends.close() })
-  const auth = createAuthService({ users: backends.users, tokens: backends.tokens, hasher: backends.hasher, config })
+  const auth = createAuthService({ ...backends, config })
   app.decorate('backends', backends)
   app.decorate('auth', auth)
-  app.decorate('accounts', createAccountAdmin(backends.users, backends.tokens, backends.hasher))
+  app.decorate('accounts', createAccountAdmin(backends))
 
   app.addHook('onRequest', async (request, reply) => {
     // Tokens and legacy credentials travel in URLs: nothing may cache or refer them onward.

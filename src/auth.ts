@@ -1,22 +1,31 @@
 import type { Config } from './config.js'
 import type { PasswordHasher } from './lib/passwords.js'
-import { badRequest, loginFailed, unauthorized } from './lib/status.js'
+import { badRequest, loginFailed, tooManyRequests, unauthorized } from './lib/status.js'
 import { isAcceptablePassword, isAcceptableUsername, normalizePassword, normalizeUsername } from './lib/text.js'
 import { expiryInstant } from './lib/time.js'
 import { generateToken, hashToken, isTokenShaped } from './lib/tokens.js'
+import type { AuditLog } from './stores/audit-log.js'
+import type { LoginLimiter } from './stores/login-limiter.js'
 import type { TokenRecord, TokenStore } from './stores/token-store.js'
 import type { UserRecord, UserStore } from './stores/user-store.js'
 
 /**
  * Login, Authenticate and Logout over the stores. No HTTP here: failures are
- * StatusError values (701, 403, 400, 503) that the routes turn into answers.
+ * StatusError values (701, 429, 403, 400, 503) that the routes turn into answers.
  */
+
+/** Who is asking, for the brute-force limits and the audit trail. */
+export interface ClientContext {
+  ip: string
+  userAgent?: string | undefined
+}
 
 export interface LoginRequest {
   username: string
   password: string
   /** A token the caller already holds (cookie or `token` parameter): refreshed when it is theirs. */
   presentedToken?: string | undefined
+  client: ClientContext
 }
 
 export interface IssuedToken {
@@ -32,13 +41,15 @@ export interface AuthService {
   /** The active token's record; fails with 403 for anything else. Never writes. */
   authenticate (token: string | undefined): Promise<TokenRecord>
   /** Ends an active token; fails with 403 when it was not active (or another caller ended it first). */
-  logout (token: string | undefined): Promise<void>
+  logout (token: string | undefined, client: ClientContext): Promise<void>
 }
 
 export interface AuthServiceDeps {
   users: UserStore
   tokens: TokenStore
   hasher: PasswordHasher
+  limiter: LoginLimiter
+  audit: AuditLog
   config: Pick<Config, 'tokenTtlSeconds' | 'federatedTokenTtlSeconds'>
   /** Wall clock in epoch ms; injectable for tests. */
   now?: () => number
@@ -48,48 +59,72 @@ export function lifetimeSeconds (config: AuthServiceDeps['config'], federated: b
   return federated ? config.federatedTokenTtlSeconds : config.tokenTtlSeconds
 }
 
+type CredentialCheck =
+  | { ok: true, account: UserRecord }
+  | { ok: false, outcome: 'unknown-user' | 'wrong-password' | 'disabled', account?: UserRecord }
+
 export function createAuthService (deps: AuthServiceDeps): AuthService {
-  const { users, tokens, hasher, config } = deps
+  const { users, tokens, hasher, limiter, audit, config } = deps
   const now = deps.now ?? Date.now
 
-  async function checkCredentials (username: string, password: string): Promise<UserRecord> {
+  /** The same work on every path (a verify, real or dummy), so timing tells nothing. */
+  async function checkCredentials (username: string, password: string): Promise<CredentialCheck> {
     const account = await users.findByUsername(username)
     if (account === null) {
-      // Same work as a real check, so response time does not reveal which names exist.
       await hasher.verifyDummy(password)
-      throw loginFailed()
+      return { ok: false, outcome: 'unknown-user' }
     }
-    const matches = await hasher.verify(account.passwordHash, password)
-    if (!matches || account.disabled) throw loginFailed()
+    if (!await hasher.verify(account.passwordHash, password)) return { ok: false, outcome: 'wrong-password', account }
+    if (account.disabled) return { ok: false, outcome: 'disabled', account }
     if (hasher.needsRehash(account.passwordHash)) {
       // Best effort: a failed upgrade must not fail a correct login.
       await hasher.hash(password).then(async (hash) => await users.setPasswordHash(account.username, hash)).catch(() => {})
     }
-    return account
+    return { ok: true, account }
+  }
+
+  async function issue (account: UserRecord, presentedToken: string | undefined): Promise<IssuedToken> {
+    const issuedAt = now()
+    const expiresAt = expiryInstant(issuedAt, lifetimeSeconds(config, account.federated))
+    // Relative to the instant the date was computed from (PX): Redis's clock cannot change it.
+    const ttlMs = expiresAt - issuedAt
+    const record: TokenRecord = { accountId: account.id, username: account.username, federated: account.federated, expiresAt }
+    if (presentedToken !== undefined && isTokenShaped(presentedToken) &&
+        await tokens.refresh(hashToken(presentedToken), record, ttlMs)) {
+      return { token: presentedToken, expiresAt, refreshed: true, account }
+    }
+    const token = generateToken()
+    await tokens.issue(hashToken(token), record, ttlMs)
+    return { token, expiresAt, refreshed: false, account }
   }
 
   return {
     async login (request) {
       const username = normalizeUsername(request.username)
       const password = normalizePassword(request.password)
-      // Refused before any hashing: a megabyte password must not cost a hash.
+      // Refused before any hashing or counting: a megabyte password must not cost a hash.
       if (!isAcceptableUsername(username) || !isAcceptablePassword(password)) throw badRequest()
+      const { client } = request
+      const context = { username, clientIp: client.ip, userAgent: client.userAgent }
 
-      const account = await checkCredentials(username, password)
-      const issuedAt = now()
-      const expiresAt = expiryInstant(issuedAt, lifetimeSeconds(config, account.federated))
-      // Relative to the instant the date was computed from (PX): Redis's clock cannot change it.
-      const ttlMs = expiresAt - issuedAt
-      const record: TokenRecord = { accountId: account.id, username: account.username, federated: account.federated, expiresAt }
-
-      const presented = request.presentedToken
-      if (presented !== undefined && isTokenShaped(presented) &&
-          await tokens.refresh(hashToken(presented), record, ttlMs)) {
-        return { token: presented, expiresAt, refreshed: true, account }
+      // Read-only: an attempt while locked neither runs a hash nor extends the lock.
+      const verdict = await limiter.check(username, client.ip)
+      if (!verdict.allowed) {
+        audit.record({ event: 'login.refused', ...context, outcome: verdict.reason })
+        throw tooManyRequests(verdict.retryAfterMs / 1000)
       }
-      const token = generateToken()
-      await tokens.issue(hashToken(token), record, ttlMs)
-      return { token, expiresAt, refreshed: false, account }
+
+      const checked = await checkCredentials(username, password)
+      if (!checked.ok) {
+        const { lockedForMs } = await limiter.recordFailure(username, client.ip)
+        audit.record({ event: 'login.failure', ...context, accountId: checked.account?.id, outcome: checked.outcome })
+        if (lockedForMs > 0) audit.record({ event: 'login.lockout', ...context, accountId: checked.account?.id, outcome: `locked-${Math.ceil(lockedForMs / 1000)}s` })
+        throw loginFailed()
+      }
+      await limiter.recordSuccess(username)
+      const issued = await issue(checked.account, request.presentedToken)
+      audit.record({ event: 'login.success', ...context, accountId: checked.account.id, outcome: issued.refreshed ? 'refreshed' : 'issued' })
+      return issued
     },
 
     async authenticate (token) {
@@ -99,9 +134,18 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
       return record
     },
 
-    async logout (token) {
+    async logout (token, client) {
       if (token === undefined || !isTokenShaped(token)) throw unauthorized()
-      if (!await tokens.terminate(hashToken(token))) throw unauthorized()
+      const ended = await tokens.terminate(hashToken(token))
+      if (ended === null) throw unauthorized()
+      audit.record({
+        event: 'logout',
+        username: ended.username,
+        accountId: ended.accountId,
+        clientIp: client.ip,
+        userAgent: client.userAgent,
+        outcome: 'terminated'
+      })
     }
   }
 }

@@ -4,8 +4,12 @@ import { openDatabase } from './db/open.js'
 import { migrate } from './db/migrate.js'
 import type { Database } from './db/queryable.js'
 import { createPasswordHasher, type PasswordHasher } from './lib/passwords.js'
+import { createSqlAuditLog, type AuditLog } from './stores/audit-log.js'
+import type { LoginLimiter, LoginLimits } from './stores/login-limiter.js'
+import { createMemoryLoginLimiter } from './stores/memory-login-limiter.js'
 import { createMemoryTokenStore } from './stores/memory-token-store.js'
-import { createRedisTokenStore } from './stores/redis-token-store.js'
+import { createRedisLoginLimiter } from './stores/redis-login-limiter.js'
+import { createRedisTokenStore, type RedisTokenStore } from './stores/redis-token-store.js'
 import type { TokenStore } from './stores/token-store.js'
 import { createSqlUserStore, type UserStore } from './stores/user-store.js'
 
@@ -14,6 +18,8 @@ export interface Backends {
   users: UserStore
   tokens: TokenStore
   hasher: PasswordHasher
+  limiter: LoginLimiter
+  audit: AuditLog
   /** Resolves true once every backend answers, false if that takes longer than `timeoutMs`. */
   ready? (timeoutMs: number): Promise<boolean>
   close (): Promise<void>
@@ -32,8 +38,38 @@ function throttledErrorLog (log: Log, backend: string): (error: Error) => void {
   }
 }
 
+export function loginLimits (config: Config): LoginLimits {
+  return {
+    maxFailures: config.maxFailedLogins,
+    lockoutMs: config.lockoutSeconds * 1000,
+    maxLockoutMs: config.maxLockoutSeconds * 1000,
+    maxFailuresPerIp: config.maxFailedLoginsPerIp,
+    ipWindowMs: config.ipWindowSeconds * 1000
+  }
+}
+
+/** The limiter beside a token store: on its Redis client, or in-process beside the in-process store. */
+export function openLoginLimiter (config: Config, tokens: TokenStore | RedisTokenStore): LoginLimiter {
+  return 'redis' in tokens
+    ? createRedisLoginLimiter(tokens.redis, loginLimits(config), config.redisKeyPrefix)
+    : createMemoryLoginLimiter(loginLimits(config))
+}
+
+export function openAuditLog (config: Config, database: Database, log: Log): AuditLog {
+  let lastWarned = 0
+  return createSqlAuditLog(database, {
+    maxBuffered: config.auditBufferSize,
+    onDrop: (count, total, cause) => {
+      const now = Date.now()
+      if (now - lastWarned < 10_000) return
+      lastWarned = now
+      log.warn({ dropped: count, droppedTotal: total, cause: cause instanceof Error ? cause.message : String(cause) }, 'audit events dropped')
+    }
+  })
+}
+
 /** The token store the config names: Redis when REDIS_URL is set, else the in-process one. */
-export function openTokenStore (config: Config, log: Log): TokenStore & { ready?: () => Promise<void> } {
+export function openTokenStore (config: Config, log: Log): TokenStore | RedisTokenStore {
   const denyTtlMs = config.denyTtlSeconds * 1000
   if (config.redisUrl === undefined) return createMemoryTokenStore({ denyTtlMs })
   const store = createRedisTokenStore({
@@ -72,13 +108,16 @@ export async function openBackends (config: Config, log: Log): Promise<Backends>
   }, database.kind === 'pglite' && config.redisUrl === undefined
     ? 'running on the embedded default: no DATABASE_URL or REDIS_URL set'
     : 'backends chosen')
+  const audit = openAuditLog(config, database, log)
   return {
     database,
     users: createSqlUserStore(database),
     tokens,
-    hasher: createPasswordHasher(config.argon2),
+    hasher: createPasswordHasher(config.argon2, config.hashing),
+    limiter: openLoginLimiter(config, tokens),
+    audit,
     async ready (timeoutMs) {
-      if (tokens.ready === undefined) return true
+      if (!('ready' in tokens)) return true
       let timer: NodeJS.Timeout | undefined
       const timeout = new Promise<boolean>((resolve) => { timer = setTimeout(() => { resolve(false) }, timeoutMs) })
       const connected = tokens.ready().then(() => true, () => false)
@@ -89,6 +128,7 @@ export async function openBackends (config: Config, log: Log): Promise<Backends>
       }
     },
     async close () {
+      await audit.close().catch(() => {})
       await Promise.allSettled([tokens.close(), database.close()])
     }
   }
@@ -101,7 +141,8 @@ export class NotMigratedError extends Error {
   }
 }
 
-async function assertMigrated (database: Database): Promise<void> {
+/** A real Postgres is migrated by `migrate`; refuse to work on one that was not. */
+export async function assertMigrated (database: Database): Promise<void> {
   const { rows } = await database.query<{ present: boolean }>("SELECT to_regclass('public.users') IS NOT NULL AS present")
   if (rows[0]?.present !== true) throw new NotMigratedError()
 }

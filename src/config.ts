@@ -1,4 +1,5 @@
-import type { Argon2Policy } from './lib/passwords.js'
+import { availableParallelism } from 'node:os'
+import type { Argon2Policy, HashingLimits } from './lib/passwords.js'
 
 /**
  * Every setting of the service, read once at start. Precedence: explicit
@@ -37,6 +38,9 @@ export interface Config {
   requestTimeoutMs: number
   redisCommandTimeoutMs: number
   argon2: Argon2Policy
+  hashing: HashingLimits
+  /** Audit events buffered in memory before new ones are dropped (and counted). */
+  auditBufferSize: number
 }
 
 export class ConfigError extends Error {
@@ -155,6 +159,12 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
       timeCost: integer(env, 'AUTH_ARGON2_TIME_COST', 2, 2, 100),
       parallelism: integer(env, 'AUTH_ARGON2_PARALLELISM', 1, 1, 16)
     },
+    hashing: {
+      // One hash per core, and never all four of libuv's default threads.
+      concurrency: integer(env, 'AUTH_HASH_CONCURRENCY', Math.max(1, Math.min(availableParallelism(), 3)), 1, 64),
+      maxQueued: integer(env, 'AUTH_HASH_QUEUE_MAX', 64, 0, 100_000)
+    },
+    auditBufferSize: integer(env, 'AUTH_AUDIT_BUFFER', 10_000, 1, 1_000_000),
     ...overrides
   }
   if (config.cookieDomain !== undefined && !/^[A-Za-z0-9.-]+$/.test(config.cookieDomain)) {

@@ -7,9 +7,11 @@ import type { Database } from '../db/queryable.js'
 import { StatusError } from '../lib/status.js'
 import { createAccountAdmin, type AccountAdmin } from '../accounts.js'
 import { createPasswordHasher } from '../lib/passwords.js'
-import { openTokenStore, NotMigratedError } from '../backends.js'
+import { assertMigrated, openAuditLog, openTokenStore, NotMigratedError } from '../backends.js'
 import type { TokenStore } from '../stores/token-store.js'
+import type { AuditLog } from '../stores/audit-log.js'
 import { createSqlUserStore } from '../stores/user-store.js'
+import { escapeControlCharacters } from '../lib/text.js'
 import { readPassword } from './read-password.js'
 
 const USAGE = `usage: auth-token-service <command>
@@ -23,6 +25,7 @@ commands:
   user enable <username>              enable the account again
   user list                           one account per line
   sessions revoke <username>          end all active tokens of the account
+  events [--user NAME] [--since ISO]  print the audit events, oldest first
 
 Configuration comes from the environment (DATABASE_URL, REDIS_URL, ...; see README).
 Exit status: 0 success, 1 failure, 2 usage error.`
@@ -34,6 +37,7 @@ class Failure extends Error {}
 type Invocation =
   | { command: 'help' | 'serve' | 'migrate' | 'user list' }
   | { command: 'user add', username: string, federated: boolean }
+  | { command: 'events', username: string | undefined, since: Date | undefined }
   | { command: 'user passwd' | 'user disable' | 'user enable' | 'sessions revoke', username: string }
 
 const quietLog = {
@@ -57,13 +61,28 @@ function parseCommandLine (argv: string[]): Invocation {
     args: argv,
     allowPositionals: true,
     strict: true,
-    options: { federated: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } }
+    options: {
+      federated: { type: 'boolean' },
+      user: { type: 'string' },
+      since: { type: 'string' },
+      help: { type: 'boolean', short: 'h' }
+    }
   })
   if (values.help === true) return { command: 'help' }
   const [command, sub, ...rest] = positionals
   if (command === undefined) throw new UsageError('a command is required')
   if (values.federated === true && !(command === 'user' && sub === 'add')) throw new UsageError('--federated belongs to `user add`')
+  if ((values.user !== undefined || values.since !== undefined) && command !== 'events') throw new UsageError('--user and --since belong to `events`')
   switch (command) {
+    case 'events': {
+      if (sub !== undefined) throw new UsageError('events takes no positional arguments')
+      let since: Date | undefined
+      if (values.since !== undefined) {
+        since = new Date(values.since)
+        if (Number.isNaN(since.getTime())) throw new UsageError(`--since wants an ISO 8601 date or date-time, got "${values.since}"`)
+      }
+      return { command: 'events', username: values.user, since }
+    }
     case 'serve':
     case 'migrate':
       if (sub !== undefined) throw new UsageError(`${command} takes no arguments`)
@@ -97,12 +116,6 @@ function unreachable (what: string, error: unknown): unknown {
     return new Failure(`${what} cannot be reached: ${error instanceof Error ? error.message : code}`)
   }
   return error
-}
-
-/** A real Postgres is migrated by `migrate`; refuse to work on one that was not (not a false "unreachable"). */
-async function assertMigrated (database: Database): Promise<void> {
-  const { rows } = await database.query<{ present: boolean }>("SELECT to_regclass('public.users') IS NOT NULL AS present")
-  if (rows[0]?.present !== true) throw new NotMigratedError()
 }
 
 /** Stands in for the token store in commands that never touch tokens (add, enable, list). */
@@ -150,7 +163,7 @@ async function openConnectedTokenStore (config: Config): Promise<TokenStore> {
   return store
 }
 
-async function withAccounts<T> (config: Config, endsTokens: boolean, work: (admin: AccountAdmin) => Promise<T>): Promise<T> {
+async function withAccounts<T> (config: Config, endsTokens: boolean, work: (admin: AccountAdmin, audit: AuditLog) => Promise<T>): Promise<T> {
   const tokens = endsTokens ? await openConnectedTokenStore(config) : noTokenStore()
   let database: Database | undefined
   try {
@@ -161,7 +174,12 @@ async function withAccounts<T> (config: Config, endsTokens: boolean, work: (admi
     } catch (error) {
       throw unreachable('the database (DATABASE_URL)', error)
     }
-    return await work(createAccountAdmin(createSqlUserStore(database), tokens, createPasswordHasher(config.argon2)))
+    const audit = openAuditLog(config, database, quietLog)
+    try {
+      return await work(createAccountAdmin({ users: createSqlUserStore(database), tokens, hasher: createPasswordHasher(config.argon2), audit, actor: 'cli' }), audit)
+    } finally {
+      await audit.close()
+    }
   } finally {
     await Promise.allSettled([tokens.close(), database?.close()])
   }
@@ -234,6 +252,17 @@ async function run (argv: string[]): Promise<number> {
         }
         return 0
       })
+    case 'events': {
+      const { username, since } = invocation
+      return await withAccounts(config, false, async (_admin, audit) => {
+        for (const event of await audit.list({ username: username?.normalize('NFC'), since, limit: 100_000 })) {
+          const cells = [event.occurredAt.toISOString(), event.event, event.username ?? '-', event.outcome,
+            event.clientIp ?? '-', event.userAgent ?? '-']
+          process.stdout.write(`${cells.map(escapeControlCharacters).map((cell) => cell.replaceAll('\t', ' ')).join('\t')}\n`)
+        }
+        return 0
+      })
+    }
     case 'sessions revoke': {
       const { username } = invocation
       return await withAccounts(config, true, async (admin) => {

@@ -1,5 +1,6 @@
 import type { CookieSerializeOptions } from '@fastify/cookie'
-import type { FastifyInstance, HTTPMethods } from 'fastify'
+import type { FastifyInstance, FastifyRequest, HTTPMethods } from 'fastify'
+import type { ClientContext } from '../auth.js'
 import type { Config } from '../config.js'
 import { methodNotAllowed } from '../lib/status.js'
 
@@ -32,4 +33,9 @@ export function refuseOtherMethods (app: FastifyInstance, url: string, allowed: 
     url,
     handler: async () => { throw error }
   })
+}
+
+/** The client as the limits and the audit trail see it; `request.ip` honours only trusted proxies. */
+export function clientOf (request: FastifyRequest): ClientContext {
+  return { ip: request.ip, userAgent: request.headers['user-agent'] }
 }

@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyReply } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AuthService } from '../auth.js'
 import type { Config } from '../config.js'
 import { badRequest } from '../lib/status.js'
 import { formatExpirationDate } from '../lib/time.js'
 import { errorResponses, LegacyLoginPathSchema, LoginParamsSchema, LoginSuccessSchema } from '../schemas.js'
-import { refuseOtherMethods, TOKEN_COOKIE, tokenCookieOptions } from './http.js'
+import { clientOf, refuseOtherMethods, TOKEN_COOKIE, tokenCookieOptions } from './http.js'
 
 export interface LoginRoutesOptions {
   auth: AuthService
@@ -17,9 +17,9 @@ export const loginRoutes: FastifyPluginAsyncTypebox<LoginRoutesOptions> = async 
   const cookie = tokenCookieOptions(config)
   const response = { 200: LoginSuccessSchema, ...errorResponses }
 
-  async function login (reply: FastifyReply, username: string | undefined, password: string | undefined, presentedToken: string | undefined) {
+  async function login (request: FastifyRequest, reply: FastifyReply, username: string | undefined, password: string | undefined, presentedToken: string | undefined) {
     if (username === undefined || password === undefined) throw badRequest()
-    const issued = await auth.login({ username, password, presentedToken })
+    const issued = await auth.login({ username, password, presentedToken, client: clientOf(request) })
     reply.setCookie(TOKEN_COOKIE, issued.token, {
       ...cookie,
       expires: new Date(issued.expiresAt),
@@ -40,7 +40,7 @@ export const loginRoutes: FastifyPluginAsyncTypebox<LoginRoutesOptions> = async 
     // A body value wins over a query value (contract).
     const body = request.body
     const query = request.query
-    return await login(reply,
+    return await login(request, reply,
       body.username ?? query.username,
       body.password ?? query.password,
       body.token ?? query.token ?? request.cookies[TOKEN_COOKIE])
@@ -51,7 +51,7 @@ export const loginRoutes: FastifyPluginAsyncTypebox<LoginRoutesOptions> = async 
     // Path style, kept for backward compatibility (spec §9); each segment percent-decoded by the router.
     app.post('/auth/Login/:username/:password', {
       schema: { params: LegacyLoginPathSchema, querystring: LoginParamsSchema, response }
-    }, async (request, reply) => await login(reply,
+    }, async (request, reply) => await login(request, reply,
       request.params.username,
       request.params.password,
       request.query.token ?? request.cookies[TOKEN_COOKIE]))

@@ -4,7 +4,7 @@ import type { AuthService } from '../auth.js'
 import type { Config } from '../config.js'
 import { SUCCESS } from '../lib/status.js'
 import { errorResponses, StatusMessageSchema, TokenParamsSchema, TokenPathSchema } from '../schemas.js'
-import { refuseOtherMethods, TOKEN_COOKIE, tokenCookieOptions } from './http.js'
+import { clientOf, refuseOtherMethods, TOKEN_COOKIE, tokenCookieOptions } from './http.js'
 
 export interface LogoutRoutesOptions {
   auth: AuthService
@@ -18,7 +18,7 @@ export const logoutRoutes: FastifyPluginAsyncTypebox<LogoutRoutesOptions> = asyn
 
   async function answer (request: FastifyRequest, reply: FastifyReply, token: string | undefined) {
     const fromCookie = request.cookies[TOKEN_COOKIE]
-    await auth.logout(token ?? fromCookie)
+    await auth.logout(token ?? fromCookie, clientOf(request))
     // The cookie held the ended token: clear it, with the attributes it was set with.
     if (fromCookie !== undefined && fromCookie === (token ?? fromCookie)) reply.clearCookie(TOKEN_COOKIE, cookie)
     return SUCCESS

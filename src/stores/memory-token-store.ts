@@ -81,10 +81,10 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Token
     },
     async terminate (tokenHash) {
       const entry = live(tokenHash)
-      if (entry === undefined) return false
+      if (entry === undefined) return null
       forget(tokenHash, entry)
       deny(tokenHash)
-      return true
+      return { ...entry.record }
     },
     async terminateAccount (accountId) {
       const index = accounts.get(accountId)

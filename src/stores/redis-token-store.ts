@@ -66,12 +66,12 @@ return 1`
     numberOfKeys: 2,
     lua: `${EXTEND_INDEX}
 local current = redis.call('GET', KEYS[1])
-if not current then return 0 end
+if not current then return false end
 redis.call('DEL', KEYS[1])
 local _, _, account = string.find(current, '^[^|]*|[^|]*|([^|]*)|')
 if account then redis.call('HDEL', ARGV[3] .. account, ARGV[1]) end
 deny(KEYS[2], ARGV[1], tonumber(ARGV[2]))
-return 1`
+return current`
   },
   // KEYS: index, deny   ARGV: tokenKeyPrefix, denyTtlMs
   atsTerminateAccount: {
@@ -104,7 +104,7 @@ return redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf')`
 interface ScriptCommands {
   atsIssue (token: string, index: string, value: string, ttlMs: number, tokenHash: string, tokenPrefix: string): Promise<number>
   atsRefresh (token: string, index: string, value: string, ttlMs: number, tokenHash: string, accountId: string): Promise<number>
-  atsTerminate (token: string, deny: string, tokenHash: string, denyTtlMs: number, indexPrefix: string): Promise<number>
+  atsTerminate (token: string, deny: string, tokenHash: string, denyTtlMs: number, indexPrefix: string): Promise<string | null>
   atsTerminateAccount (index: string, deny: string, tokenPrefix: string, denyTtlMs: number): Promise<string[]>
   atsDenied (deny: string, tokenHash: string): Promise<string[]>
 }
@@ -185,8 +185,10 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
     }),
     refresh: async (tokenHash, record, ttlMs) => await guarded(async () =>
       await commands.atsRefresh(tokenPrefix + tokenHash, indexPrefix + record.accountId, encodeRecord(record), ttl(ttlMs), tokenHash, record.accountId) === 1),
-    terminate: async (tokenHash) => await guarded(async () =>
-      await commands.atsTerminate(tokenPrefix + tokenHash, denyKey, tokenHash, denyTtlMs, indexPrefix) === 1),
+    terminate: async (tokenHash) => await guarded(async () => {
+      const ended = await commands.atsTerminate(tokenPrefix + tokenHash, denyKey, tokenHash, denyTtlMs, indexPrefix)
+      return ended === null ? null : decodeRecord(ended)
+    }),
     terminateAccount: async (accountId) => await guarded(async () =>
       await commands.atsTerminateAccount(indexPrefix + accountId, denyKey, tokenPrefix, denyTtlMs)),
     isDenied: async (tokenHash) => await guarded(async () =>

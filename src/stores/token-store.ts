@@ -24,10 +24,10 @@ export interface TokenStore {
    */
   refresh (tokenHash: string, record: TokenRecord, ttlMs: number): Promise<boolean>
   /**
-   * Ends an active token at once and records its hash in the deny set. True only for
-   * the one caller that ended it; concurrent callers get false.
+   * Ends an active token at once and records its hash in the deny set. Returns the
+   * ended token's record to the one caller that ended it; null to everyone else.
    */
-  terminate (tokenHash: string): Promise<boolean>
+  terminate (tokenHash: string): Promise<TokenRecord | null>
   /** Ends every active token of the account; returns the hashes it ended. */
   terminateAccount (accountId: string): Promise<string[]>
   /** True while a terminated token's hash is in the short-lived deny set. */

@@ -1,0 +1,128 @@
+import type { Queryable } from '../db/queryable.js'
+
+export type AuditEventName =
+  | 'login.success' | 'login.failure' | 'login.refused' | 'login.lockout'
+  | 'logout' | 'sessions.revoke' | 'user.add' | 'user.passwd' | 'user.disable' | 'user.enable'
+
+export interface AuditEvent {
+  event: AuditEventName
+  username?: string | undefined
+  accountId?: string | undefined
+  clientIp?: string | undefined
+  userAgent?: string | undefined
+  /** What happened, in a word or two: success, wrong-password, unknown-user, account-locked, ... Never a secret. */
+  outcome: string
+}
+
+export interface StoredAuditEvent extends AuditEvent {
+  occurredAt: Date
+}
+
+export interface AuditLog {
+  /** Queues the event and returns at once: writing it never blocks or fails the caller. */
+  record (event: AuditEvent): void
+  /** Events written so far that were dropped because the buffer was full or the write failed. */
+  dropped (): number
+  /** Writes what is buffered (called on close, and by tests). */
+  flush (): Promise<void>
+  list (filter: { username?: string | undefined, since?: Date | undefined, limit?: number }): Promise<StoredAuditEvent[]>
+  close (): Promise<void>
+}
+
+export interface SqlAuditLogOptions {
+  /** Events buffered before new ones are dropped. */
+  maxBuffered?: number
+  /** Told once per drop burst (throttled by the caller's logger if needed). */
+  onDrop?: (count: number, total: number, cause: unknown) => void
+}
+
+const BATCH = 100
+const USER_AGENT_MAX = 512
+
+/**
+ * The audit log on the user database's `auth_events` table. Events go into a
+ * bounded in-memory buffer and are written in batches off the request path; when
+ * the buffer is full or the database refuses, events are dropped and counted.
+ */
+export function createSqlAuditLog (db: Queryable, options: SqlAuditLogOptions = {}): AuditLog {
+  const maxBuffered = options.maxBuffered ?? 10_000
+  let buffer: Array<{ at: Date, event: AuditEvent }> = []
+  let droppedCount = 0
+  let writing: Promise<void> | undefined
+
+  const drop = (count: number, cause: unknown): void => {
+    droppedCount += count
+    options.onDrop?.(count, droppedCount, cause)
+  }
+
+  async function writeBatch (batch: Array<{ at: Date, event: AuditEvent }>): Promise<void> {
+    const values: unknown[] = []
+    const rows = batch.map(({ at, event }, i) => {
+      values.push(at.toISOString(), event.event, event.username ?? null, event.accountId ?? null,
+        event.clientIp ?? null, event.userAgent?.slice(0, USER_AGENT_MAX) ?? null, event.outcome)
+      const b = i * 7
+      return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}, $${b + 7})`
+    })
+    await db.query(`INSERT INTO auth_events (occurred_at, event, username, account_id, client_ip, user_agent, outcome) VALUES ${rows.join(', ')}`, values)
+  }
+
+  async function drain (): Promise<void> {
+    while (buffer.length > 0) {
+      const batch = buffer.slice(0, BATCH)
+      buffer = buffer.slice(BATCH)
+      try {
+        await writeBatch(batch)
+      } catch (error) {
+        drop(batch.length, error)
+      }
+    }
+  }
+
+  const schedule = (): void => {
+    writing ??= new Promise<void>((resolve) => { setImmediate(resolve) })
+      .then(drain)
+      .finally(() => { writing = undefined })
+  }
+
+  return {
+    record (event) {
+      if (buffer.length >= maxBuffered) {
+        drop(1, new Error('audit buffer full'))
+        return
+      }
+      buffer.push({ at: new Date(), event })
+      schedule()
+    },
+    dropped: () => droppedCount,
+    async flush () {
+      while (writing !== undefined || buffer.length > 0) {
+        if (writing === undefined) schedule()
+        await writing
+      }
+    },
+    async list (filter) {
+      const where: string[] = []
+      const params: unknown[] = []
+      if (filter.username !== undefined) { params.push(filter.username); where.push(`username = $${params.length}`) }
+      if (filter.since !== undefined) { params.push(filter.since.toISOString()); where.push(`occurred_at >= $${params.length}`) }
+      params.push(filter.limit ?? 1000)
+      const { rows } = await db.query<{
+        occurred_at: Date | string, event: AuditEventName, username: string | null, account_id: string | null,
+        client_ip: string | null, user_agent: string | null, outcome: string
+      }>(`SELECT occurred_at, event, username, account_id::text AS account_id, client_ip, user_agent, outcome FROM auth_events
+          ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY occurred_at, id LIMIT $${params.length}`, params)
+      return rows.map((row) => ({
+        occurredAt: new Date(row.occurred_at),
+        event: row.event,
+        username: row.username ?? undefined,
+        accountId: row.account_id ?? undefined,
+        clientIp: row.client_ip ?? undefined,
+        userAgent: row.user_agent ?? undefined,
+        outcome: row.outcome
+      }))
+    },
+    async close () {
+      await this.flush()
+    }
+  }
+}

@@ -1,0 +1,88 @@
+import { createHash } from 'node:crypto'
+import type { Redis } from 'ioredis'
+import { serviceUnavailable, StatusError } from '../lib/status.js'
+import { accountStateTtlMs, type LoginLimiter, type LoginLimits } from './login-limiter.js'
+
+/*
+ * Keys (prefix default `ats:`), account and IP hashed so any username or address is only data:
+ *   <p>lf:a:<sha256(username)>   hash   fails, level   (PX: accountStateTtlMs after the last failure)
+ *   <p>lf:l:<sha256(username)>   string the lock; its PX is the lock's remaining time
+ *   <p>lf:i:<sha256(ip)>         string failures in the current window (PX: the window)
+ * Each failure is one script, so concurrent failures count exactly.
+ */
+const SCRIPTS = {
+  // KEYS: lock, ip   ARGV: maxFailuresPerIp
+  atsLimitCheck: {
+    numberOfKeys: 2,
+    lua: `
+local lock = redis.call('PTTL', KEYS[1])
+if lock > 0 then return {1, lock} end
+local failures = tonumber(redis.call('GET', KEYS[2]) or '0')
+if failures >= tonumber(ARGV[1]) then
+  local ttl = redis.call('PTTL', KEYS[2])
+  if ttl > 0 then return {2, ttl} end
+end
+return {0, 0}`
+  },
+  // KEYS: account, lock, ip   ARGV: maxFailures, lockoutMs, maxLockoutMs, stateTtlMs, ipWindowMs
+  atsLimitFail: {
+    numberOfKeys: 3,
+    lua: `
+local ipFailures = redis.call('INCR', KEYS[3])
+if ipFailures == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[5]) end
+local fails = redis.call('HINCRBY', KEYS[1], 'fails', 1)
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+if fails < tonumber(ARGV[1]) then return 0 end
+local level = redis.call('HINCRBY', KEYS[1], 'level', 1) - 1
+local lockMs = math.min(tonumber(ARGV[2]) * (2 ^ level), tonumber(ARGV[3]))
+redis.call('HSET', KEYS[1], 'fails', 0)
+redis.call('SET', KEYS[2], '1', 'PX', lockMs)
+return lockMs`
+  }
+} as const
+
+interface LimiterCommands {
+  atsLimitCheck (lock: string, ip: string, maxFailuresPerIp: number): Promise<[number, number]>
+  atsLimitFail (account: string, lock: string, ip: string, maxFailures: number, lockoutMs: number, maxLockoutMs: number, stateTtlMs: number, ipWindowMs: number): Promise<number>
+}
+
+const digest = (text: string): string => createHash('sha256').update(text).digest('base64url')
+
+export function createRedisLoginLimiter (redis: Redis, limits: LoginLimits, keyPrefix = 'ats:'): LoginLimiter {
+  for (const [name, script] of Object.entries(SCRIPTS)) redis.defineCommand(name, script)
+  const commands = redis as unknown as LimiterCommands
+  const keys = (accountKey: string) => {
+    const id = digest(accountKey)
+    return { account: `${keyPrefix}lf:a:${id}`, lock: `${keyPrefix}lf:l:${id}` }
+  }
+  const ipKey = (ip: string): string => `${keyPrefix}lf:i:${digest(ip)}`
+
+  async function guarded<T> (work: () => Promise<T>): Promise<T> {
+    try {
+      return await work()
+    } catch (error) {
+      if (error instanceof StatusError) throw error
+      throw serviceUnavailable(error)
+    }
+  }
+
+  return {
+    check: async (accountKey, ip) => await guarded(async () => {
+      const [verdict, ttl] = await commands.atsLimitCheck(keys(accountKey).lock, ipKey(ip), limits.maxFailuresPerIp)
+      if (verdict === 1) return { allowed: false, reason: 'account-locked', retryAfterMs: ttl }
+      if (verdict === 2) return { allowed: false, reason: 'ip-limited', retryAfterMs: ttl }
+      return { allowed: true }
+    }),
+    recordFailure: async (accountKey, ip) => await guarded(async () => {
+      const { account, lock } = keys(accountKey)
+      const lockedForMs = await commands.atsLimitFail(account, lock, ipKey(ip), limits.maxFailures, limits.lockoutMs,
+        limits.maxLockoutMs, accountStateTtlMs(limits), limits.ipWindowMs)
+      return { lockedForMs }
+    }),
+    recordSuccess: async (accountKey) => await guarded(async () => {
+      await redis.del(keys(accountKey).account)
+    }),
+    // The client belongs to the token store, which closes it.
+    async close () {}
+  }
+}
