@@ -28,6 +28,11 @@ export interface BuildAppOptions {
   /** Stores to use instead of those the config names; the app never closes what it was handed. */
   backends?: Backends
   logger?: FastifyServerOptions['logger']
+  /**
+   * Where the production logger (level from the config, redacting serializers) writes;
+   * stdout when absent. Ignored when `logger` is given.
+   */
+  logStream?: NodeJS.WritableStream
 }
 
 /** Marks a query string the strict parser refused; the router cannot throw, so the first hook does. */
@@ -92,7 +97,8 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
       level: config.logLevel,
       serializers: {
         req: (request) => ({ method: request.method, url: redactUrl(request.url), remoteAddress: request.ip })
-      }
+      },
+      ...(options.logStream === undefined ? {} : { stream: options.logStream })
     },
     bodyLimit: config.bodyLimitBytes,
     requestTimeout: config.requestTimeoutMs,
