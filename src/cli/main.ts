@@ -10,6 +10,7 @@ import { createPasswordHasher } from '../lib/passwords.js'
 import { assertMigrated, openAuditLog, openTokenStore, NotMigratedError } from '../backends.js'
 import type { TokenStore } from '../stores/token-store.js'
 import type { AuditLog } from '../stores/audit-log.js'
+import { createMemoryTokenStore } from '../stores/memory-token-store.js'
 import { createSqlUserStore } from '../stores/user-store.js'
 import { escapeControlCharacters } from '../lib/text.js'
 import { readPassword } from './read-password.js'
@@ -118,21 +119,6 @@ function unreachable (what: string, error: unknown): unknown {
   return error
 }
 
-/** Stands in for the token store in commands that never touch tokens (add, enable, list). */
-function noTokenStore (): TokenStore {
-  const unused = async (): Promise<never> => { throw new Error('internal: this command does not open the token store') }
-  return {
-    issue: unused,
-    find: unused,
-    refresh: unused,
-    terminate: unused,
-    terminateAccount: unused,
-    isDenied: unused,
-    listDenied: unused,
-    close: async () => {}
-  }
-}
-
 /**
  * The token store for commands that end tokens, connected before anything changes:
  * the Redis client does not queue commands while it connects, so acting first would
@@ -145,13 +131,12 @@ async function openConnectedTokenStore (config: Config): Promise<TokenStore> {
     return openTokenStore(config, quietLog)
   }
   const store = openTokenStore(config, quietLog)
-  if (!('ready' in store) || typeof store.ready !== 'function') return store
-  const ready = store.ready as () => Promise<void>
+  if (!('ready' in store)) return store
   const waitMs = Math.max(2000, 4 * config.redisCommandTimeoutMs)
   let timer: NodeJS.Timeout | undefined
   try {
     await Promise.race([
-      ready(),
+      store.ready(),
       new Promise((_resolve, reject) => { timer = setTimeout(() => { reject(new Error('timeout')) }, waitMs) })
     ])
   } catch {
@@ -164,7 +149,8 @@ async function openConnectedTokenStore (config: Config): Promise<TokenStore> {
 }
 
 async function withAccounts<T> (config: Config, endsTokens: boolean, work: (admin: AccountAdmin, audit: AuditLog) => Promise<T>): Promise<T> {
-  const tokens = endsTokens ? await openConnectedTokenStore(config) : noTokenStore()
+  // Commands that end no tokens get an empty in-process store: nothing to connect to, nothing to end.
+  const tokens = endsTokens ? await openConnectedTokenStore(config) : createMemoryTokenStore({ denyTtlMs: 1000 })
   let database: Database | undefined
   try {
     database = await openDatabase(config)

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks'
-import type { TokenRecord, TokenStore } from './token-store.js'
+import type { RevocationWatcher, TokenRecord, TokenStore } from './token-store.js'
 
 interface Entry {
   record: TokenRecord
@@ -22,6 +22,11 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Token
   const tokens = new Map<string, Entry>()
   const accounts = new Map<string, Set<string>>()
   const denied = new Map<string, number>()
+  const watchers = new Set<RevocationWatcher>()
+  const announce = (hashes: readonly string[]): void => {
+    if (hashes.length === 0) return
+    for (const watcher of watchers) watcher.revoked(hashes)
+  }
 
   const live = (tokenHash: string): Entry | undefined => {
     const entry = tokens.get(tokenHash)
@@ -84,6 +89,7 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Token
       if (entry === undefined) return null
       forget(tokenHash, entry)
       deny(tokenHash)
+      announce([tokenHash])
       return { ...entry.record }
     },
     async terminateAccount (accountId) {
@@ -98,6 +104,7 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Token
         ended.push(hash)
       }
       accounts.delete(accountId)
+      announce(ended)
       return ended
     },
     async isDenied (tokenHash) {
@@ -108,7 +115,14 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Token
       const t = now()
       return [...denied].filter(([, until]) => until > t).map(([hash]) => hash)
     },
+    watchRevocations (watcher) {
+      // One process: nothing can be missed, so the feed is live at once and never cut.
+      watchers.add(watcher)
+      watcher.live()
+      return () => { watchers.delete(watcher) }
+    },
     async close () {
+      watchers.clear()
       tokens.clear()
       accounts.clear()
       denied.clear()

@@ -1,6 +1,6 @@
 import { Redis, type RedisOptions } from 'ioredis'
 import { serviceUnavailable, StatusError } from '../lib/status.js'
-import { decodeRecord, encodeRecord, type TokenRecord, type TokenStore } from './token-store.js'
+import { decodeRecord, encodeRecord, type RevocationWatcher, type TokenRecord, type TokenStore } from './token-store.js'
 
 /*
  * Key layout (prefix default `ats:`):
@@ -8,6 +8,7 @@ import { decodeRecord, encodeRecord, type TokenRecord, type TokenStore } from '.
  *   <p>a:<accountId>   hash    tokenHash -> ''  the account's index (listpack-encoded when
  *                              small, which is what keeps a token under 300 bytes on Redis 7.0)
  *   <p>deny            zset    tokenHash scored by the Redis-clock ms until which it is denied
+ *   <p>revoked         channel space-separated hashes of tokens just ended (published by the scripts)
  * Every multi-step write is one Lua script, so each is atomic. Deny-set times come from
  * the Redis server's own TIME, so no clock but Redis's ever decides an expiry.
  */
@@ -61,7 +62,7 @@ redis.call('HSET', KEYS[2], ARGV[3], '')
 extendIndex(KEYS[2], ttl)
 return 1`
   },
-  // KEYS: token, deny   ARGV: tokenHash, denyTtlMs, indexKeyPrefix
+  // KEYS: token, deny   ARGV: tokenHash, denyTtlMs, indexKeyPrefix, channel
   atsTerminate: {
     numberOfKeys: 2,
     lua: `${EXTEND_INDEX}
@@ -71,9 +72,10 @@ redis.call('DEL', KEYS[1])
 local _, _, account = string.find(current, '^[^|]*|[^|]*|([^|]*)|')
 if account then redis.call('HDEL', ARGV[3] .. account, ARGV[1]) end
 deny(KEYS[2], ARGV[1], tonumber(ARGV[2]))
+redis.call('PUBLISH', ARGV[4], ARGV[1])
 return current`
   },
-  // KEYS: index, deny   ARGV: tokenKeyPrefix, denyTtlMs
+  // KEYS: index, deny   ARGV: tokenKeyPrefix, denyTtlMs, channel
   atsTerminateAccount: {
     numberOfKeys: 2,
     lua: `${EXTEND_INDEX}
@@ -85,6 +87,7 @@ for _, hash in ipairs(redis.call('HKEYS', KEYS[1])) do
   end
 end
 redis.call('DEL', KEYS[1])
+if #ended > 0 then redis.call('PUBLISH', ARGV[3], table.concat(ended, ' ')) end
 return ended`
   },
   // KEYS: deny   ARGV: tokenHash (empty: list all)
@@ -104,8 +107,8 @@ return redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf')`
 interface ScriptCommands {
   atsIssue (token: string, index: string, value: string, ttlMs: number, tokenHash: string, tokenPrefix: string): Promise<number>
   atsRefresh (token: string, index: string, value: string, ttlMs: number, tokenHash: string, accountId: string): Promise<number>
-  atsTerminate (token: string, deny: string, tokenHash: string, denyTtlMs: number, indexPrefix: string): Promise<string | null>
-  atsTerminateAccount (index: string, deny: string, tokenPrefix: string, denyTtlMs: number): Promise<string[]>
+  atsTerminate (token: string, deny: string, tokenHash: string, denyTtlMs: number, indexPrefix: string, channel: string): Promise<string | null>
+  atsTerminateAccount (index: string, deny: string, tokenPrefix: string, denyTtlMs: number, channel: string): Promise<string[]>
   atsDenied (deny: string, tokenHash: string): Promise<string[]>
 }
 
@@ -149,6 +152,8 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
   const tokenPrefix = `${prefix}t:`
   const indexPrefix = `${prefix}a:`
   const denyKey = `${prefix}deny`
+  const channel = `${prefix}revoked`
+  const feed = createRevocationFeed(redis, channel)
   const denyTtlMs = options.denyTtlMs
 
   async function guarded<T> (work: () => Promise<T>): Promise<T> {
@@ -186,17 +191,83 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
     refresh: async (tokenHash, record, ttlMs) => await guarded(async () =>
       await commands.atsRefresh(tokenPrefix + tokenHash, indexPrefix + record.accountId, encodeRecord(record), ttl(ttlMs), tokenHash, record.accountId) === 1),
     terminate: async (tokenHash) => await guarded(async () => {
-      const ended = await commands.atsTerminate(tokenPrefix + tokenHash, denyKey, tokenHash, denyTtlMs, indexPrefix)
+      const ended = await commands.atsTerminate(tokenPrefix + tokenHash, denyKey, tokenHash, denyTtlMs, indexPrefix, channel)
       return ended === null ? null : decodeRecord(ended)
     }),
     terminateAccount: async (accountId) => await guarded(async () =>
-      await commands.atsTerminateAccount(indexPrefix + accountId, denyKey, tokenPrefix, denyTtlMs)),
+      await commands.atsTerminateAccount(indexPrefix + accountId, denyKey, tokenPrefix, denyTtlMs, channel)),
     isDenied: async (tokenHash) => await guarded(async () =>
       (await commands.atsDenied(denyKey, tokenHash)).length > 0),
     listDenied: async () => await guarded(async () => await commands.atsDenied(denyKey, '')),
+    watchRevocations: (watcher) => feed.watch(watcher),
     async close () {
+      await feed.close()
       // Never close a client we were handed.
       if (owned) await redis.quit().catch(() => { redis.disconnect() })
+    }
+  }
+}
+
+interface RevocationFeed {
+  watch (watcher: RevocationWatcher): () => void
+  close (): Promise<void>
+}
+
+/**
+ * The `revoked` channel on a connection of its own (a subscribed connection can
+ * do nothing else), opened with the first watcher. Each (re)connection subscribes
+ * again and only then reports `live`; a lost connection reports `interrupted`, since
+ * pub/sub does not replay what was published meanwhile.
+ */
+function createRevocationFeed (redis: Redis, channel: string): RevocationFeed {
+  const watchers = new Set<RevocationWatcher>()
+  let subscriber: Redis | undefined
+  let live = false
+
+  const setLive = (next: boolean): void => {
+    if (live === next) return
+    live = next
+    for (const watcher of watchers) {
+      if (next) watcher.live()
+      else watcher.interrupted()
+    }
+  }
+
+  const open = (): Redis => {
+    const connection = redis.duplicate({
+      connectionName: `${channel}-watcher`,
+      lazyConnect: false,
+      autoResubscribe: false,
+      enableOfflineQueue: true,
+      maxRetriesPerRequest: null,
+      retryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 1000)
+    })
+    connection.on('error', () => {})
+    connection.on('ready', () => {
+      connection.subscribe(channel).then(() => { setLive(true) }, () => { connection.disconnect(true) })
+    })
+    connection.on('close', () => { setLive(false) })
+    connection.on('message', (from: string, message: string) => {
+      if (from !== channel || message === '') return
+      const hashes = message.split(' ')
+      for (const watcher of watchers) watcher.revoked(hashes)
+    })
+    return connection
+  }
+
+  return {
+    watch (watcher) {
+      watchers.add(watcher)
+      subscriber ??= open()
+      if (live) watcher.live()
+      return () => { watchers.delete(watcher) }
+    },
+    async close () {
+      watchers.clear()
+      const connection = subscriber
+      subscriber = undefined
+      live = false
+      if (connection !== undefined) await connection.quit().catch(() => { connection.disconnect() })
     }
   }
 }

@@ -12,6 +12,19 @@ export interface TokenRecord {
   expiresAt: number
 }
 
+/**
+ * Follows revocations as they happen, for caches of positive answers. Between
+ * `interrupted` and the next `live`, messages may have been missed: a cache must
+ * not be trusted then, and is dropped.
+ */
+export interface RevocationWatcher {
+  revoked (tokenHashes: readonly string[]): void
+  /** The feed is connected: from now on every revocation is delivered. */
+  live (): void
+  /** The feed was cut: revocations may be missed until the next `live`. */
+  interrupted (): void
+}
+
 export interface TokenStore {
   /** Stores a new token for `ttlMs` milliseconds and adds it to its account's index. */
   issue (tokenHash: string, record: TokenRecord, ttlMs: number): Promise<void>
@@ -34,6 +47,8 @@ export interface TokenStore {
   isDenied (tokenHash: string): Promise<boolean>
   /** Every hash in the deny set now (the catch-up list for caching verifiers). */
   listDenied (): Promise<string[]>
+  /** Delivers every terminate and terminateAccount, from any instance sharing the store. Returns an unsubscribe. */
+  watchRevocations (watcher: RevocationWatcher): () => void
   close (): Promise<void>
 }
 

@@ -15,6 +15,34 @@ const record = (accountId: string, overrides: Partial<TokenRecord> = {}): TokenR
 
 const newHash = (): string => hashToken(generateToken())
 
+/** Waits until `condition` holds, failing after `timeoutMs`. */
+export async function until (condition: () => boolean, timeoutMs = 3000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`)
+    await sleep(10)
+  }
+}
+
+export interface RecordingWatcher {
+  events: string[][]
+  isLive: () => boolean
+  interruptions: () => number
+  stop: () => void
+}
+
+export function recordRevocations (store: TokenStore): RecordingWatcher {
+  const events: string[][] = []
+  let live = false
+  let interruptions = 0
+  const stop = store.watchRevocations({
+    revoked: (hashes) => { events.push([...hashes]) },
+    live: () => { live = true },
+    interrupted: () => { live = false; interruptions++ }
+  })
+  return { events, isLive: () => live, interruptions: () => interruptions, stop }
+}
+
 /** One suite, every implementation: the Redis store and the in-process one must agree on all of it. */
 export function tokenStoreContract (t: Test, makeStore: MakeTokenStore): void {
   t.test('an issued token is found with its record; an unknown one is not', async (t) => {
@@ -122,6 +150,28 @@ export function tokenStoreContract (t: Test, makeStore: MakeTokenStore): void {
     const live = newHash()
     await store.issue(live, record('9'), 60_000)
     t.same(await store.terminateAccount('9'), [live])
+  })
+
+  t.test('watchers are told of every revocation, once live', async (t) => {
+    const store = await makeStore(t, { denyTtlMs: 5000 })
+    const watcher = recordRevocations(store)
+    await until(watcher.isLive)
+    const [a, b, c] = [newHash(), newHash(), newHash()]
+    await store.issue(a, record('1'), 60_000)
+    await store.issue(b, record('1'), 60_000)
+    await store.issue(c, record('2'), 60_000)
+    await store.terminate(a)
+    await until(() => watcher.events.length === 1)
+    t.same(watcher.events, [[a]])
+    await store.terminate(a)
+    await store.terminate(newHash())
+    await store.terminateAccount('1')
+    await until(() => watcher.events.length === 2)
+    t.same(watcher.events[1], [b], 'only what was actually ended, in one message')
+    watcher.stop()
+    await store.terminate(c)
+    await sleep(150)
+    t.equal(watcher.events.length, 2, 'an unsubscribed watcher hears nothing more')
   })
 
   t.test('hashes shaped like patterns or key syntax are only data', async (t) => {

@@ -3,7 +3,7 @@ import { createMemoryTokenStore } from '../../src/stores/memory-token-store.js'
 import { createRedisTokenStore } from '../../src/stores/redis-token-store.js'
 import { freshRedisPrefix, requireRedis } from '../helpers/servers.js'
 import { rejection } from '../helpers/rejection.js'
-import { tokenStoreContract } from './token-store.contract.js'
+import { recordRevocations, tokenStoreContract, until } from './token-store.contract.js'
 
 t.test('in-process token store', async (t) => {
   tokenStoreContract(t, async (_t, { denyTtlMs }) => createMemoryTokenStore({ denyTtlMs }))
@@ -37,6 +37,33 @@ t.test('Redis token store', async (t) => {
     const store = createRedisTokenStore({ redis, keyPrefix: await freshRedisPrefix(t), denyTtlMs: 1000 })
     await store.close()
     t.equal(await redis.ping(), 'PONG')
+  })
+
+  t.test('revocations reach the watchers of another instance, and a cut feed says so', async (t) => {
+    const keyPrefix = await freshRedisPrefix(t)
+    const issuer = createRedisTokenStore({ url, keyPrefix, denyTtlMs: 5000 })
+    const follower = createRedisTokenStore({ url, keyPrefix, denyTtlMs: 5000 })
+    t.teardown(async () => { await issuer.close(); await follower.close() })
+    await issuer.ready()
+    const watcher = recordRevocations(follower)
+    await until(watcher.isLive)
+    await issuer.issue('h1', { accountId: '1', username: 'u', federated: false, expiresAt: 1 }, 60_000)
+    await issuer.terminate('h1')
+    await until(() => watcher.events.length === 1)
+    t.same(watcher.events, [['h1']])
+
+    // Cut the follower's subscription from the server side: it must report the gap, then come back.
+    const clients = await issuer.redis.client('LIST') as string
+    const line = clients.split('\n').find((entry) => entry.includes(`name=${keyPrefix}revoked-watcher`))
+    const id = line === undefined ? undefined : /\bid=(\d+)/.exec(line)?.[1]
+    t.ok(id, 'the watcher connection is named')
+    await issuer.redis.client('KILL', 'ID', String(id))
+    await until(() => watcher.interruptions() === 1)
+    await until(watcher.isLive)
+    await issuer.issue('h2', { accountId: '1', username: 'u', federated: false, expiresAt: 1 }, 60_000)
+    await issuer.terminate('h2')
+    await until(() => watcher.events.length === 2)
+    t.same(watcher.events[1], ['h2'], 'delivered again after the reconnection')
   })
 
   t.test('an unreachable Redis is a 503 StatusError, quickly', async (t) => {
