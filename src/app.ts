@@ -14,6 +14,7 @@ import { authenticateRoutes } from './routes/authenticate.js'
 import { EMPTY_BODY } from './routes/http.js'
 import { loginRoutes } from './routes/login.js'
 import { logoutRoutes } from './routes/logout.js'
+import { revocationRoutes } from './routes/revocations.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -159,5 +160,6 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   await app.register(loginRoutes, { auth, config })
   await app.register(authenticateRoutes, { auth })
   await app.register(logoutRoutes, { auth, config })
+  await app.register(revocationRoutes, { tokens: backends.tokens })
   return app
 }
