@@ -66,10 +66,14 @@ export const LoginSuccessSchema = Type.Object({
   expiration_date: Type.String()
 })
 
+/** Beyond the contract's two fields: who the token belongs to, for verifiers that act on it (the guard). */
 export const AuthenticateSuccessSchema = Type.Object({
   status: Type.Literal(0),
   message: Type.Literal('Success'),
-  expiration_date: Type.String()
+  expiration_date: Type.String(),
+  account_id: Type.String(),
+  username: Type.String(),
+  federated: Type.Boolean()
 })
 
 export const errorResponses = {

@@ -66,7 +66,7 @@ t.test('the embedded default boots from nothing and serves the bootstrap account
   const { token } = await login.json() as { token: string }
   t.match(login.headers.get('set-cookie'), /^AuthToken1=/)
   const auth = await fetch(`${first.baseUrl}/auth/Authenticate/${token}`)
-  t.same(await auth.json(), { status: 0, message: 'Success', expiration_date: (await (await fetch(`${first.baseUrl}/auth/Authenticate?token=${token}`)).json() as { expiration_date: string }).expiration_date })
+  t.match(await auth.json(), { status: 0, message: 'Success', expiration_date: String, username: 'admin', federated: false })
   t.notMatch(first.output(), new RegExp(token), 'the token is not logged')
   t.equal(await stop(first), 0, 'SIGTERM ends it cleanly')
   t.ok(existsSync(join(dir, 'data')), 'the users live under ./data')

@@ -50,7 +50,14 @@ export const authenticateRoutes: FastifyPluginAsyncTypebox<AuthenticateRoutesOpt
     const token = pathToken ?? params.token ?? request.cookies[TOKEN_COOKIE]
     if (padding === undefined) {
       const record = await auth.authenticate(token)
-      return { status: 0 as const, message: 'Success' as const, expiration_date: formatExpirationDate(record.expiresAt) }
+      return {
+        status: 0 as const,
+        message: 'Success' as const,
+        expiration_date: formatExpirationDate(record.expiresAt),
+        account_id: record.accountId,
+        username: record.username,
+        federated: record.federated
+      }
     }
     try {
       await auth.authenticate(token)
