@@ -1,0 +1,122 @@
+import { performance } from 'node:perf_hooks'
+import type { RevocationWatcher, TokenRecord } from '../stores/token-store.js'
+
+export interface PositiveCacheOptions {
+  maxEntries: number
+  /** How long a positive answer may be reused; never past the token's own expiry. */
+  ttlMs: number
+  /** Monotonic clock (ms) for the cache's own deadlines. */
+  now?: () => number
+  /** Wall clock (epoch ms), to turn a token's `expiresAt` into a deadline. */
+  wallNow?: () => number
+}
+
+/** A verification in flight; its answer is cached only if nothing revoked it meanwhile. */
+export interface Lookup {
+  readonly hash: string
+  stale: boolean
+}
+
+interface Entry {
+  record: TokenRecord
+  deadline: number
+}
+
+export interface PositiveCache extends RevocationWatcher {
+  /** A cached active token's record, or undefined (also whenever the feed is not live). */
+  get (hash: string): TokenRecord | undefined
+  /** Call before asking the store; hand the answer to `finish`, or call `abandon` on failure. */
+  begin (hash: string): Lookup
+  finish (lookup: Lookup, record: TokenRecord | null): void
+  abandon (lookup: Lookup): void
+  readonly isLive: boolean
+  readonly size: number
+}
+
+/**
+ * Positive answers only, least recently used first out (Map order), keyed by token
+ * hash. Trusted only while the revocation feed is live: an interrupted feed may have
+ * missed revocations, so the whole cache goes and nothing is cached until the feed
+ * is live again (the catch-up is a cold cache, not a replay).
+ *
+ * The race a cache like this must not lose: a lookup that the store answered before
+ * a revocation, whose answer arrives after the revocation message (two connections,
+ * no common order). Every lookup in flight is marked stale by a revocation of its
+ * hash and by any interruption, and a stale answer is served once but never cached.
+ */
+export function createPositiveCache (options: PositiveCacheOptions): PositiveCache {
+  const now = options.now ?? (() => performance.now())
+  const wallNow = options.wallNow ?? Date.now
+  const entries = new Map<string, Entry>()
+  const inFlight = new Map<string, Set<Lookup>>()
+  let live = false
+
+  const markStale = (lookups: Iterable<Lookup>): void => {
+    for (const lookup of lookups) lookup.stale = true
+  }
+
+  const release = (lookup: Lookup): void => {
+    const lookups = inFlight.get(lookup.hash)
+    lookups?.delete(lookup)
+    if (lookups?.size === 0) inFlight.delete(lookup.hash)
+  }
+
+  return {
+    get isLive () { return live },
+    get size () { return entries.size },
+
+    get (hash) {
+      if (!live) return undefined
+      const entry = entries.get(hash)
+      if (entry === undefined) return undefined
+      entries.delete(hash)
+      if (entry.deadline <= now()) return undefined
+      entries.set(hash, entry)
+      return entry.record
+    },
+
+    begin (hash) {
+      // Begun before the feed was live: a revocation may already have been missed.
+      const lookup: Lookup = { hash, stale: !live }
+      let lookups = inFlight.get(hash)
+      if (lookups === undefined) inFlight.set(hash, lookups = new Set())
+      lookups.add(lookup)
+      return lookup
+    },
+
+    finish (lookup, record) {
+      release(lookup)
+      if (record === null || lookup.stale || !live) return
+      const t = now()
+      const deadline = Math.min(t + options.ttlMs, t + (record.expiresAt - wallNow()))
+      if (deadline <= t) return
+      entries.delete(lookup.hash)
+      entries.set(lookup.hash, { record, deadline })
+      while (entries.size > options.maxEntries) {
+        const oldest = entries.keys().next()
+        if (oldest.done === true) break
+        entries.delete(oldest.value)
+      }
+    },
+
+    abandon: release,
+
+    revoked (hashes) {
+      for (const hash of hashes) {
+        entries.delete(hash)
+        const lookups = inFlight.get(hash)
+        if (lookups !== undefined) markStale(lookups)
+      }
+    },
+
+    live () {
+      live = true
+    },
+
+    interrupted () {
+      live = false
+      entries.clear()
+      for (const lookups of inFlight.values()) markStale(lookups)
+    }
+  }
+}

@@ -1,0 +1,177 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Redis } from 'ioredis'
+import { endpoint } from '../client/index.js'
+import type { FetchFunction } from '../client/http.js'
+import { hashToken, isTokenShaped } from '../lib/tokens.js'
+import type { TokenRecord } from '../stores/token-store.js'
+import { createPositiveCache, type PositiveCache } from './cache.js'
+import { MALFORMED, presentedToken } from './token-source.js'
+import { directVerifier, httpVerifier, type Verifier } from './verifiers.js'
+
+/**
+ * The plugin other services register to require a token: `app.register(authTokenGuard,
+ * options)` protects every route of the registering scope (fastify-plugin: its hook
+ * and decorator land in that scope, not in a child). It answers before the route's
+ * own validation, so a caller without a valid token learns nothing about the route.
+ */
+
+/** Who the token belongs to, for handlers. */
+export interface AuthInfo {
+  accountId: string
+  username: string
+  federated: boolean
+  /** The instant the token stops working (its `expiration_date`). */
+  expiresAt: Date
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the auth-token guard on the routes it protects; null elsewhere. */
+    auth: AuthInfo | null
+  }
+}
+
+export interface GuardCacheOptions {
+  /** Most positive answers kept; least recently used go first. */
+  maxEntries: number
+  /** How long one is reused at most; never past the token's own expiry. */
+  ttlMs: number
+}
+
+interface CommonGuardOptions {
+  /** A cache of positive answers, kept right by the revocation feed; off when absent. */
+  cache?: GuardCacheOptions
+  /** Bound on one verification; default 500 ms against Redis, 2000 ms over HTTP. */
+  timeoutMs?: number
+}
+
+/** Verify straight against the token service's Redis (one GET); give `redisUrl` or `redis`. */
+export interface DirectGuardOptions extends CommonGuardOptions {
+  redisUrl?: string
+  /** A client to share; the guard never closes it (it opens one more connection for the revocation feed). */
+  redis?: Redis
+  /** The service's `AUTH_REDIS_KEY_PREFIX`; default `ats:`. */
+  keyPrefix?: string
+}
+
+/** Verify over HTTP against the token service's Authenticate, e.g. `http://auth:3000/auth/Authenticate`. */
+export interface HttpGuardOptions extends CommonGuardOptions {
+  authenticateUrl: string | URL
+  /** The service's revocation stream; default the same origin's `/auth/revocations`. */
+  revocationsUrl?: string | URL
+  fetch?: FetchFunction
+}
+
+export type AuthTokenGuardOptions = DirectGuardOptions | HttpGuardOptions
+
+const JSON_TYPE = 'application/json; charset=utf-8'
+const BODIES = {
+  401: JSON.stringify({ status: 401, message: 'Token Required' }),
+  403: JSON.stringify({ status: 403, message: 'Unauthorized' }),
+  503: JSON.stringify({ status: 503, message: 'Service Unavailable' })
+} as const
+
+/** Pre-serialized, so that no response schema or error handler of the host service reshapes it. */
+function refuse (reply: FastifyReply, httpStatus: keyof typeof BODIES): FastifyReply {
+  reply.code(httpStatus).header('cache-control', 'no-store').type(JSON_TYPE)
+  if (httpStatus === 401) reply.header('www-authenticate', 'Bearer')
+  return reply.send(BODIES[httpStatus])
+}
+
+const toAuth = (record: TokenRecord): AuthInfo => ({
+  accountId: record.accountId,
+  username: record.username,
+  federated: record.federated,
+  expiresAt: new Date(record.expiresAt)
+})
+
+function positiveNumber (value: unknown, name: string): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw new TypeError(`auth-token-guard: ${name} must be a positive number`)
+  }
+  return value
+}
+
+/** One log line per kind of trouble per 10 s: a dead Redis must not flood the host's log. */
+function throttled (log: (message: string) => void): (error: unknown) => void {
+  let last = 0
+  return (error) => {
+    const now = Date.now()
+    if (now - last < 10_000) return
+    last = now
+    log(error instanceof Error ? error.message : String(error))
+  }
+}
+
+function openVerifier (options: AuthTokenGuardOptions, onError: (error: unknown) => void): Verifier {
+  const direct = options as DirectGuardOptions
+  if ('authenticateUrl' in options && options.authenticateUrl !== undefined) {
+    if (direct.redisUrl !== undefined || direct.redis !== undefined) throw new TypeError('auth-token-guard: give authenticateUrl or redisUrl/redis, not both')
+    const authenticateUrl = new URL(options.authenticateUrl)
+    return httpVerifier({
+      authenticateUrl,
+      revocationsUrl: options.revocationsUrl === undefined ? endpoint(authenticateUrl.origin, 'auth/revocations') : new URL(options.revocationsUrl),
+      timeoutMs: options.timeoutMs === undefined ? 2000 : positiveNumber(options.timeoutMs, 'timeoutMs'),
+      fetch: options.fetch ?? globalThis.fetch,
+      onError
+    })
+  }
+  if ((direct.redisUrl === undefined) === (direct.redis === undefined)) {
+    throw new TypeError('auth-token-guard: give exactly one of redisUrl, redis or authenticateUrl')
+  }
+  return directVerifier({
+    redis: direct.redis,
+    redisUrl: direct.redisUrl,
+    keyPrefix: direct.keyPrefix ?? 'ats:',
+    timeoutMs: direct.timeoutMs === undefined ? 500 : positiveNumber(direct.timeoutMs, 'timeoutMs'),
+    onError
+  })
+}
+
+const guard: FastifyPluginAsync<AuthTokenGuardOptions> = async (fastify, options) => {
+  let cache: PositiveCache | undefined
+  if (options.cache !== undefined) {
+    const maxEntries = positiveNumber(options.cache.maxEntries, 'cache.maxEntries')
+    cache = createPositiveCache({ maxEntries: Math.floor(maxEntries), ttlMs: positiveNumber(options.cache.ttlMs, 'cache.ttlMs') })
+  }
+  const log = fastify.log.child({ plugin: 'auth-token-guard' })
+  const backendTrouble = throttled((message) => { log.warn({ reason: message }, 'token verification backend trouble') })
+  const unverified = throttled((message) => { log.warn({ reason: message }, 'tokens could not be verified: answering 503') })
+  const verifier = openVerifier(options, backendTrouble)
+  fastify.addHook('onClose', async () => { await verifier.close() })
+  if (cache !== undefined) verifier.watch(cache)
+  await verifier.settle(2000)
+
+  if (!fastify.hasRequestDecorator('auth')) fastify.decorateRequest('auth', null)
+
+  // preValidation: the body is parsed (a form or JSON `token` counts), the route's schema not yet applied.
+  fastify.addHook('preValidation', async (request: FastifyRequest, reply: FastifyReply) => {
+    const token = presentedToken(request)
+    if (token === undefined) return refuse(reply, 401)
+    // Garbage never reaches the store (nor a key name): it could not be one of our tokens.
+    if (token === MALFORMED || !isTokenShaped(token)) return refuse(reply, 403)
+    const hash = hashToken(token)
+    const cached = cache?.get(hash)
+    if (cached !== undefined) {
+      request.auth = toAuth(cached)
+      return
+    }
+    const lookup = cache?.begin(hash)
+    let record: TokenRecord | null
+    try {
+      record = await verifier.verify(token, hash)
+    } catch (error) {
+      if (lookup !== undefined) cache?.abandon(lookup)
+      // Fails closed: nobody could say, so nobody passes. The error names no token.
+      unverified(error)
+      return refuse(reply, 503)
+    }
+    if (lookup !== undefined) cache?.finish(lookup, record)
+    if (record === null) return refuse(reply, 403)
+    request.auth = toAuth(record)
+  })
+}
+
+export const authTokenGuard = fp(guard, { name: 'auth-token-guard', fastify: '5.x' })
+export default authTokenGuard

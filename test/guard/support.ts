@@ -1,0 +1,158 @@
+import fastifyFormbody from '@fastify/formbody'
+import Fastify, { type FastifyInstance } from 'fastify'
+import { Redis, type RedisKey } from 'ioredis'
+import type { AddressInfo } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { Test } from 'tap'
+import { createAuthClient, type AuthClient } from '../../src/client/index.js'
+import { authTokenGuard, type AuthTokenGuardOptions } from '../../src/guard/index.js'
+import type { Config } from '../../src/config.js'
+import { buildTestApp, type TestApp } from '../helpers/app.js'
+import { requireRedis } from '../helpers/servers.js'
+
+/**
+ * A real token service listening on a port (Postgres + a Redis prefix of its own),
+ * and services protected by the guard in either mode, for the guard's tests.
+ */
+
+export const USER = { username: 'ann', password: 'correct horse battery staple' }
+
+export interface RunningService extends TestApp {
+  baseUrl: string
+  authenticateUrl: string
+  redisUrl: string
+  /** The service's Redis key prefix (direct-mode guards must use the same). */
+  keyPrefix: string
+  client: AuthClient
+  /** Logs USER in through the service's HTTP Login; returns the token. */
+  login (): Promise<string>
+  /** Ends the token through the service's HTTP Logout. */
+  logout (token: string): Promise<void>
+  /** A Redis connection of the test's own (for the key, the channel and CLIENT LIST/KILL). */
+  admin: Redis
+}
+
+export async function startTokenService (t: Test, overrides: Partial<Config> = {}): Promise<RunningService> {
+  const service = await buildTestApp(t, 'real', overrides)
+  await service.addUser(USER.username, USER.password)
+  await service.app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = service.app.server.address() as AddressInfo
+  const baseUrl = `http://127.0.0.1:${port}`
+  const client = createAuthClient({ baseUrl })
+  const redisUrl = await requireRedis()
+  const admin = new Redis(redisUrl)
+  t.teardown(async () => { await admin.quit() })
+  return {
+    ...service,
+    baseUrl,
+    authenticateUrl: `${baseUrl}/auth/Authenticate`,
+    redisUrl,
+    keyPrefix: service.redisPrefix as string,
+    client,
+    admin,
+    async login () {
+      const result = await client.login(USER.username, USER.password)
+      if (!result.ok) throw new Error(`login failed: ${JSON.stringify(result.error)}`)
+      return result.token
+    },
+    async logout (token) {
+      const result = await client.logout(token)
+      if (!result.ok) throw new Error(`logout failed: ${JSON.stringify(result.error)}`)
+    }
+  }
+}
+
+export type GuardMode = 'direct' | 'http'
+export const MODES: readonly GuardMode[] = ['direct', 'http']
+
+/** Counts the verifications that reached the token service's side (not the cache). */
+export interface VerificationCounter {
+  count (): number
+}
+
+/** Guard options for the mode, with a counter of the verifications that left the guard. */
+export function guardOptions (
+  t: Test, service: RunningService, mode: GuardMode, extra: Partial<AuthTokenGuardOptions> = {}
+): { options: AuthTokenGuardOptions, verifications: VerificationCounter } {
+  let count = 0
+  const verifications = { count: () => count }
+  if (mode === 'http') {
+    const counting: typeof fetch = async (input, init) => {
+      if (String(input).includes('/auth/Authenticate')) count++
+      return await fetch(input, init)
+    }
+    return { options: { authenticateUrl: service.authenticateUrl, fetch: counting, ...extra }, verifications }
+  }
+  // A handed-in client whose GETs are counted (the guard's one round trip per verification).
+  const redis = new Redis(service.redisUrl)
+  t.teardown(() => { redis.disconnect() })
+  const get = redis.get.bind(redis)
+  redis.get = (async (key: RedisKey) => { count++; return await get(key) }) as unknown as Redis['get']
+  return { options: { redis, keyPrefix: service.keyPrefix, ...extra }, verifications }
+}
+
+export interface GuardedApp {
+  app: FastifyInstance
+  /** GET /whoami with the token as a query parameter: the HTTP status. */
+  status (token: string): Promise<number>
+}
+
+/**
+ * A small service: `/open` outside the guard; in the guarded scope `/whoami` (returns
+ * request.auth), `/things/:token` (a path parameter) and `POST /things` (a body schema).
+ */
+export async function buildGuardedApp (t: Test, options: AuthTokenGuardOptions): Promise<GuardedApp> {
+  const app = Fastify({ logger: false })
+  await app.register(fastifyFormbody)
+  app.get('/open', async (request) => ({ open: true, auth: request.auth ?? null }))
+  await app.register(async (scope) => {
+    await scope.register(authTokenGuard, options)
+    scope.get('/whoami', async (request) => ({ auth: request.auth }))
+    scope.get('/things/:token', async (request) => ({ auth: request.auth }))
+    scope.post('/things', {
+      schema: {
+        body: {
+          type: 'object',
+          required: ['name'],
+          properties: { name: { type: 'string', minLength: 1 }, token: { type: 'string' } }
+        }
+      }
+    }, async (request) => ({ auth: request.auth }))
+  })
+  t.teardown(async () => { await app.close() })
+  await app.ready()
+  return {
+    app,
+    async status (token) {
+      return (await app.inject({ method: 'GET', url: '/whoami', query: { token } })).statusCode
+    }
+  }
+}
+
+/** Polls until the guard refuses the token; returns the milliseconds it took from `since`. */
+export async function untilRefused (guarded: GuardedApp, token: string, since: number, limitMs = 3000): Promise<number> {
+  for (;;) {
+    const status = await guarded.status(token)
+    if (status === 403) return performance.now() - since
+    if (performance.now() - since > limitMs) throw new Error(`still answered ${status} after ${limitMs} ms`)
+    await sleep(2)
+  }
+}
+
+/** The ids of the Redis connections named `<prefix>revoked-watcher` (the revocation feeds). */
+export async function watcherIds (admin: Redis, keyPrefix: string): Promise<string[]> {
+  const list = await admin.client('LIST') as string
+  return list.split('\n')
+    .filter((line) => line.includes(` name=${keyPrefix}revoked-watcher `))
+    .map((line) => /\bid=(\d+)/.exec(line)?.[1])
+    .filter((id): id is string => id !== undefined)
+}
+
+/** Waits until `check` holds, polling. */
+export async function eventually (check: () => Promise<boolean> | boolean, limitMs = 5000, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + limitMs
+  while (!await check()) {
+    if (Date.now() > deadline) throw new Error(`${what} not met within ${limitMs} ms`)
+    await sleep(10)
+  }
+}
