@@ -33,7 +33,7 @@ export interface AccountAdminDeps {
 
 export function createAccountAdmin ({ users, tokens, hasher, audit, actor = 'admin' }: AccountAdminDeps): AccountAdmin {
   const record = (event: 'user.add' | 'user.passwd' | 'user.disable' | 'user.enable' | 'sessions.revoke', account: UserRecord, ended: number): void => {
-    audit.record({ event, username: account.username, accountId: account.id, userAgent: actor, outcome: event === 'user.add' ? 'created' : `tokens-ended-${ended}` })
+    audit.record({ event, username: account.username, accountId: account.id, userAgent: actor, outcome: event === 'user.add' ? 'created' : `tokens-ended-${ended}`, tokensEnded: ended })
   }
   const validUsername = (raw: string): string => {
     const username = normalizeUsername(raw)

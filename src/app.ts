@@ -1,7 +1,7 @@
 import fastifyCookie from '@fastify/cookie'
 import fastifyFormbody from '@fastify/formbody'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyError, type FastifyRequest, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify'
 import type { Socket } from 'node:net'
 import { createAccountAdmin, type AccountAdmin } from './accounts.js'
 import { createAuthService, type AuthService } from './auth.js'
@@ -15,6 +15,10 @@ import { EMPTY_BODY } from './routes/http.js'
 import { loginRoutes } from './routes/login.js'
 import { logoutRoutes } from './routes/logout.js'
 import { revocationRoutes } from './routes/revocations.js'
+import { healthRoutes } from './routes/health.js'
+import { createMetrics, type Metrics } from './metrics.js'
+import { randomUUID } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -22,6 +26,9 @@ declare module 'fastify' {
     backends: Backends
     auth: AuthService
     accounts: AccountAdmin
+    metrics: Metrics
+    /** Shutdown state: once draining, readiness answers 503. */
+    lifecycle: { draining: boolean }
   }
 }
 
@@ -34,6 +41,34 @@ export interface BuildAppOptions {
    * stdout when absent. Ignored when `logger` is given.
    */
   logStream?: NodeJS.WritableStream
+}
+
+/**
+ * One JSON line per request, when it completes: request id, method, redacted URL,
+ * route, status, latency. (Fastify's default is two lines.) A route's own log level
+ * applies, so health checks and /metrics stay out of the access log.
+ */
+class OneLinePerRequest extends LogController {
+  override incomingRequest (): void {}
+
+  override requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const line = {
+      req: request,
+      route: request.routeOptions.url ?? '(unmatched)',
+      statusCode: reply.statusCode,
+      responseTime: reply.elapsedTime
+    }
+    if (error !== null && error !== undefined) reply.log.error({ ...line, err: error }, 'request errored')
+    else reply.log.info(line, 'request completed')
+  }
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+
+/** The caller's `x-request-id` when it is a sane one, else a fresh UUID. */
+function requestId (request: IncomingMessage): string {
+  const given = request.headers['x-request-id']
+  return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
 }
 
 /** Marks a query string the strict parser refused; the router cannot throw, so the first hook does. */
@@ -101,13 +136,16 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
       },
       ...(options.logStream === undefined ? {} : { stream: options.logStream })
     },
+    logController: new OneLinePerRequest(),
+    genReqId: requestId,
     bodyLimit: config.bodyLimitBytes,
     requestTimeout: config.requestTimeoutMs,
     trustProxy: typeof config.trustProxy === 'number'
       ? hopsTrusted(config.trustProxy)
       : config.trustProxy,
     exposeHeadRoutes: false,
-    return503OnClosing: true,
+    // While closing, requests already on open connections are served, not refused.
+    return503OnClosing: false,
     routerOptions: {
       ignoreTrailingSlash: true,
       // Legacy path-style passwords can be long.
@@ -127,15 +165,27 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   const ownBackends = options.backends === undefined
   const backends = options.backends ?? await openBackends(config, app.log)
   if (ownBackends) app.addHook('onClose', async () => { await backends.close() })
-  const auth = createAuthService({ ...backends, config })
+  const metrics = createMetrics({ hashQueueDepth: backends.hasher.queueDepth, auditDropped: backends.audit.dropped })
+  const observed = { ...backends, audit: metrics.countEvents(backends.audit), hasher: metrics.timeHashing(backends.hasher) }
+  const auth = createAuthService({ ...observed, config })
   app.decorate('backends', backends)
   app.decorate('auth', auth)
-  app.decorate('accounts', createAccountAdmin(backends))
+  app.decorate('accounts', createAccountAdmin(observed))
+  app.decorate('metrics', metrics)
+  app.decorate('lifecycle', { draining: false })
 
   app.addHook('onRequest', async (request, reply) => {
     // Tokens and legacy credentials travel in URLs: nothing may cache or refer them onward.
-    reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer')
+    reply
+      .header('cache-control', 'no-store')
+      .header('referrer-policy', 'no-referrer')
+      .header('x-request-id', request.id)
     if (request.query === MALFORMED_QUERY) throw badRequest()
+  })
+
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? '(unmatched)'
+    metrics.observeRequest(route, request.method, reply.statusCode, reply.elapsedTime / 1000)
   })
 
   // Runs before validation: a POST with no body validates as an empty parameter object.
@@ -161,5 +211,20 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   await app.register(authenticateRoutes, { auth })
   await app.register(logoutRoutes, { auth, config })
   await app.register(revocationRoutes, { tokens: backends.tokens })
+  await app.register(healthRoutes, {
+    tokens: backends.tokens,
+    database: backends.database,
+    names: { tokens: 'redis' in backends.tokens ? 'redis' : 'in-process', database: backends.database.kind },
+    draining: () => app.lifecycle.draining,
+    timeoutMs: config.healthTimeoutMs
+  })
+  if (config.metricsPort === undefined) registerMetricsRoute(app, metrics)
   return app
+}
+
+/** GET /metrics in Prometheus' text format; on the main app, or alone on METRICS_PORT (server.ts). */
+export function registerMetricsRoute (app: FastifyInstance, metrics: Metrics): void {
+  app.get('/metrics', { logLevel: 'silent' }, async (_request, reply) => {
+    return await reply.type(metrics.registry.contentType).send(await metrics.registry.metrics())
+  })
 }

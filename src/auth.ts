@@ -144,7 +144,8 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
         accountId: ended.accountId,
         clientIp: client.ip,
         userAgent: client.userAgent,
-        outcome: 'terminated'
+        outcome: 'terminated',
+        tokensEnded: 1
       })
     }
   }

@@ -41,6 +41,13 @@ export interface Config {
   hashing: HashingLimits
   /** Audit events buffered in memory before new ones are dropped (and counted). */
   auditBufferSize: number
+  /** Serve /metrics on this port only (not on the public one); undefined: on the main port. */
+  metricsPort: number | undefined
+  /** After SIGTERM: how long readiness answers 503 before the listener closes. */
+  shutdownDelayMs: number
+  /** After SIGTERM: the longest wait for in-flight requests before the process exits anyway. */
+  shutdownTimeoutMs: number
+  healthTimeoutMs: number
 }
 
 export class ConfigError extends Error {
@@ -165,6 +172,10 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
       maxQueued: integer(env, 'AUTH_HASH_QUEUE_MAX', 64, 0, 100_000)
     },
     auditBufferSize: integer(env, 'AUTH_AUDIT_BUFFER', 10_000, 1, 1_000_000),
+    metricsPort: present(env, 'METRICS_PORT') === undefined ? undefined : integer(env, 'METRICS_PORT', 0, 0, 65535),
+    shutdownDelayMs: integer(env, 'SHUTDOWN_DELAY_MS', 0, 0, 600_000),
+    shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
+    healthTimeoutMs: integer(env, 'HEALTH_TIMEOUT_MS', 1000, 10, 60_000),
     ...overrides
   }
   if (config.cookieDomain !== undefined && !/^[A-Za-z0-9.-]+$/.test(config.cookieDomain)) {

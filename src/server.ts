@@ -1,6 +1,7 @@
 import closeWithGrace from 'close-with-grace'
-import type { FastifyInstance } from 'fastify'
-import { buildApp } from './app.js'
+import Fastify, { type FastifyInstance } from 'fastify'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { buildApp, registerMetricsRoute } from './app.js'
 import type { Config } from './config.js'
 
 /** Creates or updates the bootstrap account, if the config names one. */
@@ -11,27 +12,43 @@ export async function bootstrapAccount (app: FastifyInstance, config: Config): P
   app.log.info({ username: result.account.username }, `bootstrap account ${what}`)
 }
 
+/** /metrics alone on its own port, so it need never be public. */
+async function startMetricsServer (app: FastifyInstance, config: Config): Promise<FastifyInstance> {
+  const server = Fastify({ logger: false })
+  registerMetricsRoute(server, app.metrics)
+  await server.listen({ host: config.host, port: config.metricsPort ?? 0 })
+  app.log.info({ port: config.metricsPort }, 'metrics listening on their own port')
+  return server
+}
+
 /**
- * The process entry: build, bootstrap, listen, and on SIGTERM/SIGINT stop
- * accepting, let in-flight requests finish, then close Redis and Postgres.
+ * The process entry: build, bootstrap, listen. On SIGTERM/SIGINT: readiness answers 503
+ * first (for SHUTDOWN_DELAY_MS, so load balancers stop sending), then the listener closes,
+ * in-flight requests finish (SHUTDOWN_TIMEOUT_MS at most), and Redis and Postgres close last.
  */
 export async function startServer (config: Config): Promise<FastifyInstance> {
   const app = await buildApp(config)
+  let metricsServer: FastifyInstance | undefined
   try {
     await bootstrapAccount(app, config)
+    // Listening before Redis answers would turn the first requests into 503s; wait a little, then go on
+    // (the service answers 503 until Redis is back, and recovers by itself).
+    if (app.backends.ready !== undefined && !await app.backends.ready(5000)) {
+      app.log.warn('Redis is not answering yet: token operations answer 503 until it does')
+    }
+    if (config.metricsPort !== undefined) metricsServer = await startMetricsServer(app, config)
   } catch (error) {
     await app.close()
     throw error
   }
-  // Listening before Redis answers would turn the first requests into 503s; wait a little, then go on
-  // (the service answers 503 until Redis is back, and recovers by itself).
-  if (app.backends.ready !== undefined && !await app.backends.ready(5000)) {
-    app.log.warn('Redis is not answering yet: token operations answer 503 until it does')
-  }
-  closeWithGrace({ delay: 10_000, logger: false }, async ({ signal, err }) => {
+  closeWithGrace({ delay: config.shutdownTimeoutMs, logger: false }, async ({ signal, err }) => {
     if (err !== undefined) app.log.error({ err }, 'closing after an uncaught error')
-    else app.log.info({ signal }, 'closing')
+    else app.log.info({ signal }, 'closing: readiness now answers 503')
+    app.lifecycle.draining = true
+    if (config.shutdownDelayMs > 0) await sleep(config.shutdownDelayMs)
     await app.close()
+    await metricsServer?.close()
+    app.log.info('closed')
   })
   await app.listen({ host: config.host, port: config.port })
   return app

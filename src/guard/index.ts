@@ -65,6 +65,12 @@ export interface HttpGuardOptions extends CommonGuardOptions {
 
 export type AuthTokenGuardOptions = DirectGuardOptions | HttpGuardOptions
 
+/**
+ * For the host's request logger: a URL with the values of `token` (and other secret)
+ * query parameters replaced. Fastify logs `req.url` as it came, query and all.
+ */
+export { redactUrl } from '../lib/redact.js'
+
 const JSON_TYPE = 'application/json; charset=utf-8'
 const BODIES = {
   401: JSON.stringify({ status: 401, message: 'Token Required' }),

@@ -12,6 +12,8 @@ export interface AuditEvent {
   userAgent?: string | undefined
   /** What happened, in a word or two: success, wrong-password, unknown-user, account-locked, ... Never a secret. */
   outcome: string
+  /** How many active tokens the event ended (logout: 1; revocations: any). Counted, not stored. */
+  tokensEnded?: number
 }
 
 export interface StoredAuditEvent extends AuditEvent {
@@ -84,6 +86,13 @@ export function createSqlAuditLog (db: Queryable, options: SqlAuditLogOptions = 
       .finally(() => { writing = undefined })
   }
 
+  async function flush (): Promise<void> {
+    while (writing !== undefined || buffer.length > 0) {
+      if (writing === undefined) schedule()
+      await writing
+    }
+  }
+
   return {
     record (event) {
       if (buffer.length >= maxBuffered) {
@@ -94,12 +103,7 @@ export function createSqlAuditLog (db: Queryable, options: SqlAuditLogOptions = 
       schedule()
     },
     dropped: () => droppedCount,
-    async flush () {
-      while (writing !== undefined || buffer.length > 0) {
-        if (writing === undefined) schedule()
-        await writing
-      }
-    },
+    flush,
     async list (filter) {
       const where: string[] = []
       const params: unknown[] = []
@@ -121,8 +125,6 @@ export function createSqlAuditLog (db: Queryable, options: SqlAuditLogOptions = 
         outcome: row.outcome
       }))
     },
-    async close () {
-      await this.flush()
-    }
+    close: flush
   }
 }

@@ -115,6 +115,7 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Token
       const t = now()
       return [...denied].filter(([, until]) => until > t).map(([hash]) => hash)
     },
+    async ping () {},
     watchRevocations (watcher) {
       // One process: nothing can be missed, so the feed is live at once and never cut.
       watchers.add(watcher)

@@ -200,6 +200,7 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
       (await commands.atsDenied(denyKey, tokenHash)).length > 0),
     listDenied: async () => await guarded(async () => await commands.atsDenied(denyKey, '')),
     watchRevocations: (watcher) => feed.watch(watcher),
+    ping: async () => { await guarded(async () => await redis.ping()) },
     async close () {
       await feed.close()
       // Never close a client we were handed.

@@ -49,6 +49,8 @@ export interface TokenStore {
   listDenied (): Promise<string[]>
   /** Delivers every terminate and terminateAccount, from any instance sharing the store. Returns an unsubscribe. */
   watchRevocations (watcher: RevocationWatcher): () => void
+  /** Resolves when the store answers (readiness checks); a 503 StatusError otherwise. */
+  ping (): Promise<void>
   close (): Promise<void>
 }
 

@@ -1,0 +1,98 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import type { PasswordHasher } from './lib/passwords.js'
+import type { AuditEvent, AuditLog } from './stores/audit-log.js'
+
+/**
+ * Prometheus metrics of one instance: requests by route and status, login outcomes,
+ * tokens issued and ended, the password-hash queue, backend errors, and Node's
+ * defaults (event-loop lag among them). Nothing here knows Fastify.
+ */
+export interface Metrics {
+  readonly registry: Registry
+  observeRequest (route: string, method: string, status: number, seconds: number): void
+  backendError (backend: 'redis' | 'postgres'): void
+  /** The audit log, counted on the way through: login outcomes and token counts come from its events. */
+  countEvents (audit: AuditLog): AuditLog
+  /** The hasher, timed. */
+  timeHashing (hasher: PasswordHasher): PasswordHasher
+}
+
+export function createMetrics (sources: { hashQueueDepth: () => number, auditDropped: () => number }): Metrics {
+  const registry = new Registry()
+  collectDefaultMetrics({ register: registry })
+
+  const requests = new Counter({ name: 'http_requests_total', help: 'HTTP requests by route, method and status', labelNames: ['route', 'method', 'status'] as const, registers: [registry] })
+  const latency = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request latency by route, method and status',
+    labelNames: ['route', 'method', 'status'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [registry]
+  })
+  const logins = new Counter({ name: 'auth_logins_total', help: 'Login attempts by outcome (success, failed, locked, rate_limited)', labelNames: ['outcome'] as const, registers: [registry] })
+  const issued = new Counter({ name: 'auth_tokens_issued_total', help: 'Tokens issued (refreshes not included)', registers: [registry] })
+  const refreshed = new Counter({ name: 'auth_tokens_refreshed_total', help: 'Tokens whose lifetime a Login reset', registers: [registry] })
+  const terminated = new Counter({ name: 'auth_tokens_terminated_total', help: 'Tokens ended before their expiry (logout, revocation, disable, password change)', registers: [registry] })
+  const backendErrors = new Counter({ name: 'auth_backend_errors_total', help: 'Errors talking to Redis or Postgres', labelNames: ['backend'] as const, registers: [registry] })
+  const hashTime = new Histogram({
+    name: 'auth_password_hash_duration_seconds',
+    help: 'Time of argon2id hashes and verifies, queueing included',
+    labelNames: ['operation'] as const,
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry]
+  })
+  new Gauge({ name: 'auth_password_hash_queue_depth', help: 'argon2id operations running or waiting', registers: [registry], collect () { this.set(sources.hashQueueDepth()) } })
+  new Gauge({ name: 'auth_audit_events_dropped', help: 'Audit events dropped since start (buffer full or database refused)', registers: [registry], collect () { this.set(sources.auditDropped()) } })
+
+  const countEvent = (event: AuditEvent): void => {
+    switch (event.event) {
+      case 'login.success':
+        logins.inc({ outcome: 'success' })
+        if (event.outcome === 'refreshed') refreshed.inc()
+        else issued.inc()
+        break
+      case 'login.failure':
+        logins.inc({ outcome: 'failed' })
+        break
+      case 'login.refused':
+        logins.inc({ outcome: event.outcome === 'account-locked' ? 'locked' : 'rate_limited' })
+        break
+      default:
+        if (event.tokensEnded !== undefined && event.tokensEnded > 0) terminated.inc(event.tokensEnded)
+    }
+  }
+
+  const timed = async <T>(operation: string, work: () => Promise<T>): Promise<T> => {
+    const stop = hashTime.startTimer({ operation })
+    try {
+      return await work()
+    } finally {
+      stop()
+    }
+  }
+
+  return {
+    registry,
+    observeRequest (route, method, status, seconds) {
+      const labels = { route, method, status: String(status) }
+      requests.inc(labels)
+      latency.observe(labels, seconds)
+    },
+    backendError (backend) {
+      backendErrors.inc({ backend })
+    },
+    countEvents: (audit) => ({
+      ...audit,
+      record (event) {
+        countEvent(event)
+        audit.record(event)
+      }
+    }),
+    timeHashing: (hasher) => ({
+      ...hasher,
+      hash: async (password) => await timed('hash', async () => await hasher.hash(password)),
+      verify: async (hash, password) => await timed('verify', async () => await hasher.verify(hash, password)),
+      verifyDummy: async (password) => { await timed('verify', async () => { await hasher.verifyDummy(password) }) }
+    })
+  }
+}

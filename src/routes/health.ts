@@ -1,0 +1,51 @@
+import type { FastifyPluginAsync } from 'fastify'
+import type { Database } from '../db/queryable.js'
+import type { TokenStore } from '../stores/token-store.js'
+import { refuseOtherMethods } from './http.js'
+
+export interface HealthRoutesOptions {
+  tokens: TokenStore
+  database: Database
+  /** How the checks are named in the answer: `redis` / `postgres`, or the embedded `in-process` / `pglite`. */
+  names: { tokens: string, database: string }
+  /** True once shutdown began: readiness fails first, so load balancers stop sending. */
+  draining: () => boolean
+  timeoutMs: number
+}
+
+type CheckResult = 'ok' | 'down'
+
+async function check (work: () => Promise<unknown>, timeoutMs: number): Promise<CheckResult> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<CheckResult>((resolve) => { timer = setTimeout(() => { resolve('down') }, timeoutMs) })
+  try {
+    return await Promise.race([work().then((): CheckResult => 'ok', (): CheckResult => 'down'), timeout])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/**
+ * /health/live: the process answers. /health/ready: Redis and Postgres answer within
+ * a short timeout, and the instance is not shutting down. Both are cheap enough to be
+ * polled every second and are left out of the access log.
+ */
+export const healthRoutes: FastifyPluginAsync<HealthRoutesOptions> = async (app, options) => {
+  const quiet = { logLevel: 'silent' as const }
+  app.get('/health/live', quiet, async () => ({ status: 0, message: 'Success' }))
+  app.get('/health/ready', quiet, async (_request, reply) => {
+    const [tokens, database] = await Promise.all([
+      check(async () => { await options.tokens.ping() }, options.timeoutMs),
+      check(async () => await options.database.query('SELECT 1'), options.timeoutMs)
+    ])
+    const draining = options.draining()
+    const ready = tokens === 'ok' && database === 'ok' && !draining
+    return await reply.code(ready ? 200 : 503).send({
+      status: ready ? 0 : 503,
+      message: ready ? 'Success' : 'Service Unavailable',
+      checks: { [options.names.tokens]: tokens, [options.names.database]: database, accepting: draining ? 'no' : 'yes' }
+    })
+  })
+  refuseOtherMethods(app, '/health/live', ['GET'])
+  refuseOtherMethods(app, '/health/ready', ['GET'])
+}
