@@ -71,7 +71,7 @@ function cleanEnv (extra: Env = {}): Env {
 /** Runs the built CLI; `stdin` is written and closed (an empty string: an empty stdin). */
 async function cli (env: Env, args: string[], stdin = '', cwd = tmpdir()): Promise<Run> {
   return await new Promise((resolve, reject) => {
-    const child = execFile(process.execPath, [CLI, ...args], { env, cwd, timeout: 20_000, encoding: 'utf8' }, (error, stdout, stderr) => {
+    const child = execFile(process.execPath, [CLI, ...args], { env, cwd, timeout: 60_000, encoding: 'utf8' }, (error, stdout, stderr) => {
       if (error !== null && typeof error.code !== 'number') {
         reject(new Error(`auth-token-service ${args.join(' ')} did not exit by itself (${error.signal ?? error.message}); stderr: ${stderr}`))
         return
