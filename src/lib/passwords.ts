@@ -31,6 +31,16 @@ export interface HashingLimits {
 
 export const DEFAULT_HASHING_LIMITS: HashingLimits = Object.freeze({ concurrency: 2, maxQueued: 64 })
 
+/**
+ * The PHC string with its parameters in the order the format requires (m, t, p).
+ * node-argon2 0.4x writes `m=..,p=..,t=..` (ranisalt/node-argon2#559), which
+ * libargon2's own decoder (PHP, argon2-cffi, most other verifiers) refuses; its
+ * verify and needsRehash read either order.
+ */
+export function canonicalPhc (hash: string): string {
+  return hash.replace(/^(\$argon2(?:id|i|d)\$v=\d+\$)m=(\d+),p=(\d+),t=(\d+)\$/, '$1m=$2,t=$4,p=$3$')
+}
+
 export function createPasswordHasher (policy: Argon2Policy = OWASP_MINIMUM_POLICY, limits: HashingLimits = DEFAULT_HASHING_LIMITS): PasswordHasher {
   const options = { type: argon2.argon2id, ...policy, hashLength: 32 } as const
   const queue: BoundedQueue = createBoundedQueue(limits.concurrency, limits.maxQueued)
@@ -48,7 +58,7 @@ export function createPasswordHasher (policy: Argon2Policy = OWASP_MINIMUM_POLIC
   }
 
   return {
-    hash: async (password) => await queue.run(async () => await argon2.hash(password, options)),
+    hash: async (password) => await queue.run(async () => canonicalPhc(await argon2.hash(password, options))),
     verify,
     async verifyDummy (password) {
       // Made outside the queue, once; each use is a real verify through the queue like any other.
