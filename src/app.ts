@@ -16,6 +16,8 @@ import { loginRoutes } from './routes/login.js'
 import { logoutRoutes } from './routes/logout.js'
 import { revocationRoutes } from './routes/revocations.js'
 import { healthRoutes } from './routes/health.js'
+import { registerOpenApi, registerOpenApiRoutes } from './routes/openapi.js'
+import { PACKAGE_VERSION } from './version.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
@@ -207,6 +209,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     bodyLimit: config.bodyLimitBytes,
     parser: parseFormEncoded
   })
+  await registerOpenApi(app, PACKAGE_VERSION)
   await app.register(loginRoutes, { auth, config })
   await app.register(authenticateRoutes, { auth })
   await app.register(logoutRoutes, { auth, config })
@@ -219,12 +222,16 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     timeoutMs: config.healthTimeoutMs
   })
   if (config.metricsPort === undefined) registerMetricsRoute(app, metrics)
+  await registerOpenApiRoutes(app)
   return app
 }
 
 /** GET /metrics in Prometheus' text format; on the main app, or alone on METRICS_PORT (server.ts). */
 export function registerMetricsRoute (app: FastifyInstance, metrics: Metrics): void {
-  app.get('/metrics', { logLevel: 'silent' }, async (_request, reply) => {
+  app.get('/metrics', {
+    logLevel: 'silent',
+    schema: { tags: ['operations'], summary: 'Prometheus metrics', produces: ['text/plain'] }
+  }, async (_request, reply) => {
     return await reply.type(metrics.registry.contentType).send(await metrics.registry.metrics())
   })
 }

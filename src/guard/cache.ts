@@ -114,8 +114,6 @@ export function createPositiveCache (options: PositiveCacheOptions): PositiveCac
     },
 
     interrupted () {
-      live = false
-      entries.clear()
       for (const lookups of inFlight.values()) markStale(lookups)
     }
   }

@@ -43,6 +43,13 @@ function sendPadded (reply: FastifyReply, name: string, body: StatusBody) {
 /** GET or POST /auth/Authenticate[/{token}]: is the token active? The hot path: one store read, no writes. */
 export const authenticateRoutes: FastifyPluginAsyncTypebox<AuthenticateRoutesOptions> = async (app, { auth }) => {
   const response = { 200: AuthenticateSuccessSchema, ...errorResponses }
+  const docs = {
+    tags: ['tokens'],
+    summary: 'Authenticate: is the token active?',
+    description: 'The token from the path, the token parameter (query or, on POST, body) or the AuthToken1 cookie, in that order. ' +
+      'With a padding-function parameter (jsonpFunction, jsopFunction, jsonpFormat or callback) the answer is ' +
+      '`function <name>() {return <status object>;}` as application/javascript, always HTTP 200. Never extends a token.'
+  }
 
   async function answer (request: FastifyRequest, reply: FastifyReply, params: AuthenticateParams, pathToken: string | undefined) {
     const padding = paddingFunction(params)
@@ -72,13 +79,13 @@ export const authenticateRoutes: FastifyPluginAsyncTypebox<AuthenticateRoutesOpt
   const merged = (query: AuthenticateParams, body: AuthenticateParams): AuthenticateParams =>
     body === EMPTY_BODY ? query : { ...query, ...body }
 
-  app.get('/auth/Authenticate', { schema: { querystring: AuthenticateParamsSchema, response } },
+  app.get('/auth/Authenticate', { schema: { ...docs, querystring: AuthenticateParamsSchema, response } },
     async (request, reply) => await answer(request, reply, request.query, undefined))
-  app.get('/auth/Authenticate/:token', { schema: { params: TokenPathSchema, querystring: AuthenticateParamsSchema, response } },
+  app.get('/auth/Authenticate/:token', { schema: { ...docs, params: TokenPathSchema, querystring: AuthenticateParamsSchema, response } },
     async (request, reply) => await answer(request, reply, request.query, request.params.token))
-  app.post('/auth/Authenticate', { schema: { querystring: AuthenticateParamsSchema, body: AuthenticateParamsSchema, response } },
+  app.post('/auth/Authenticate', { schema: { ...docs, querystring: AuthenticateParamsSchema, body: AuthenticateParamsSchema, response } },
     async (request, reply) => await answer(request, reply, merged(request.query, request.body), undefined))
-  app.post('/auth/Authenticate/:token', { schema: { params: TokenPathSchema, querystring: AuthenticateParamsSchema, body: AuthenticateParamsSchema, response } },
+  app.post('/auth/Authenticate/:token', { schema: { ...docs, params: TokenPathSchema, querystring: AuthenticateParamsSchema, body: AuthenticateParamsSchema, response } },
     async (request, reply) => await answer(request, reply, merged(request.query, request.body), request.params.token))
   refuseOtherMethods(app, '/auth/Authenticate', ['GET', 'POST'])
   refuseOtherMethods(app, '/auth/Authenticate/:token', ['GET', 'POST'])

@@ -31,9 +31,14 @@ async function check (work: () => Promise<unknown>, timeoutMs: number): Promise<
  * polled every second and are left out of the access log.
  */
 export const healthRoutes: FastifyPluginAsync<HealthRoutesOptions> = async (app, options) => {
-  const quiet = { logLevel: 'silent' as const }
-  app.get('/health/live', quiet, async () => ({ status: 0, message: 'Success' }))
-  app.get('/health/ready', quiet, async (_request, reply) => {
+  app.get('/health/live', {
+    logLevel: 'silent',
+    schema: { tags: ['operations'], summary: 'Liveness: the process answers' }
+  }, async () => ({ status: 0, message: 'Success' }))
+  app.get('/health/ready', {
+    logLevel: 'silent',
+    schema: { tags: ['operations'], summary: 'Readiness: Redis and Postgres answer and the instance is not shutting down (else 503, naming what failed)' }
+  }, async (_request, reply) => {
     const [tokens, database] = await Promise.all([
       check(async () => { await options.tokens.ping() }, options.timeoutMs),
       check(async () => await options.database.query('SELECT 1'), options.timeoutMs)

@@ -31,6 +31,7 @@ export function refuseOtherMethods (app: FastifyInstance, url: string, allowed: 
   app.route({
     method: others,
     url,
+    schema: { hide: true },
     handler: async () => { throw error }
   })
 }

@@ -35,7 +35,16 @@ export const loginRoutes: FastifyPluginAsyncTypebox<LoginRoutesOptions> = async 
   }
 
   app.post('/auth/Login', {
-    schema: { querystring: LoginParamsSchema, body: LoginParamsSchema, response }
+    schema: {
+      tags: ['tokens'],
+      summary: 'Login: a username and password for a token',
+      description: 'username and password from the query string, a form body or a JSON body (a body value wins). ' +
+        'Presenting an active token of the same account (token parameter or AuthToken1 cookie) refreshes it. ' +
+        'Sets the AuthToken1 cookie. Bad credentials: HTTP 401 with status 701; too many failures: 429 with Retry-After.',
+      querystring: LoginParamsSchema,
+      body: LoginParamsSchema,
+      response
+    }
   }, async (request, reply) => {
     // A body value wins over a query value (contract).
     const body = request.body
@@ -50,14 +59,21 @@ export const loginRoutes: FastifyPluginAsyncTypebox<LoginRoutesOptions> = async 
   if (config.legacyPathLogin) {
     // Path style, kept for backward compatibility (spec §9); each segment percent-decoded by the router.
     app.post('/auth/Login/:username/:password', {
-      schema: { params: LegacyLoginPathSchema, querystring: LoginParamsSchema, response }
+      schema: {
+        tags: ['tokens'],
+        summary: 'Login, path style (backward compatibility)',
+        description: 'Each segment percent-encoded. Off when AUTH_LEGACY_PATH_LOGIN=false.',
+        params: LegacyLoginPathSchema,
+        querystring: LoginParamsSchema,
+        response
+      }
     }, async (request, reply) => await login(request, reply,
       request.params.username,
       request.params.password,
       request.query.token ?? request.cookies[TOKEN_COOKIE]))
     refuseOtherMethods(app, '/auth/Login/:username/:password', ['POST'])
     // A legacy client that left out the password: a bad request, not an unknown route.
-    app.post('/auth/Login/:username', async () => { throw badRequest() })
+    app.post('/auth/Login/:username', { schema: { hide: true } }, async () => { throw badRequest() })
     refuseOtherMethods(app, '/auth/Login/:username', ['POST'])
   }
 }

@@ -15,6 +15,12 @@ export interface LogoutRoutesOptions {
 export const logoutRoutes: FastifyPluginAsyncTypebox<LogoutRoutesOptions> = async (app, { auth, config }) => {
   const cookie = tokenCookieOptions(config)
   const response = { 200: StatusMessageSchema, ...errorResponses }
+  const docs = {
+    tags: ['tokens'],
+    summary: 'Logout: end a token now',
+    description: 'The token from the path, the token parameter or the AuthToken1 cookie. Ends it at once for every instance ' +
+      'and clears the cookie when the cookie held it; an already ended, expired or unknown token is a 403.'
+  }
 
   async function answer (request: FastifyRequest, reply: FastifyReply, token: string | undefined) {
     const fromCookie = request.cookies[TOKEN_COOKIE]
@@ -25,10 +31,10 @@ export const logoutRoutes: FastifyPluginAsyncTypebox<LogoutRoutesOptions> = asyn
   }
 
   app.post('/auth/Logout', {
-    schema: { querystring: TokenParamsSchema, body: TokenParamsSchema, response }
+    schema: { ...docs, querystring: TokenParamsSchema, body: TokenParamsSchema, response }
   }, async (request, reply) => await answer(request, reply, request.body.token ?? request.query.token))
   app.post('/auth/Logout/:token', {
-    schema: { params: TokenPathSchema, querystring: TokenParamsSchema, response }
+    schema: { ...docs, params: TokenPathSchema, querystring: TokenParamsSchema, response }
   }, async (request, reply) => await answer(request, reply, request.params.token))
   refuseOtherMethods(app, '/auth/Logout', ['POST'])
   refuseOtherMethods(app, '/auth/Logout/:token', ['POST'])

@@ -37,7 +37,14 @@ export const revocationRoutes: FastifyPluginAsync<RevocationRoutesOptions> = asy
     for (const stream of streams) stream.end()
   })
 
-  app.get('/auth/revocations', async (_request, reply) => {
+  app.get('/auth/revocations', {
+    schema: {
+      tags: ['operations'],
+      summary: 'Server-sent events: hashes of tokens as they are ended',
+      description: 'First event `ready`; then `revoked` events whose data is space-separated SHA-256 (base64url) token hashes. ' +
+        'Closed when this instance loses its own feed: clients drop cached answers and reconnect.'
+    }
+  }, async (_request, reply) => {
     if (!live) throw serviceUnavailable()
     reply.hijack()
     const raw = reply.raw
