@@ -71,9 +71,9 @@ export function openAuditLog (config: Config, database: Database, log: Log): Aud
 /** The token store the config names: Redis when REDIS_URL is set, else the in-process one. */
 export function openTokenStore (config: Config, log: Log): TokenStore | RedisTokenStore {
   const denyTtlMs = config.denyTtlSeconds * 1000
-  if (config.redisUrl === undefined) return createMemoryTokenStore({ denyTtlMs })
+  if (config.redis === undefined) return createMemoryTokenStore({ denyTtlMs })
   const store = createRedisTokenStore({
-    url: config.redisUrl,
+    topology: config.redis,
     keyPrefix: config.redisKeyPrefix,
     denyTtlMs,
     commandTimeoutMs: config.redisCommandTimeoutMs,
@@ -104,8 +104,8 @@ export async function openBackends (config: Config, log: Log): Promise<Backends>
   const tokens = openTokenStore(config, log)
   log.info({
     users: database.kind === 'pglite' ? `embedded PGlite in ${config.dataDir}` : 'Postgres (DATABASE_URL)',
-    tokens: config.redisUrl === undefined ? 'in-process store (tokens end when the process does)' : 'Redis (REDIS_URL)'
-  }, database.kind === 'pglite' && config.redisUrl === undefined
+    tokens: config.redis === undefined ? 'in-process store (tokens end when the process does)' : `Redis (${config.redis.kind})`
+  }, database.kind === 'pglite' && config.redis === undefined
     ? 'running on the embedded default: no DATABASE_URL or REDIS_URL set'
     : 'backends chosen')
   const audit = openAuditLog(config, database, log)

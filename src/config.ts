@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os'
 import type { Argon2Policy, HashingLimits } from './lib/passwords.js'
+import { DEFAULT_KEY_PREFIX, type RedisTopology } from './stores/redis-client.js'
 
 /**
  * Every setting of the service, read once at start. Precedence: explicit
@@ -16,6 +17,8 @@ export interface Config {
   logLevel: string
   databaseUrl: string | undefined
   redisUrl: string | undefined
+  /** Where tokens live: REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS (one of them); undefined: in-process. */
+  redis: RedisTopology | undefined
   /** Where the embedded PGlite keeps its files when DATABASE_URL is unset. */
   dataDir: string
   redisKeyPrefix: string
@@ -115,6 +118,31 @@ function trustProxy (env: Env): TrustProxy {
   return entries
 }
 
+function hostPorts (env: Env, name: string): Array<{ host: string, port: number }> | undefined {
+  const raw = present(env, name)
+  if (raw === undefined) return undefined
+  return raw.split(',').map((entry) => {
+    const match = /^\s*(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})\s*$/.exec(entry)
+    const port = Number(match?.[2])
+    if (match?.[1] === undefined || port < 1 || port > 65535) throw new ConfigError(name, `expected host:port[,host:port...], got "${entry.trim()}"`)
+    return { host: match[1].replace(/^\[|\]$/g, ''), port }
+  })
+}
+
+function redisTopology (env: Env): RedisTopology | undefined {
+  const url = redisUrl(env)
+  const nodes = hostPorts(env, 'REDIS_CLUSTER_NODES')
+  const sentinels = hostPorts(env, 'REDIS_SENTINELS')
+  const given = [url === undefined ? [] : ['REDIS_URL'], nodes === undefined ? [] : ['REDIS_CLUSTER_NODES'], sentinels === undefined ? [] : ['REDIS_SENTINELS']].flat()
+  if (given.length > 1) throw new ConfigError(given[1] ?? 'REDIS_URL', `set only one of ${given.join(', ')}`)
+  if (url !== undefined) return { kind: 'single', url }
+  if (nodes !== undefined) return { kind: 'cluster', nodes }
+  if (sentinels !== undefined) return { kind: 'sentinel', sentinels, name: present(env, 'REDIS_SENTINEL_NAME') ?? 'mymaster' }
+  return undefined
+}
+
+const redisUrl = (env: Env): string | undefined => url(env, 'REDIS_URL', ['redis:', 'rediss:'])
+
 const DAY = 24 * 60 * 60
 
 export function loadConfig (env: Env = process.env, overrides: Partial<Config> = {}): Config {
@@ -141,9 +169,11 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     nodeEnv,
     logLevel,
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
-    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    redisUrl: redisUrl(env),
+    redis: redisTopology(env),
     dataDir: present(env, 'AUTH_DATA_DIR') ?? './data',
-    redisKeyPrefix: present(env, 'AUTH_REDIS_KEY_PREFIX') ?? 'ats:',
+    // One hash tag for every key: each script's keys share a slot in a Redis Cluster.
+    redisKeyPrefix: present(env, 'AUTH_REDIS_KEY_PREFIX') ?? DEFAULT_KEY_PREFIX,
     tokenTtlSeconds: integer(env, 'AUTH_TOKEN_TTL_SECONDS', 43200, 1, 365 * DAY),
     federatedTokenTtlSeconds: integer(env, 'AUTH_FEDERATED_TOKEN_TTL_SECONDS', 86400, 1, 365 * DAY),
     denyTtlSeconds: integer(env, 'AUTH_DENY_TTL_SECONDS', 300, 1, DAY),
@@ -177,6 +207,9 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
     healthTimeoutMs: integer(env, 'HEALTH_TIMEOUT_MS', 1000, 10, 60_000),
     ...overrides
+  }
+  if (config.redis?.kind === 'cluster' && !/\{[^{}]+\}/.test(config.redisKeyPrefix)) {
+    throw new ConfigError('AUTH_REDIS_KEY_PREFIX', 'must hold a hash tag such as {ats} with REDIS_CLUSTER_NODES, so that each script\'s keys share a slot')
   }
   if (config.cookieDomain !== undefined && !/^[A-Za-z0-9.-]+$/.test(config.cookieDomain)) {
     throw new ConfigError('AUTH_COOKIE_DOMAIN', `is not a domain name: "${config.cookieDomain}"`)

@@ -107,3 +107,25 @@ t.test('a refused URL is not echoed (it may hold a password)', async (t) => {
   try { loadConfig({ DATABASE_URL: 'mysql://root:hunter2@db/x' }) } catch (error) { message = (error as Error).message }
   t.notMatch(message, /hunter2/)
 })
+
+t.test('Redis topology: a URL, a cluster or sentinels, and only one of them', async (t) => {
+  t.equal(loadConfig({}).redis, undefined, 'none: the in-process store')
+  t.same(loadConfig({ REDIS_URL: 'redis://cache:6379' }).redis, { kind: 'single', url: 'redis://cache:6379' })
+  t.same(loadConfig({ REDIS_CLUSTER_NODES: 'a:7000, b:7001,[::1]:7002' }).redis,
+    { kind: 'cluster', nodes: [{ host: 'a', port: 7000 }, { host: 'b', port: 7001 }, { host: '::1', port: 7002 }] })
+  t.same(loadConfig({ REDIS_SENTINELS: 's1:26379,s2:26379', REDIS_SENTINEL_NAME: 'tokens' }).redis,
+    { kind: 'sentinel', name: 'tokens', sentinels: [{ host: 's1', port: 26379 }, { host: 's2', port: 26379 }] })
+  t.equal(loadConfig({}).redisKeyPrefix, '{ats}:', 'the default prefix is a hash tag')
+  const refused: Array<[Record<string, string>, string]> = [
+    [{ REDIS_URL: 'redis://a', REDIS_CLUSTER_NODES: 'b:1' }, 'REDIS_CLUSTER_NODES'],
+    [{ REDIS_CLUSTER_NODES: 'b:1', REDIS_SENTINELS: 'c:2' }, 'REDIS_SENTINELS'],
+    [{ REDIS_CLUSTER_NODES: 'nohost' }, 'REDIS_CLUSTER_NODES'],
+    [{ REDIS_SENTINELS: 'a:99999' }, 'REDIS_SENTINELS'],
+    [{ REDIS_CLUSTER_NODES: 'a:7000', AUTH_REDIS_KEY_PREFIX: 'ats:' }, 'AUTH_REDIS_KEY_PREFIX']
+  ]
+  for (const [env, variable] of refused) {
+    let caught: unknown
+    try { loadConfig(env) } catch (error) { caught = error }
+    t.equal((caught as ConfigError | undefined)?.variable, variable, `${JSON.stringify(env)} names ${variable}`)
+  }
+})

@@ -125,7 +125,7 @@ function unreachable (what: string, error: unknown): unknown {
  * change the account and then fail to end its tokens (or fail a revoke outright).
  */
 async function openConnectedTokenStore (config: Config): Promise<TokenStore> {
-  if (config.redisUrl === undefined) {
+  if (config.redis === undefined) {
     process.stderr.write('warning: REDIS_URL is not set: tokens live inside the serving process, which this command cannot reach; ' +
       'restart a running service to end them\n')
     return openTokenStore(config, quietLog)
@@ -141,7 +141,7 @@ async function openConnectedTokenStore (config: Config): Promise<TokenStore> {
     ])
   } catch {
     await store.close()
-    throw new Failure(`Redis cannot be reached (REDIS_URL) within ${waitMs} ms; nothing was changed`)
+    throw new Failure(`Redis cannot be reached (${config.redis.kind}) within ${waitMs} ms; nothing was changed`)
   } finally {
     clearTimeout(timer)
   }

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto'
-import type { Redis } from 'ioredis'
+import { DEFAULT_KEY_PREFIX, type RedisClient } from './redis-client.js'
 import { serviceUnavailable, StatusError } from '../lib/status.js'
 import { accountStateTtlMs, type LoginLimiter, type LoginLimits } from './login-limiter.js'
 
 /*
- * Keys (prefix default `ats:`), account and IP hashed so any username or address is only data:
+ * Keys (prefix default `{ats}:`), account and IP hashed so any username or address is only data:
  *   <p>lf:a:<sha256(username)>   hash   fails, level   (PX: accountStateTtlMs after the last failure)
  *   <p>lf:l:<sha256(username)>   string the lock; its PX is the lock's remaining time
  *   <p>lf:i:<sha256(ip)>         string failures in the current window (PX: the window)
@@ -48,7 +48,7 @@ interface LimiterCommands {
 
 const digest = (text: string): string => createHash('sha256').update(text).digest('base64url')
 
-export function createRedisLoginLimiter (redis: Redis, limits: LoginLimits, keyPrefix = 'ats:'): LoginLimiter {
+export function createRedisLoginLimiter (redis: RedisClient, limits: LoginLimits, keyPrefix = DEFAULT_KEY_PREFIX): LoginLimiter {
   for (const [name, script] of Object.entries(SCRIPTS)) redis.defineCommand(name, script)
   const commands = redis as unknown as LimiterCommands
   const keys = (accountKey: string) => {

@@ -1,9 +1,9 @@
-import { Redis, type RedisOptions } from 'ioredis'
+import { createRedisClient, DEFAULT_KEY_PREFIX, duplicateForSubscribing, type RedisClient, type RedisTopology } from './redis-client.js'
 import { serviceUnavailable, StatusError } from '../lib/status.js'
 import { decodeRecord, encodeRecord, type RevocationWatcher, type TokenRecord, type TokenStore } from './token-store.js'
 
 /*
- * Key layout (prefix default `ats:`):
+ * Key layout (prefix default `{ats}:`, a hash tag: see DEFAULT_KEY_PREFIX):
  *   <p>t:<tokenHash>   string  encodeRecord(...), PX = the token's remaining life
  *   <p>a:<accountId>   hash    tokenHash -> ''  the account's index (listpack-encoded when
  *                              small, which is what keeps a token under 300 bytes on Redis 7.0)
@@ -113,9 +113,10 @@ interface ScriptCommands {
 }
 
 export interface RedisTokenStoreOptions {
-  /** A client to use (not closed by the store), or a URL for a client the store owns. */
-  redis?: Redis
+  /** A client to use (not closed by the store), or a URL or topology for a client the store owns. */
+  redis?: RedisClient
   url?: string
+  topology?: RedisTopology
   keyPrefix?: string
   denyTtlMs: number
   /** Upper bound on any one command; past it the caller gets a 503, not a hang. */
@@ -123,32 +124,20 @@ export interface RedisTokenStoreOptions {
   onError?: (error: Error) => void
 }
 
-/** Options that make a client fail fast instead of queueing while Redis is away. */
-export function failFastRedisOptions (commandTimeoutMs: number): RedisOptions {
-  return {
-    commandTimeout: commandTimeoutMs,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    connectTimeout: Math.max(1000, commandTimeoutMs),
-    retryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 2000),
-    lazyConnect: true
-  }
-}
-
 export interface RedisTokenStore extends TokenStore {
-  readonly redis: Redis
+  readonly redis: RedisClient
   /** Resolves once the connection is ready (tests, start-up). */
   ready (): Promise<void>
 }
 
 export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTokenStore {
   const owned = options.redis === undefined
-  const redis = options.redis ?? new Redis(options.url ?? 'redis://127.0.0.1:6379', failFastRedisOptions(options.commandTimeoutMs ?? 500))
+  const redis = options.redis ?? createRedisClient(options.topology ?? { kind: 'single', url: options.url ?? 'redis://127.0.0.1:6379' }, options.commandTimeoutMs ?? 500)
   if (owned) redis.on('error', options.onError ?? (() => {}))
   for (const [name, script] of Object.entries(SCRIPTS)) redis.defineCommand(name, script)
   const commands = redis as unknown as ScriptCommands
 
-  const prefix = options.keyPrefix ?? 'ats:'
+  const prefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX
   const tokenPrefix = `${prefix}t:`
   const indexPrefix = `${prefix}a:`
   const denyKey = `${prefix}deny`
@@ -220,9 +209,9 @@ interface RevocationFeed {
  * again and only then reports `live`; a lost connection reports `interrupted`, since
  * pub/sub does not replay what was published meanwhile.
  */
-function createRevocationFeed (redis: Redis, channel: string): RevocationFeed {
+function createRevocationFeed (redis: RedisClient, channel: string): RevocationFeed {
   const watchers = new Set<RevocationWatcher>()
-  let subscriber: Redis | undefined
+  let subscriber: RedisClient | undefined
   let live = false
 
   const setLive = (next: boolean): void => {
@@ -234,15 +223,8 @@ function createRevocationFeed (redis: Redis, channel: string): RevocationFeed {
     }
   }
 
-  const open = (): Redis => {
-    const connection = redis.duplicate({
-      connectionName: `${channel}-watcher`,
-      lazyConnect: false,
-      autoResubscribe: false,
-      enableOfflineQueue: true,
-      maxRetriesPerRequest: null,
-      retryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 1000)
-    })
+  const open = (): RedisClient => {
+    const connection = duplicateForSubscribing(redis, `${channel}-watcher`)
     connection.on('error', () => {})
     connection.on('ready', () => {
       connection.subscribe(channel).then(() => { setLive(true) }, () => { connection.disconnect(true) })

@@ -9,6 +9,7 @@ import type { Database } from '../../src/db/queryable.js'
 import { createPasswordHasher } from '../../src/lib/passwords.js'
 import { createMemoryTokenStore } from '../../src/stores/memory-token-store.js'
 import { createRedisTokenStore, type RedisTokenStore } from '../../src/stores/redis-token-store.js'
+import type { RedisTopology } from '../../src/stores/redis-client.js'
 import type { TokenStore } from '../../src/stores/token-store.js'
 import { createSqlAuditLog } from '../../src/stores/audit-log.js'
 import { createSqlUserStore } from '../../src/stores/user-store.js'
@@ -35,16 +36,20 @@ export interface TestApp {
  * prefix of its own); 'embedded' is in-memory PGlite and the in-process store.
  * Everything is closed at the end of the test.
  */
-export async function buildTestApp (t: Test, kind: BackendKind = 'real', overrides: Partial<Config> = {}): Promise<TestApp> {
-  const config = testConfig(overrides)
+export async function buildTestApp (t: Test, kind: BackendKind = 'real', overrides: Partial<Config> = {}, options: { redis?: RedisTopology } = {}): Promise<TestApp> {
+  // Every Redis key of this app (tokens and login limits alike) under a prefix of its own.
+  const redisPrefix = kind === 'real' ? await freshRedisPrefix(t) : undefined
+  const config = testConfig(redisPrefix === undefined ? overrides : { redisKeyPrefix: redisPrefix, ...overrides })
   let database: Database
   let tokens: TokenStore
   let redisStore: RedisTokenStore | undefined
-  let redisPrefix: string | undefined
   if (kind === 'real') {
     database = createPostgresDatabase({ connectionString: await freshPostgresDatabase(t) })
-    redisPrefix = await freshRedisPrefix(t)
-    redisStore = createRedisTokenStore({ url: await requireRedis(), keyPrefix: redisPrefix, denyTtlMs: config.denyTtlSeconds * 1000 })
+    redisStore = createRedisTokenStore({
+      topology: options.redis ?? { kind: 'single', url: await requireRedis() },
+      keyPrefix: config.redisKeyPrefix,
+      denyTtlMs: config.denyTtlSeconds * 1000
+    })
     await redisStore.ready()
     tokens = redisStore
   } else {

@@ -66,7 +66,8 @@ export async function freshPostgresDatabase (t: Test): Promise<string> {
 /** A key prefix of its own for one test on the shared Redis; its keys are deleted at the end. */
 export async function freshRedisPrefix (t: Test): Promise<string> {
   const url = await requireRedis()
-  const prefix = `${uniqueName('atstest')}:`
+  // A hash tag, like the service's default prefix: the same prefix works on a Redis Cluster.
+  const prefix = `{${uniqueName('atstest')}}:`
   t.teardown(async () => {
     const redis = new Redis(url)
     let cursor = '0'

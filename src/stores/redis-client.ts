@@ -1,0 +1,74 @@
+import { Cluster, Redis, type RedisOptions } from 'ioredis'
+
+/**
+ * Every key starts with this. The braces are a hash tag: in a Redis Cluster all keys
+ * land in one slot, so each Lua script's keys are on one node (the cluster then gives
+ * failover, not sharding). On a single Redis they are plain characters.
+ */
+export const DEFAULT_KEY_PREFIX = '{ats}:'
+
+/** A single Redis (plain or behind Sentinel) or a Redis Cluster: the token store works on either. */
+export type RedisClient = Redis | Cluster
+
+export type RedisTopology =
+  | { kind: 'single', url: string }
+  | { kind: 'sentinel', sentinels: Array<{ host: string, port: number }>, name: string }
+  | { kind: 'cluster', nodes: Array<{ host: string, port: number }> }
+
+/** Options that make a client fail fast instead of queueing while Redis is away. */
+export function failFastRedisOptions (commandTimeoutMs: number): RedisOptions {
+  return {
+    commandTimeout: commandTimeoutMs,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: Math.max(1000, commandTimeoutMs),
+    retryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 2000),
+    lazyConnect: true
+  }
+}
+
+/** The one place a client is made from the configured topology, with fail-fast options for each kind. */
+export function createRedisClient (topology: RedisTopology, commandTimeoutMs: number): RedisClient {
+  const options = failFastRedisOptions(commandTimeoutMs)
+  switch (topology.kind) {
+    case 'single':
+      return new Redis(topology.url, options)
+    case 'sentinel':
+      return new Redis({ ...options, sentinels: topology.sentinels, name: topology.name })
+    case 'cluster': {
+      const { enableOfflineQueue, retryStrategy, lazyConnect, ...redisOptions } = options
+      return new Cluster(topology.nodes, {
+        redisOptions,
+        enableOfflineQueue,
+        lazyConnect,
+        clusterRetryStrategy: retryStrategy,
+        // Follow a failover or a resharding, but never loop.
+        maxRedirections: 4
+      })
+    }
+  }
+}
+
+/**
+ * A second connection of the same topology for SUBSCRIBE (a subscribed connection can
+ * do nothing else). It keeps trying to reconnect and queues its SUBSCRIBE meanwhile.
+ */
+export function duplicateForSubscribing (client: RedisClient, connectionName: string): RedisClient {
+  const retryStrategy = (attempt: number): number => Math.min(50 * 2 ** attempt, 1000)
+  if (client instanceof Cluster) {
+    return client.duplicate(undefined, {
+      lazyConnect: false,
+      enableOfflineQueue: true,
+      clusterRetryStrategy: retryStrategy,
+      redisOptions: { connectionName, maxRetriesPerRequest: null, autoResubscribe: false }
+    })
+  }
+  return client.duplicate({
+    connectionName,
+    lazyConnect: false,
+    autoResubscribe: false,
+    enableOfflineQueue: true,
+    maxRetriesPerRequest: null,
+    retryStrategy
+  })
+}
