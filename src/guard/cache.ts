@@ -114,6 +114,8 @@ export function createPositiveCache (options: PositiveCacheOptions): PositiveCac
     },
 
     interrupted () {
+      live = false
+      entries.clear()
       for (const lookups of inFlight.values()) markStale(lookups)
     }
   }
