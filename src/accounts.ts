@@ -13,7 +13,8 @@ import type { UserRecord, UserStore } from './stores/user-store.js'
 export const unknownUser = (): StatusError => new StatusError(404, 'Unknown User', 404)
 
 export interface AccountAdmin {
-  add (username: string, password: string, federated: boolean): Promise<UserRecord>
+  /** No password: a federated account only the directory can check. */
+  add (username: string, password: string | undefined, federated: boolean): Promise<UserRecord>
   setPassword (username: string, password: string): Promise<{ account: UserRecord, ended: number }>
   setDisabled (username: string, disabled: boolean): Promise<{ account: UserRecord, ended: number }>
   list (): Promise<UserRecord[]>
@@ -55,7 +56,9 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, actor = 'adm
   const admin: AccountAdmin = {
     async add (username, password, federated) {
       const name = validUsername(username)
-      const account = await users.create({ username: name, passwordHash: await hasher.hash(validPassword(password)), federated })
+      if (password === undefined && !federated) throw badRequest()
+      const passwordHash = password === undefined ? null : await hasher.hash(validPassword(password))
+      const account = await users.create({ username: name, passwordHash, federated })
       record('user.add', account, 0)
       return account
     },
@@ -86,7 +89,7 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, actor = 'adm
       const name = validUsername(username)
       const account = await users.findByUsername(name)
       if (account === null) return { account: await admin.add(name, password, false), created: true, changed: false }
-      if (await hasher.verify(account.passwordHash, validPassword(password))) return { account, created: false, changed: false }
+      if (account.passwordHash !== null && await hasher.verify(account.passwordHash, validPassword(password))) return { account, created: false, changed: false }
       const { account: updated } = await admin.setPassword(name, password)
       return { account: updated, created: false, changed: true }
     }

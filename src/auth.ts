@@ -4,6 +4,7 @@ import { badRequest, loginFailed, tooManyRequests, unauthorized } from './lib/st
 import { isAcceptablePassword, isAcceptableUsername, normalizePassword, normalizeUsername } from './lib/text.js'
 import { expiryInstant } from './lib/time.js'
 import { generateToken, hashToken, isTokenShaped } from './lib/tokens.js'
+import type { Directory } from './federation/ldap-directory.js'
 import type { AuditLog } from './stores/audit-log.js'
 import type { LoginLimiter } from './stores/login-limiter.js'
 import type { TokenRecord, TokenStore } from './stores/token-store.js'
@@ -50,7 +51,9 @@ export interface AuthServiceDeps {
   hasher: PasswordHasher
   limiter: LoginLimiter
   audit: AuditLog
-  config: Pick<Config, 'tokenTtlSeconds' | 'federatedTokenTtlSeconds'>
+  config: Pick<Config, 'tokenTtlSeconds' | 'federatedTokenTtlSeconds'> & Partial<Pick<Config, 'ldapAutoProvision'>>
+  /** The directory federated accounts log in through; absent: federation off (federated accounts use a local hash). */
+  directory?: Directory | undefined
   /** Wall clock in epoch ms; injectable for tests. */
   now?: () => number
 }
@@ -61,24 +64,61 @@ export function lifetimeSeconds (config: AuthServiceDeps['config'], federated: b
 
 type CredentialCheck =
   | { ok: true, account: UserRecord }
-  | { ok: false, outcome: 'unknown-user' | 'wrong-password' | 'disabled', account?: UserRecord }
+  | { ok: false, outcome: 'unknown-user' | 'wrong-password' | 'disabled' | 'not-provisioned', account?: UserRecord }
 
 export function createAuthService (deps: AuthServiceDeps): AuthService {
-  const { users, tokens, hasher, limiter, audit, config } = deps
+  const { users, tokens, hasher, limiter, audit, config, directory } = deps
   const now = deps.now ?? Date.now
+
+  /** A directory user's first login, when provisioning is on; a concurrent first login may have made it already. */
+  async function provision (username: string): Promise<UserRecord> {
+    try {
+      return await users.create({ username, passwordHash: null, federated: true })
+    } catch (error) {
+      const existing = await users.findByUsername(username)
+      if (existing === null) throw error
+      return existing
+    }
+  }
+
+  /**
+   * Through the directory: a federated account, or (directory on) a name with no account.
+   * A dummy hash runs beside the bind, so every attempt costs at least one argon2 verify,
+   * as local accounts do.
+   */
+  async function checkWithDirectory (dir: Directory, username: string, password: string, account: UserRecord | null): Promise<CredentialCheck> {
+    const [accepted] = await Promise.all([dir.verify(username, password), hasher.verifyDummy(password)])
+    if (account === null) {
+      if (!accepted) return { ok: false, outcome: 'unknown-user' }
+      if (config.ldapAutoProvision !== true) return { ok: false, outcome: 'not-provisioned' }
+      account = await provision(username)
+    }
+    if (!accepted) return { ok: false, outcome: 'wrong-password', account }
+    if (account.disabled) return { ok: false, outcome: 'disabled', account }
+    return { ok: true, account }
+  }
 
   /** The same work on every path (a verify, real or dummy), so timing tells nothing. */
   async function checkCredentials (username: string, password: string): Promise<CredentialCheck> {
     const account = await users.findByUsername(username)
+    if (directory !== undefined && (account === null || account.federated)) {
+      return await checkWithDirectory(directory, username, password, account)
+    }
     if (account === null) {
       await hasher.verifyDummy(password)
       return { ok: false, outcome: 'unknown-user' }
     }
-    if (!await hasher.verify(account.passwordHash, password)) return { ok: false, outcome: 'wrong-password', account }
+    const hash = account.passwordHash
+    if (hash === null) {
+      // A directory-only account while no directory is configured: it cannot log in.
+      await hasher.verifyDummy(password)
+      return { ok: false, outcome: 'wrong-password', account }
+    }
+    if (!await hasher.verify(hash, password)) return { ok: false, outcome: 'wrong-password', account }
     if (account.disabled) return { ok: false, outcome: 'disabled', account }
-    if (hasher.needsRehash(account.passwordHash)) {
+    if (hasher.needsRehash(hash)) {
       // Best effort: a failed upgrade must not fail a correct login.
-      await hasher.hash(password).then(async (hash) => await users.setPasswordHash(account.username, hash)).catch(() => {})
+      await hasher.hash(password).then(async (newHash) => await users.setPasswordHash(account.username, newHash)).catch(() => {})
     }
     return { ok: true, account }
   }

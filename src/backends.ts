@@ -4,6 +4,7 @@ import { openDatabase } from './db/open.js'
 import { migrate } from './db/migrate.js'
 import type { Database } from './db/queryable.js'
 import { createPasswordHasher, type PasswordHasher } from './lib/passwords.js'
+import { createLdapDirectory, type Directory } from './federation/ldap-directory.js'
 import { createSqlAuditLog, type AuditLog } from './stores/audit-log.js'
 import type { LoginLimiter, LoginLimits } from './stores/login-limiter.js'
 import { createMemoryLoginLimiter } from './stores/memory-login-limiter.js'
@@ -20,6 +21,8 @@ export interface Backends {
   hasher: PasswordHasher
   limiter: LoginLimiter
   audit: AuditLog
+  /** The directory of federated accounts, when AUTH_LDAP_URL is set. */
+  directory?: Directory | undefined
   /** Resolves true once every backend answers, false if that takes longer than `timeoutMs`. */
   ready? (timeoutMs: number): Promise<boolean>
   close (): Promise<void>
@@ -116,6 +119,7 @@ export async function openBackends (config: Config, log: Log): Promise<Backends>
     hasher: createPasswordHasher(config.argon2, config.hashing),
     limiter: openLoginLimiter(config, tokens),
     audit,
+    directory: config.ldap === undefined ? undefined : createLdapDirectory(config.ldap),
     async ready (timeoutMs) {
       if (!('ready' in tokens)) return true
       let timer: NodeJS.Timeout | undefined

@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os'
 import type { Argon2Policy, HashingLimits } from './lib/passwords.js'
 import { DEFAULT_KEY_PREFIX, type RedisTopology } from './stores/redis-client.js'
+import type { LdapConfig } from './federation/ldap-directory.js'
 
 /**
  * Every setting of the service, read once at start. Precedence: explicit
@@ -51,6 +52,10 @@ export interface Config {
   /** After SIGTERM: the longest wait for in-flight requests before the process exits anyway. */
   shutdownTimeoutMs: number
   healthTimeoutMs: number
+  /** The directory federated accounts log in through; undefined: federation off. */
+  ldap: LdapConfig | undefined
+  /** A directory user with no local account gets one (federated) at the first successful login. */
+  ldapAutoProvision: boolean
 }
 
 export class ConfigError extends Error {
@@ -141,6 +146,39 @@ function redisTopology (env: Env): RedisTopology | undefined {
   return undefined
 }
 
+function ldapConfig (env: Env): LdapConfig | undefined {
+  const url = present(env, 'AUTH_LDAP_URL')
+  const others = ['AUTH_LDAP_BIND_DN', 'AUTH_LDAP_SEARCH_BASE', 'AUTH_LDAP_SEARCH_FILTER', 'AUTH_LDAP_BIND_PASSWORD'].filter((name) => present(env, name) !== undefined)
+  if (url === undefined) {
+    if (others.length > 0) throw new ConfigError(others[0] ?? 'AUTH_LDAP_URL', 'needs AUTH_LDAP_URL')
+    return undefined
+  }
+  if (!/^ldaps?:\/\/[^\s/]+\/?$/.test(url)) throw new ConfigError('AUTH_LDAP_URL', 'expected ldap://host[:port] or ldaps://host[:port]')
+  const common = {
+    url,
+    timeoutMs: integer(env, 'AUTH_LDAP_TIMEOUT_MS', 5000, 100, 60_000),
+    tls: {
+      caFile: present(env, 'AUTH_LDAP_TLS_CA_FILE'),
+      rejectUnauthorized: boolean(env, 'AUTH_LDAP_TLS_REJECT_UNAUTHORIZED', true),
+      startTls: boolean(env, 'AUTH_LDAP_STARTTLS', false)
+    }
+  }
+  const bindDn = present(env, 'AUTH_LDAP_BIND_DN')
+  const searchBase = present(env, 'AUTH_LDAP_SEARCH_BASE')
+  if (bindDn === undefined) throw new ConfigError('AUTH_LDAP_BIND_DN', 'is required with AUTH_LDAP_URL: a DN template with {username}, or a service account with AUTH_LDAP_SEARCH_BASE')
+  if (searchBase === undefined) {
+    if (!bindDn.includes('{username}')) throw new ConfigError('AUTH_LDAP_BIND_DN', 'without AUTH_LDAP_SEARCH_BASE it is a template and must hold {username}')
+    return { ...common, mode: 'template', userDnTemplate: bindDn }
+  }
+  const bindPassword = env.AUTH_LDAP_BIND_PASSWORD
+  if (bindPassword === undefined || bindPassword === '') throw new ConfigError('AUTH_LDAP_BIND_PASSWORD', 'is required for the search mode (AUTH_LDAP_SEARCH_BASE)')
+  const searchFilter = present(env, 'AUTH_LDAP_SEARCH_FILTER') ?? '(uid={username})'
+  if (!searchFilter.includes('{username}') || !searchFilter.startsWith('(') || !searchFilter.endsWith(')')) {
+    throw new ConfigError('AUTH_LDAP_SEARCH_FILTER', 'must be a parenthesized filter holding {username}, e.g. (uid={username})')
+  }
+  return { ...common, mode: 'search', bindDn, bindPassword, searchBase, searchFilter }
+}
+
 const redisUrl = (env: Env): string | undefined => url(env, 'REDIS_URL', ['redis:', 'rediss:'])
 
 const DAY = 24 * 60 * 60
@@ -206,6 +244,8 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     shutdownDelayMs: integer(env, 'SHUTDOWN_DELAY_MS', 0, 0, 600_000),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
     healthTimeoutMs: integer(env, 'HEALTH_TIMEOUT_MS', 1000, 10, 60_000),
+    ldap: ldapConfig(env),
+    ldapAutoProvision: boolean(env, 'AUTH_LDAP_AUTO_PROVISION', false),
     ...overrides
   }
   if (config.redis?.kind === 'cluster' && !/\{[^{}]+\}/.test(config.redisKeyPrefix)) {

@@ -21,6 +21,7 @@ commands:
   serve                               start the service (what npm start runs)
   migrate                             apply the SQL migrations in sql/ (idempotent)
   user add <username> [--federated]   create an account; password: first line of stdin
+                                      (optional with --federated: the directory checks it)
   user passwd <username>              set a new password from stdin; ends the account's tokens
   user disable <username>             disable the account; ends its tokens
   user enable <username>              enable the account again
@@ -177,6 +178,13 @@ async function passwordFromStdin (): Promise<string> {
   return password
 }
 
+/** A federated account may have no local password (the directory checks it): stdin is read only when piped. */
+async function optionalPasswordFromStdin (): Promise<string | undefined> {
+  if (process.stdin.isTTY === true) return undefined
+  const password = await readPassword()
+  return password === undefined || password === '' ? undefined : password
+}
+
 async function run (argv: string[]): Promise<number> {
   const invocation = parseCommandLine(argv)
   if (invocation.command === 'help') {
@@ -203,8 +211,8 @@ async function run (argv: string[]): Promise<number> {
     }
     case 'user add': {
       // Read before anything is opened: an empty stdin is a usage error that touches nothing.
-      const password = await passwordFromStdin()
       const { username, federated } = invocation
+      const password = federated ? await optionalPasswordFromStdin() : await passwordFromStdin()
       return await withAccounts(config, false, async (admin) => {
         const account = await admin.add(username, password, federated)
         process.stderr.write(`created ${account.federated ? 'federated ' : ''}account ${account.username}\n`)

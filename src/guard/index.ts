@@ -1,9 +1,9 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Redis } from 'ioredis'
 import { endpoint } from '../client/index.js'
 import type { FetchFunction } from '../client/http.js'
 import { hashToken, isTokenShaped } from '../lib/tokens.js'
+import { DEFAULT_KEY_PREFIX, type RedisClient } from '../stores/redis-client.js'
 import type { TokenRecord } from '../stores/token-store.js'
 import { createPositiveCache, type PositiveCache } from './cache.js'
 import { MALFORMED, presentedToken } from './token-source.js'
@@ -49,9 +49,12 @@ interface CommonGuardOptions {
 /** Verify straight against the token service's Redis (one GET); give `redisUrl` or `redis`. */
 export interface DirectGuardOptions extends CommonGuardOptions {
   redisUrl?: string
-  /** A client to share; the guard never closes it (it opens one more connection for the revocation feed). */
-  redis?: Redis
-  /** The service's `AUTH_REDIS_KEY_PREFIX`; default `ats:`. */
+  /**
+   * A client to share: an ioredis `Redis` (plain or Sentinel) or `Cluster`. The guard never
+   * closes it; with a cache it opens one more connection of the same kind for the revocation feed.
+   */
+  redis?: RedisClient
+  /** The service's `AUTH_REDIS_KEY_PREFIX`; default the service's default, `{ats}:`. */
   keyPrefix?: string
 }
 
@@ -129,7 +132,7 @@ function openVerifier (options: AuthTokenGuardOptions, onError: (error: unknown)
   return directVerifier({
     redis: direct.redis,
     redisUrl: direct.redisUrl,
-    keyPrefix: direct.keyPrefix ?? 'ats:',
+    keyPrefix: direct.keyPrefix ?? DEFAULT_KEY_PREFIX,
     timeoutMs: direct.timeoutMs === undefined ? 500 : positiveNumber(direct.timeoutMs, 'timeoutMs'),
     onError
   })

@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis'
 import { authenticateAt, type FetchFunction } from '../client/http.js'
+import type { RedisClient } from '../stores/redis-client.js'
 import { createRedisTokenStore } from '../stores/redis-token-store.js'
 import type { RevocationWatcher, TokenRecord } from '../stores/token-store.js'
 import { followRevocations } from './sse-feed.js'
@@ -37,7 +37,7 @@ async function within<T> (promise: Promise<T>, ms: number): Promise<T> {
 }
 
 export interface DirectVerifierOptions {
-  redis?: Redis | undefined
+  redis?: RedisClient | undefined
   redisUrl?: string | undefined
   keyPrefix: string
   timeoutMs: number

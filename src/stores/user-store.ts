@@ -4,14 +4,15 @@ import type { Queryable } from '../db/queryable.js'
 export interface UserRecord {
   id: string
   username: string
-  passwordHash: string
+  /** argon2id PHC string; null for a federated account that only the directory can check. */
+  passwordHash: string | null
   federated: boolean
   disabled: boolean
 }
 
 export interface NewUser {
   username: string
-  passwordHash: string
+  passwordHash: string | null
   federated: boolean
 }
 
@@ -31,7 +32,7 @@ export const duplicateUsername = (): StatusError => new StatusError(409, 'Userna
 interface UserRow {
   id: string | number | bigint
   username: string
-  password_hash: string
+  password_hash: string | null
   federated: boolean
   disabled: boolean
 }

@@ -12,6 +12,7 @@ import { createRedisTokenStore, type RedisTokenStore } from '../../src/stores/re
 import type { RedisTopology } from '../../src/stores/redis-client.js'
 import type { TokenStore } from '../../src/stores/token-store.js'
 import { createSqlAuditLog } from '../../src/stores/audit-log.js'
+import { createLdapDirectory } from '../../src/federation/ldap-directory.js'
 import { createSqlUserStore } from '../../src/stores/user-store.js'
 import { testConfig } from './config.js'
 import { freshPglite } from './pglite.js'
@@ -65,6 +66,7 @@ export async function buildTestApp (t: Test, kind: BackendKind = 'real', overrid
     hasher: createPasswordHasher(config.argon2, config.hashing),
     limiter: openLoginLimiter(config, tokens),
     audit,
+    directory: config.ldap === undefined ? undefined : createLdapDirectory(config.ldap),
     async close () {
       await audit.close()
       await Promise.allSettled([tokens.close(), database.close()])
