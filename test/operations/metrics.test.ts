@@ -1,0 +1,169 @@
+import t from 'tap'
+import type { FastifyInstance, InjectOptions } from 'fastify'
+import { buildTestApp } from '../helpers/app.js'
+import { freshRedisPrefix, requireRedis } from '../helpers/servers.js'
+import { freePort, metricType, migratedDatabaseUrl, sample, startService, tempDir } from './support.js'
+
+/*
+ * Prometheus /metrics (issue 5, Metrics): requests by route, method and status with a
+ * latency histogram, login outcomes, tokens issued and terminated, the argon2 queue and
+ * its timings, and Node's default metrics; with METRICS_PORT, on that port only.
+ */
+
+const PROMETHEUS_TYPE = /^text\/plain; version=0\.0\.4; charset=utf-8$/
+
+async function scrape (app: FastifyInstance): Promise<string> {
+  const response = await app.inject({ url: '/metrics' })
+  if (response.statusCode !== 200) throw new Error(`/metrics answered ${response.statusCode}`)
+  return response.body
+}
+
+const FORM = { 'content-type': 'application/x-www-form-urlencoded' }
+
+t.test('counts requests, login outcomes, tokens and hashing, beside the default metrics', async (t) => {
+  const { app, addUser } = await buildTestApp(t, 'real', { maxFailedLogins: 2, maxFailedLoginsPerIp: 3 })
+  await addUser('ann', 'pw of ann')
+  await addUser('bob', 'pw of bob')
+
+  const send = async (options: InjectOptions) => await app.inject(options)
+  const login = async (ip: string, username: string, password: string, token?: string) => await send({
+    method: 'POST', url: '/auth/Login', remoteAddress: ip, headers: FORM,
+    payload: new URLSearchParams({ username, password, ...(token === undefined ? {} : { token }) }).toString()
+  })
+  const tokenOf = (response: { json: () => unknown }): string => {
+    const body = response.json()
+    return typeof body === 'object' && body !== null && 'token' in body && typeof body.token === 'string' ? body.token : ''
+  }
+
+  // Three tokens issued, one of them refreshed.
+  const first = await login('198.51.100.1', 'ann', 'pw of ann')
+  t.equal(first.statusCode, 200)
+  const second = await login('198.51.100.1', 'ann', 'pw of ann')
+  const third = await login('198.51.100.1', 'bob', 'pw of bob')
+  t.equal((await login('198.51.100.1', 'bob', 'pw of bob', tokenOf(third))).statusCode, 200, 'a refresh')
+  for (let i = 0; i < 3; i++) t.equal((await send({ url: `/auth/Authenticate/${tokenOf(first)}` })).statusCode, 200)
+  t.equal((await send({ url: '/auth/Authenticate' })).statusCode, 403)
+  // Terminated: one by Logout, then the rest of ann's by revoke-all.
+  t.equal((await send({ method: 'POST', url: `/auth/Logout/${tokenOf(first)}` })).statusCode, 200)
+  t.equal((await app.accounts.revokeSessions('ann')).ended, 1, 'revoke-all ended ann\'s other token')
+  t.equal((await send({ url: `/auth/Authenticate/${tokenOf(second)}` })).statusCode, 403)
+
+  // Failed twice: ann is locked; the next attempt, right password or not, is refused.
+  t.equal((await login('198.51.100.2', 'ann', 'wrong')).statusCode, 401)
+  t.equal((await login('198.51.100.2', 'ann', 'wrong')).statusCode, 401)
+  t.equal((await login('198.51.100.2', 'ann', 'pw of ann')).statusCode, 429, 'locked')
+  // Three failures from one address, on three accounts: the address is limited.
+  for (const name of ['nobody1', 'nobody2', 'nobody3']) t.equal((await login('198.51.100.3', name, 'wrong')).statusCode, 401)
+  t.equal((await login('198.51.100.3', 'bob', 'pw of bob')).statusCode, 429, 'rate-limited by address')
+
+  const response = await send({ url: '/metrics' })
+  t.equal(response.statusCode, 200)
+  t.match(response.headers['content-type'], PROMETHEUS_TYPE, 'Prometheus text format')
+  const text = response.body
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('# HELP ') || line.startsWith('# TYPE ')) continue
+    if (!/^[A-Za-z_:][A-Za-z0-9_:]*(\{.*\})? (-?[0-9.e+-]+|NaN|[+-]Inf)$/.test(line)) t.fail(`not a sample line: ${line}`)
+  }
+
+  t.equal(metricType(text, 'http_requests_total'), 'counter')
+  t.equal(sample(text, 'http_requests_total', { route: '/auth/Login', method: 'POST', status: '200' }), 4, 'Login 200 ×4')
+  t.equal(sample(text, 'http_requests_total', { route: '/auth/Login', method: 'POST', status: '401' }), 5, 'Login 401 ×5')
+  t.equal(sample(text, 'http_requests_total', { route: '/auth/Login', method: 'POST', status: '429' }), 2, 'Login 429 ×2')
+  t.equal(sample(text, 'http_requests_total', { route: '/auth/Authenticate/:token', method: 'GET', status: '200' }), 3, 'by route pattern, never by token')
+  t.equal(sample(text, 'http_requests_total', { route: '/auth/Authenticate/:token', method: 'GET', status: '403' }), 1)
+  t.equal(sample(text, 'http_requests_total', { route: '/auth/Authenticate', method: 'GET', status: '403' }), 1)
+  t.equal(sample(text, 'http_requests_total', { route: '/auth/Logout/:token', method: 'POST', status: '200' }), 1)
+  t.notMatch(text, tokenOf(first), 'no token in any label')
+
+  t.equal(metricType(text, 'http_request_duration_seconds'), 'histogram')
+  t.equal(sample(text, 'http_request_duration_seconds_bucket', { route: '/auth/Login', method: 'POST', status: '200', le: '+Inf' }), 4)
+  t.equal(sample(text, 'http_request_duration_seconds_count', { route: '/auth/Login', method: 'POST', status: '200' }), 4)
+  t.ok((sample(text, 'http_request_duration_seconds_sum', { route: '/auth/Login', method: 'POST', status: '200' }) ?? 0) > 0, 'latency summed, in seconds')
+
+  t.equal(metricType(text, 'auth_logins_total'), 'counter')
+  t.equal(sample(text, 'auth_logins_total', { outcome: 'success' }), 4, 'success (the refresh included)')
+  t.equal(sample(text, 'auth_logins_total', { outcome: 'failed' }), 5, 'failed')
+  t.equal(sample(text, 'auth_logins_total', { outcome: 'locked' }), 1, 'locked')
+  t.equal(sample(text, 'auth_logins_total', { outcome: 'rate_limited' }), 1, 'rate_limited')
+
+  t.equal(sample(text, 'auth_tokens_issued_total'), 3, 'issued (a refresh is not a new token)')
+  t.equal(sample(text, 'auth_tokens_refreshed_total'), 1, 'refreshed')
+  t.equal(sample(text, 'auth_tokens_terminated_total'), 2, 'terminated: the Logout and the revoke-all')
+
+  t.equal(metricType(text, 'auth_password_hash_queue_depth'), 'gauge')
+  t.equal(sample(text, 'auth_password_hash_queue_depth'), 0, 'nothing hashing now')
+  t.equal(metricType(text, 'auth_password_hash_duration_seconds'), 'histogram')
+  t.equal(sample(text, 'auth_password_hash_duration_seconds_count', { operation: 'hash' }), 2, 'two accounts created: two hashes')
+  t.equal(sample(text, 'auth_password_hash_duration_seconds_count', { operation: 'verify' }), 9, 'a verify per login that was not refused (unknown users too)')
+  t.ok((sample(text, 'auth_password_hash_duration_seconds_sum', { operation: 'verify' }) ?? 0) > 0)
+
+  t.equal(metricType(text, 'auth_backend_errors_total'), 'counter', 'backend errors are declared')
+  t.equal(metricType(text, 'auth_audit_events_dropped'), 'gauge')
+  t.equal(sample(text, 'auth_audit_events_dropped'), 0)
+
+  // Node's defaults.
+  t.equal(metricType(text, 'nodejs_eventloop_lag_seconds'), 'gauge')
+  t.ok((sample(text, 'nodejs_eventloop_lag_seconds') ?? -1) >= 0, 'event-loop lag')
+  for (const name of ['nodejs_eventloop_lag_p99_seconds', 'process_cpu_user_seconds_total', 'process_resident_memory_bytes',
+    'process_start_time_seconds', 'nodejs_heap_size_used_bytes', 'nodejs_active_handles_total', 'nodejs_gc_duration_seconds']) {
+    t.ok(metricType(text, name) !== undefined, `default metric ${name}`)
+  }
+  t.match(sample(text, 'nodejs_version_info', { version: process.version }), 1, 'the Node version')
+})
+
+t.test('the hash queue depth shows logins waiting for argon2', async (t) => {
+  const { app, addUser } = await buildTestApp(t, 'real', { hashing: { concurrency: 1, maxQueued: 64 } })
+  await addUser('cat', 'pw of cat')
+  const logins = Array.from({ length: 8 }, async () => await app.inject({
+    method: 'POST', url: '/auth/Login', headers: FORM, payload: 'username=cat&password=pw%20of%20cat'
+  }))
+  const deadline = Date.now() + 5000
+  while (app.backends.hasher.queueDepth() < 2 && Date.now() < deadline) await new Promise((resolve) => setImmediate(resolve))
+  const during = await scrape(app)
+  t.ok((sample(during, 'auth_password_hash_queue_depth') ?? 0) >= 1, `depth while logins wait: ${sample(during, 'auth_password_hash_queue_depth')}`)
+  for (const response of await Promise.all(logins)) t.equal(response.statusCode, 200)
+  t.equal(sample(await scrape(app), 'auth_password_hash_queue_depth'), 0, 'back to 0')
+})
+
+t.test('with metricsPort set, the app itself has no /metrics', async (t) => {
+  const { app } = await buildTestApp(t, 'real', { metricsPort: 9464 })
+  const response = await app.inject({ url: '/metrics' })
+  t.equal(response.statusCode, 404)
+  t.same(response.json(), { status: 404, message: 'Not Found' })
+  const doc = (await app.inject({ url: '/openapi.json' })).json<{ paths: Record<string, unknown> }>()
+  t.notOk('/metrics' in doc.paths, 'nor does its OpenAPI document')
+})
+
+t.test('the built service with METRICS_PORT serves /metrics on that port only', async (t) => {
+  const metricsPort = await freePort()
+  const service = await startService(t, await tempDir(t, 'ats-metrics-'), {
+    DATABASE_URL: await migratedDatabaseUrl(t),
+    REDIS_URL: await requireRedis(),
+    AUTH_REDIS_KEY_PREFIX: await freshRedisPrefix(t),
+    METRICS_PORT: String(metricsPort)
+  })
+  const metricsBase = `http://127.0.0.1:${metricsPort}`
+  t.match(service.output(), /metrics listening on their own port/)
+
+  t.equal((await fetch(`${service.baseUrl}/auth/Authenticate`)).status, 403)
+  const onMain = await fetch(`${service.baseUrl}/metrics`)
+  t.equal(onMain.status, 404, 'not on the public port')
+  t.same(await onMain.json(), { status: 404, message: 'Not Found' })
+
+  const scraped = await fetch(`${metricsBase}/metrics`)
+  t.equal(scraped.status, 200, 'on the metrics port')
+  t.match(scraped.headers.get('content-type'), PROMETHEUS_TYPE)
+  const text = await scraped.text()
+  t.equal(sample(text, 'http_requests_total', { route: '/auth/Authenticate', method: 'GET', status: '403' }), 1, 'the public port\'s requests, counted')
+  t.equal(sample(text, 'http_requests_total', { route: '(unmatched)', method: 'GET', status: '404' }), 1, 'the refused /metrics, as an unmatched route')
+  t.ok(metricType(text, 'nodejs_eventloop_lag_seconds') !== undefined)
+
+  for (const path of ['/auth/Authenticate', '/health/ready', '/openapi.json', '/docs']) {
+    t.equal((await fetch(`${metricsBase}${path}`)).status, 404, `${path}: not on the metrics port`)
+  }
+
+  service.child.kill('SIGTERM')
+  t.equal(await service.exited, 0, 'SIGTERM ends it cleanly')
+  const after = await fetch(`${metricsBase}/metrics`).then(() => 'answered', () => 'refused')
+  t.equal(after, 'refused', 'the metrics port is closed too')
+})
