@@ -7,6 +7,7 @@ import type { Test } from 'tap'
 import { createAuthClient, type AuthClient } from '../../src/client/index.js'
 import { authTokenGuard, type AuthTokenGuardOptions } from '../../src/guard/index.js'
 import type { Config } from '../../src/config.js'
+import { hashToken } from '../../src/lib/tokens.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { requireRedis } from '../helpers/servers.js'
 
@@ -155,4 +156,22 @@ export async function eventually (check: () => Promise<boolean> | boolean, limit
     if (Date.now() > deadline) throw new Error(`${what} not met within ${limitMs} ms`)
     await sleep(10)
   }
+}
+
+/**
+ * Asks until an answer comes from the cache (a pass with no verification leaving the
+ * guard): the cache is warm for the token, which also means its revocation feed is live.
+ */
+export async function warm (guarded: GuardedApp, verifications: VerificationCounter, token: string, limitMs = 5000): Promise<void> {
+  await eventually(async () => {
+    const before = verifications.count()
+    const status = await guarded.status(token)
+    if (status !== 200) throw new Error(`warming answered ${status}`)
+    return verifications.count() === before
+  }, limitMs, 'a cache hit')
+}
+
+/** The token's key in the service's Redis. */
+export function tokenKey (service: RunningService, token: string): string {
+  return `${service.keyPrefix}t:${hashToken(token)}`
 }
