@@ -156,7 +156,9 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
     frameworkErrors: (error, _request, reply) => {
-      // Bad percent-encoding in the path, over-long segments: never echo the path back.
+      // Bad percent-encoding in the path, over-long segments: never echo the path back. These run
+      // before any hook, so the headers every answer carries are set here too.
+      reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer')
       sendStatusError(reply, error.statusCode === 404 ? notFound() : badRequest())
     },
     clientErrorHandler: (error: Error & { code?: string }, socket: Socket) => {
@@ -204,6 +206,8 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   })
   app.setNotFoundHandler(async (_request, reply) => sendStatusError(reply, notFound()))
 
+  // Bodies are form-encoded or JSON; Fastify's own text/plain parser would let a third kind in (415 instead).
+  app.removeContentTypeParser('text/plain')
   await app.register(fastifyCookie)
   await app.register(fastifyFormbody, {
     bodyLimit: config.bodyLimitBytes,

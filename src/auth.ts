@@ -147,21 +147,28 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
       const { client } = request
       const context = { username, clientIp: client.ip, userAgent: client.userAgent }
 
-      // Read-only: an attempt while locked neither runs a hash nor extends the lock.
-      const verdict = await limiter.check(username, client.ip)
+      // Takes a slot, or refuses without changing anything (an attempt while locked never extends the lock).
+      const verdict = await limiter.begin(username, client.ip)
       if (!verdict.allowed) {
         audit.record({ event: 'login.refused', ...context, outcome: verdict.reason })
         throw tooManyRequests(verdict.retryAfterMs / 1000)
       }
 
-      const checked = await checkCredentials(username, password)
+      let checked: CredentialCheck
+      try {
+        checked = await checkCredentials(username, password)
+      } catch (error) {
+        // The password could not be checked (a backend failed): not a failure of the caller's.
+        await limiter.release(username, client.ip).catch(() => {})
+        throw error
+      }
       if (!checked.ok) {
         const { lockedForMs } = await limiter.recordFailure(username, client.ip)
         audit.record({ event: 'login.failure', ...context, accountId: checked.account?.id, outcome: checked.outcome })
         if (lockedForMs > 0) audit.record({ event: 'login.lockout', ...context, accountId: checked.account?.id, outcome: `locked-${Math.ceil(lockedForMs / 1000)}s` })
         throw loginFailed()
       }
-      await limiter.recordSuccess(username)
+      await limiter.recordSuccess(username, client.ip)
       const issued = await issue(checked.account, request.presentedToken)
       audit.record({ event: 'login.success', ...context, accountId: checked.account.id, outcome: issued.refreshed ? 'refreshed' : 'issued' })
       return issued

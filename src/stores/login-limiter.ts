@@ -23,13 +23,32 @@ export interface FailureOutcome {
   lockedForMs: number
 }
 
+/**
+ * An attempt is `begin`, then exactly one of `recordFailure`, `recordSuccess` or
+ * `release`. Between them it holds a slot: attempts in flight count against the
+ * limits, so guesses sent in parallel cannot outrun a lock (N failures allowed means
+ * at most N guesses, however many arrive at once). A slot left open by a crashed
+ * process frees itself after `inFlightTtlMs`.
+ */
 export interface LoginLimiter {
-  /** Before any hashing: may this attempt go ahead? Reads only, so a refused attempt extends nothing. */
+  /** Before any hashing: may this attempt go ahead? If so it holds a slot. A refused attempt changes nothing. */
+  begin (accountKey: string, ip: string): Promise<LimitVerdict>
+  /** What `begin` would answer, without taking a slot (for inspection). */
   check (accountKey: string, ip: string): Promise<LimitVerdict>
+  /** Settles the attempt as a failure: counts it, and may start a lock. */
   recordFailure (accountKey: string, ip: string): Promise<FailureOutcome>
-  recordSuccess (accountKey: string): Promise<void>
+  /** Settles the attempt as a success: the account's failures, lock level and lock are reset. */
+  recordSuccess (accountKey: string, ip?: string): Promise<void>
+  /** Settles the attempt without counting it: the password could not be checked (a backend failed). */
+  release (accountKey: string, ip: string): Promise<void>
   close (): Promise<void>
 }
+
+/** How long an attempt may hold its slot before it is presumed lost. */
+export const IN_FLIGHT_TTL_MS = 30_000
+
+/** When in-flight attempts alone fill the limit: retry once they have settled. */
+export const BUSY_RETRY_MS = 1000
 
 /** How long an account's failure history (its lock level) is kept after its last failure. */
 export function accountStateTtlMs (limits: LoginLimits): number {

@@ -111,6 +111,17 @@ t.test('real backends (Postgres, Redis)', async (t) => {
     assertSuccess(t, await login(app, 'bystander', 'right'), 'another account from the same address')
   })
 
+  t.test('guesses sent in parallel cannot outrun the lock: N allowed means at most N checked', async (t) => {
+    const { app, addUser } = await buildTestApp(t, 'real', { maxFailedLogins: 3, lockoutSeconds: 30, maxLockoutSeconds: 60 })
+    await addUser('target', 'right')
+    const answers = await Promise.all(Array.from({ length: 20 }, async (_, i) => await login(app, 'target', `guess${i}`)))
+    const checked = answers.filter((res) => res.statusCode === 401).length
+    const refused = answers.filter((res) => res.statusCode === 429).length
+    t.ok(checked <= 3, `${checked} of 20 parallel guesses were checked (at most 3)`)
+    t.equal(checked + refused, 20, 'every other guess was refused with 429')
+    assertTooMany(t, await login(app, 'target', 'right'), 30, 'then even the right password')
+  })
+
   t.test('N-1 failures are still answered 701, and a success before the limit resets the count', async (t) => {
     const { app, addUser } = await buildTestApp(t, 'real', { maxFailedLogins: 3, lockoutSeconds: 30, maxLockoutSeconds: 60 })
     await addUser('steady', 'right')

@@ -174,6 +174,36 @@ export function loginLimiterContract (t: Test, makeLimiter: MakeLoginLimiter): v
     refusal(t, await limiter.check('next', '203.0.113.1'), 'ip-limited', '60 of 60')
   })
 
+  t.test('begin holds a slot: attempts in flight count, so parallel guesses cannot outrun the limit', async (t) => {
+    const limiter = await makeLimiter(t, limitsWith({ maxFailures: 3, maxFailuresPerIp: 5 }))
+    const verdicts = await Promise.all(Array.from({ length: 10 }, async () => await limiter.begin('erin', '192.0.2.80')))
+    t.equal(verdicts.filter((v) => v.allowed).length, 3, 'exactly maxFailures attempts may be in flight at once')
+    refusal(t, await limiter.begin('erin', '192.0.2.80'), 'account-locked', 'a fourth while three are in flight')
+    await limiter.release('erin', '192.0.2.80')
+    t.same(await limiter.begin('erin', '192.0.2.80'), { allowed: true }, 'a released slot is free again, and nothing was counted')
+    // Settle the three open slots: a success (resets the account), then failures.
+    await limiter.recordSuccess('erin', '192.0.2.80')
+    await limiter.recordFailure('erin', '192.0.2.80')
+    await limiter.recordFailure('erin', '192.0.2.80')
+    t.same(await limiter.check('erin', '192.0.2.80'), { allowed: true }, 'two failures, no slot held: allowed')
+    await limiter.recordFailure('erin', '192.0.2.80')
+    refusal(t, await limiter.check('erin', '192.0.2.80'), 'account-locked', 'the third failure started the lock')
+    // Per address: five slots across usernames, then the address is busy.
+    const spread = await Promise.all(Array.from({ length: 8 }, async (_, i) => await limiter.begin(`user${i}`, '192.0.2.81')))
+    t.equal(spread.filter((v) => v.allowed).length, 5, 'maxFailuresPerIp attempts in flight per address')
+  })
+
+  t.test('a success ends a lock that started meanwhile (both implementations agree)', async (t) => {
+    const limiter = await makeLimiter(t, limitsWith({ maxFailures: 2 }))
+    t.same(await limiter.begin('fay', '192.0.2.90'), { allowed: true })
+    t.same(await limiter.begin('fay', '192.0.2.90'), { allowed: true })
+    await limiter.recordFailure('fay', '192.0.2.90')
+    await limiter.recordFailure('fay', '192.0.2.90')
+    refusal(t, await limiter.check('fay', '192.0.2.90'), 'account-locked', 'locked')
+    await limiter.recordSuccess('fay', '192.0.2.90')
+    t.same(await limiter.check('fay', '192.0.2.90'), { allowed: true }, 'the success reset the lock too')
+  })
+
   t.test('usernames and addresses shaped like patterns, key syntax or line breaks are only data', async (t) => {
     const limiter = await makeLimiter(t, limitsWith({ maxFailures: 2, maxFailuresPerIp: 2 }))
     const long = 'x'.repeat(10_000)
