@@ -71,12 +71,25 @@ export function createMetrics (sources: { hashQueueDepth: () => number, auditDro
     }
   }
 
+  // Label children looked up once per route, method and status: no label hashing per request.
+  const children = new Map<string, { count: { inc: () => void }, time: { observe: (value: number) => void } }>()
+  const childrenFor = (route: string, method: string, status: number) => {
+    const key = `${route} ${method} ${status}`
+    let child = children.get(key)
+    if (child === undefined) {
+      const labels = { route, method, status: String(status) }
+      child = { count: requests.labels(labels), time: latency.labels(labels) }
+      children.set(key, child)
+    }
+    return child
+  }
+
   return {
     registry,
     observeRequest (route, method, status, seconds) {
-      const labels = { route, method, status: String(status) }
-      requests.inc(labels)
-      latency.observe(labels, seconds)
+      const child = childrenFor(route, method, status)
+      child.count.inc()
+      child.time.observe(seconds)
     },
     backendError (backend) {
       backendErrors.inc({ backend })
