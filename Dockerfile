@@ -27,10 +27,11 @@ RUN mkdir -p /app/data && chown node:node /app/data
 ENV NODE_ENV=production
 USER node
 EXPOSE 3000
-# There is no health route: an Authenticate without a token is a cheap request that
-# touches neither Redis nor Postgres and must answer 403, so a 403 means the process
-# is up and serving. Anything else (no answer, a 5xx) is unhealthy.
+# Liveness: /health/live answers 200 while the process serves. Not readiness
+# (/health/ready, which fails while Redis or Postgres is away): an orchestrator that
+# replaces unhealthy containers must not replace every replica because Redis blinked.
+# docker-compose.yml gates its services on /health/ready instead.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/auth/Authenticate', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.status === 403 ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/health/live', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.status === 200 ? 0 : 1), () => process.exit(1))"]
 # Node runs as PID 1 and handles SIGTERM itself (graceful close of HTTP, Redis and Postgres).
 CMD ["node", "dist/cli/main.js", "serve"]
