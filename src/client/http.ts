@@ -46,15 +46,16 @@ export async function postForm (request: FormRequest): Promise<Answer | Failure>
   if (request.cookieToken !== undefined) headers.cookie = `${TOKEN_COOKIE}=${encodeURIComponent(request.cookieToken)}`
   let response: Response
   let text: string
+  const signal = AbortSignal.timeout(request.timeoutMs)
   try {
     response = await request.fetch(request.url, {
       method: 'POST',
       headers,
       body: new URLSearchParams(request.form).toString(),
       redirect: 'error',
-      signal: AbortSignal.timeout(request.timeoutMs)
+      signal
     })
-    text = await response.text()
+    text = await readText(response, signal)
   } catch (cause) {
     return { ok: false, error: { kind: 'network', cause, timedOut: isTimeout(cause) } }
   }
@@ -65,6 +66,31 @@ export async function postForm (request: FormRequest): Promise<Answer | Failure>
     body = undefined
   }
   return { httpStatus: response.status, headers: response.headers, body }
+}
+
+/**
+ * The body as text, bounded by the same signal as the request. `response.text()` alone
+ * can stay pending after an abort that lands mid-body (nodejs/node#56917,
+ * nodejs/undici#4089); cancelling the reader always settles the read.
+ */
+async function readText (response: Response, signal: AbortSignal): Promise<string> {
+  if (response.body === null) return ''
+  const reader = response.body.getReader()
+  const onAbort = (): void => { reader.cancel(signal.reason).catch(() => {}) }
+  signal.addEventListener('abort', onAbort, { once: true })
+  try {
+    const decoder = new TextDecoder()
+    let text = ''
+    for (;;) {
+      if (signal.aborted) throw signal.reason
+      const chunk = await reader.read()
+      if (signal.aborted) throw signal.reason
+      if (chunk.done) return text + decoder.decode()
+      text += decoder.decode(chunk.value, { stream: true })
+    }
+  } finally {
+    signal.removeEventListener('abort', onAbort)
+  }
 }
 
 function isTimeout (cause: unknown): boolean {

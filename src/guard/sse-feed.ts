@@ -93,7 +93,7 @@ export function followRevocations (options: RevocationFeedOptions, watcher: Revo
   const maxBackoffMs = options.maxBackoffMs ?? 5000
   const idleTimeoutMs = options.idleTimeoutMs ?? 45_000
   let closed = false
-  let current: AbortController | undefined
+  let stopCurrent: ((reason: Error) => void) | undefined
   let wakeUp: (() => void) | undefined
 
   const pause = async (ms: number): Promise<void> => {
@@ -107,11 +107,18 @@ export function followRevocations (options: RevocationFeedOptions, watcher: Revo
   /** One connection, until it ends; true when it got as far as `ready`. */
   async function follow (): Promise<boolean> {
     const controller = new AbortController()
-    current = controller
+    let reader: ReadableStreamDefaultReader<Uint8Array> | undefined
+    // Aborting the fetch does not always settle a pending body read (nodejs/node#56917,
+    // nodejs/undici#4089); cancelling the reader always does.
+    const stop = (reason: Error): void => {
+      controller.abort(reason)
+      reader?.cancel(reason).catch(() => {})
+    }
+    stopCurrent = stop
     let idle: NodeJS.Timeout | undefined
     const touch = (): void => {
       clearTimeout(idle)
-      idle = setTimeout(() => { controller.abort(new Error('revocation feed idle')) }, idleTimeoutMs)
+      idle = setTimeout(() => { stop(new Error('revocation feed idle')) }, idleTimeoutMs)
     }
     let live = false
     try {
@@ -122,7 +129,7 @@ export function followRevocations (options: RevocationFeedOptions, watcher: Revo
         signal: controller.signal
       })
       if (response.status !== 200 || response.body === null) {
-        await response.body?.cancel().catch(() => {})
+        response.body?.cancel().catch(() => {})
         throw new Error(`revocation feed answered HTTP ${response.status}`)
       }
       const parser = createEventStreamParser((event) => {
@@ -134,11 +141,12 @@ export function followRevocations (options: RevocationFeedOptions, watcher: Revo
           if (hashes.length > 0) watcher.revoked(hashes)
         }
       })
-      const reader = response.body.getReader()
+      reader = response.body.getReader()
+      if (controller.signal.aborted) throw new Error('revocation feed stopped')
       const decoder = new TextDecoder()
       for (;;) {
         const chunk = await reader.read()
-        if (chunk.done) break
+        if (chunk.done || controller.signal.aborted) break
         touch()
         parser.push(decoder.decode(chunk.value, { stream: true }))
       }
@@ -148,7 +156,7 @@ export function followRevocations (options: RevocationFeedOptions, watcher: Revo
       if (!closed) options.onError?.(error)
     } finally {
       clearTimeout(idle)
-      controller.abort()
+      stop(new Error('revocation feed done'))
       if (live) watcher.interrupted()
     }
     return live
@@ -168,7 +176,7 @@ export function followRevocations (options: RevocationFeedOptions, watcher: Revo
   return {
     async close () {
       closed = true
-      current?.abort()
+      stopCurrent?.(new Error('revocation feed closed'))
       wakeUp?.()
       await running
     }

@@ -104,6 +104,19 @@ t.test('no answer within timeoutMs: a network error that says it timed out', asy
   t.ok(Date.now() - started < 1500)
 })
 
+t.test('a body that stalls halfway: the same timeout, a network error, no hang', async (t) => {
+  const { url } = await fakeServer(t, (response) => {
+    response.writeHead(200, { 'content-type': 'application/json' })
+    response.write('{"status":0,')
+  })
+  const client = createAuthClient({ baseUrl: url, timeoutMs: 200 })
+  for (let i = 0; i < 5; i++) {
+    const started = Date.now()
+    t.match(await client.authenticate('t'), { ok: false, error: { kind: 'network', timedOut: true } })
+    t.ok(Date.now() - started < 1500)
+  }
+})
+
 t.test('answers off the contract', async (t) => {
   const answers: Array<[number, string, Record<string, string>]> = [
     [502, '<html>Bad Gateway</html>', { 'content-type': 'text/html' }],

@@ -58,6 +58,15 @@ t.test('HTTP mode, Authenticate hangs: 503 after timeoutMs, no retries', async (
   t.equal(requests, 1, 'one request, not a retry storm')
 })
 
+t.test('HTTP mode, Authenticate stalls halfway through its body: 503 after timeoutMs', async (t) => {
+  const url = await listen(t, createServer((_request, response) => {
+    response.writeHead(200, { 'content-type': 'application/json' })
+    response.write('{"status":0,')
+  }))
+  const guarded = await buildGuardedApp(t, { authenticateUrl: `${url}/auth/Authenticate`, timeoutMs: 300 })
+  for (let i = 0; i < 3; i++) await assertUnavailable(t, guarded, `stalled body ${i + 1}`, 1500)
+})
+
 t.test('HTTP mode, anything but success or 403 from Authenticate is a 503', async (t) => {
   const answers: Array<[number, string]> = [
     [503, UNAVAILABLE],
