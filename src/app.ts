@@ -134,12 +134,14 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     logger: options.logger ?? {
       level: config.logLevel,
       serializers: {
-        req: (request) => ({ method: request.method, url: redactUrl(request.url), remoteAddress: request.ip })
+        req: (request: FastifyRequest) => ({ method: request.method, url: redactUrl(request.url, request.routeOptions?.url), remoteAddress: request.ip })
       },
       ...(options.logStream === undefined ? {} : { stream: options.logStream })
     },
     logController: new OneLinePerRequest(),
     genReqId: requestId,
+    // A request without Host is answered like any other bad request (our body, not Node's empty 400).
+    http: { requireHostHeader: false },
     bodyLimit: config.bodyLimitBytes,
     requestTimeout: config.requestTimeoutMs,
     trustProxy: typeof config.trustProxy === 'number'
@@ -155,11 +157,13 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
       querystringParser: parseQuery
     },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
-    frameworkErrors: (error, _request, reply) => {
+    frameworkErrors: (error, request, reply) => {
       // Bad percent-encoding in the path, over-long segments: never echo the path back. These run
-      // before any hook, so the headers every answer carries are set here too.
+      // before any hook, so the headers every answer carries, and the access-log line, are made here.
       reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer')
-      sendStatusError(reply, error.statusCode === 404 ? notFound() : badRequest())
+      const status = error.statusCode === 404 ? notFound() : badRequest()
+      request.log.info({ req: request, route: '(unmatched)', statusCode: status.httpStatus }, 'request completed')
+      sendStatusError(reply, status)
     },
     clientErrorHandler: (error: Error & { code?: string }, socket: Socket) => {
       writeRawError(socket, statusErrorForHttp(clientErrorStatus(error.code)))
@@ -184,7 +188,8 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
       .header('cache-control', 'no-store')
       .header('referrer-policy', 'no-referrer')
       .header('x-request-id', request.id)
-    if (request.query === MALFORMED_QUERY) throw badRequest()
+    // HTTP/1.1 requires Host (RFC 9112 §3.2); answered with our 400 rather than Node's empty one.
+    if (request.query === MALFORMED_QUERY || (request.headers.host === undefined && request.raw.httpVersion === '1.1')) throw badRequest()
   })
 
   app.addHook('onResponse', async (request, reply) => {

@@ -3,13 +3,14 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { buildApp, registerMetricsRoute } from './app.js'
 import type { Config } from './config.js'
+import { escapeControlCharacters } from './lib/text.js'
 
 /** Creates or updates the bootstrap account, if the config names one. */
 export async function bootstrapAccount (app: FastifyInstance, config: Config): Promise<void> {
   if (config.bootstrapUsername === undefined || config.bootstrapPassword === undefined) return
   const result = await app.accounts.ensure(config.bootstrapUsername, config.bootstrapPassword)
   const what = result.created ? 'created' : result.changed ? 'password updated' : 'unchanged'
-  app.log.info({ username: result.account.username }, `bootstrap account ${what}`)
+  app.log.info({ username: escapeControlCharacters(result.account.username) }, `bootstrap account ${what}`)
 }
 
 /** /metrics alone on its own port, so it need never be public. */

@@ -1,6 +1,5 @@
 import { escapeControlCharacters } from './text.js'
 
-const SECRET_PATH = /^\/+auth\/+(?:Login|Authenticate|Logout)\/+/i
 const SECRET_KEYS = new Set(['password', 'token', 'authtoken', 'authtoken1'])
 
 function decodedKey (raw: string): string {
@@ -12,15 +11,24 @@ function decodedKey (raw: string): string {
 }
 
 /**
- * A request URL as it may appear in a log: everything after an operation's
- * path (legacy credentials, tokens) and the values of secret query parameters,
- * however their names are encoded, replaced; control characters escaped.
+ * A request URL as it may appear in a log. The path is never logged as sent (the
+ * router decodes it before matching, so `/%61uth/Login/u/p` is a login too): a matched
+ * route is logged by its template (`/auth/Login/:username/:password`), an unmatched
+ * path by its first segment only. Query values of secret parameters, however their
+ * names are encoded, are replaced; control characters are escaped.
  */
-export function redactUrl (url: string): string {
+export function redactUrl (url: string, routeTemplate?: string): string {
   const q = url.indexOf('?')
-  let path = q < 0 ? url : url.slice(0, q)
-  const match = SECRET_PATH.exec(path)
-  if (match !== null && path.length > match[0].length) path = `${match[0]}[redacted]`
+  const rawPath = q < 0 ? url : url.slice(0, q)
+  let path: string
+  if (routeTemplate !== undefined) {
+    path = routeTemplate
+  } else {
+    const second = rawPath.indexOf('/', 1)
+    const first = second < 0 ? rawPath : rawPath.slice(0, second)
+    // An encoded first segment may hide anything (`%2F` included): it is not logged either.
+    path = first.includes('%') ? '/[redacted]' : second < 0 || second === rawPath.length - 1 ? rawPath : `${first}/[redacted]`
+  }
   if (q < 0) return escapeControlCharacters(path)
   const query = url.slice(q + 1).split('&').map((piece) => {
     const eq = piece.indexOf('=')

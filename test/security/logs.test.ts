@@ -173,7 +173,7 @@ t.test('Login: query, form, JSON and path style, failing and succeeding', async 
   expectedUrls.add(`/auth/Login?username=${name('query')}&password=[redacted]`)
   const wrongQuery = form({ username: name('query'), password: password('wrongquery') })
   t.equal((await send(app, { method: 'POST', url: `/auth/Login/?${wrongQuery}` })).status, 401, 'query: wrong password')
-  expectedUrls.add(`/auth/Login/?username=${name('query')}&password=[redacted]`)
+  expectedUrls.add(`/auth/Login?username=${name('query')}&password=[redacted]`)
   // A percent-encoded parameter name is still the password parameter.
   const encodedKey = `username=${name('query')}&pass%77ord=${encodeURIComponent(password('encodedkey'))}`
   t.equal((await send(app, { method: 'POST', url: `/auth/Login?${encodedKey}` })).status, 401, 'an encoded parameter name is the password parameter: Login Failed')
@@ -186,7 +186,7 @@ t.test('Login: query, form, JSON and path style, failing and succeeding', async 
   t.equal((await send(app, { method: 'POST', url: '/auth/Login', headers: JSON_TYPE, payload: JSON.stringify({ username: name('json'), password: password('wrongjson') }) })).status, 401, 'JSON: wrong password')
 
   tokens.legacy = await tokenFrom(t, 'path style', { method: 'POST', url: `/auth/Login/${name('legacy')}/${encodeURIComponent(passwords.legacy)}` })
-  expectedUrls.add('/auth/Login/[redacted]')
+  expectedUrls.add('/auth/Login/:username/:password')
   t.equal((await send(app, { method: 'POST', url: `/auth/Login/${name('legacy')}/${encodeURIComponent(password('wronglegacy'))}` })).status, 401, 'path style: wrong password')
   t.equal((await send(app, { method: 'POST', url: `/auth/Login/nobody_${NONCE}/${encodeURIComponent(password('unknownuser'))}` })).status, 401, 'path style: unknown user')
   // Lower-case hex in the percent-encoding: the same password to the router.
@@ -216,8 +216,8 @@ t.test('a presented token (refresh, Authorization header) on Login', async (t) =
 t.test('Authenticate: path, query, cookie, body, padding, Authorization', async (t) => {
   const active = (key: string): string => tokens[key] ?? ''
   const cases: Array<[string, InjectOptions, number, string?]> = [
-    ['path', { method: 'GET', url: `/auth/Authenticate/${active('query')}` }, 200, '/auth/Authenticate/[redacted]'],
-    ['path, trailing slash', { method: 'GET', url: `/auth/Authenticate/${active('query')}/` }, 200, '/auth/Authenticate/[redacted]'],
+    ['path', { method: 'GET', url: `/auth/Authenticate/${active('query')}` }, 200, '/auth/Authenticate/:token'],
+    ['path, trailing slash', { method: 'GET', url: `/auth/Authenticate/${active('query')}/` }, 200, '/auth/Authenticate/:token'],
     ['query', { method: 'GET', url: `/auth/Authenticate?token=${active('form')}` }, 200, '/auth/Authenticate?token=[redacted]'],
     ['query, padded', { method: 'GET', url: `/auth/Authenticate?token=${active('form')}&callback=cb` }, 200, '/auth/Authenticate?token=[redacted]&callback=cb'],
     ['cookie', { method: 'GET', url: '/auth/Authenticate', headers: { cookie: `AuthToken1=${active('json')}` } }, 200, '/auth/Authenticate'],
@@ -225,7 +225,7 @@ t.test('Authenticate: path, query, cookie, body, padding, Authorization', async 
     ['JSON body', { method: 'POST', url: '/auth/Authenticate', headers: JSON_TYPE, payload: JSON.stringify({ token: active('refresh') }) }, 200],
     ['Authorization header', { method: 'GET', url: '/auth/Authenticate', headers: { authorization: `Bearer ${active('bearer')}` } }, 403],
     ['unknown, path', { method: 'POST', url: `/auth/Authenticate/${unknownToken()}` }, 403],
-    ['unknown, query', { method: 'GET', url: `/auth/Authenticate/?token=${unknownToken()}&format=json` }, 403, '/auth/Authenticate/?token=[redacted]&format=json'],
+    ['unknown, query', { method: 'GET', url: `/auth/Authenticate/?token=${unknownToken()}&format=json` }, 403, '/auth/Authenticate?token=[redacted]&format=json'],
     ['unknown, cookie', { method: 'GET', url: '/auth/Authenticate', headers: { cookie: `AuthToken1=${unknownToken()}` } }, 403],
     ['unknown, JSON body', { method: 'POST', url: '/auth/Authenticate', headers: JSON_TYPE, payload: JSON.stringify({ token: unknownToken() }) }, 403]
   ]
@@ -238,14 +238,14 @@ t.test('Authenticate: path, query, cookie, body, padding, Authorization', async 
 t.test('Logout: path, query, cookie, body, already ended', async (t) => {
   const active = (key: string): string => tokens[key] ?? ''
   const cases: Array<[string, InjectOptions, number, string?]> = [
-    ['path', { method: 'POST', url: `/auth/Logout/${active('query')}` }, 200, '/auth/Logout/[redacted]'],
+    ['path', { method: 'POST', url: `/auth/Logout/${active('query')}` }, 200, '/auth/Logout/:token'],
     ['path, again', { method: 'POST', url: `/auth/Logout/${active('query')}` }, 403],
     ['query', { method: 'POST', url: `/auth/Logout?token=${active('form')}` }, 200, '/auth/Logout?token=[redacted]'],
     ['cookie', { method: 'POST', url: '/auth/Logout', headers: { cookie: `AuthToken1=${active('json')}` } }, 200],
     ['form body', { method: 'POST', url: '/auth/Logout', headers: FORM, payload: form({ token: active('legacy') }) }, 200],
     ['JSON body', { method: 'POST', url: '/auth/Logout', headers: JSON_TYPE, payload: JSON.stringify({ token: active('refresh') }) }, 200],
     ['Authorization header', { method: 'POST', url: '/auth/Logout', headers: { authorization: `Bearer ${active('bearer')}` } }, 403],
-    ['unknown, query', { method: 'POST', url: `/auth/Logout/?token=${unknownToken()}` }, 403, '/auth/Logout/?token=[redacted]'],
+    ['unknown, query', { method: 'POST', url: `/auth/Logout/?token=${unknownToken()}` }, 403, '/auth/Logout?token=[redacted]'],
     ['unknown, cookie', { method: 'POST', url: '/auth/Logout', headers: { cookie: `AuthToken1=${unknownToken()}` } }, 403]
   ]
   for (const [what, options, status, url] of cases) {
@@ -314,7 +314,7 @@ async function raw (port: number, request: Buffer): Promise<string> {
 t.test('control characters in what is logged cannot forge a line', async (t) => {
   // Percent-encoded CR/LF stays encoded in the URL that is logged.
   t.equal((await send(app, { method: 'GET', url: '/x%0d%0ainjected%0A%7B%22level%22:60%7D' })).status, 404, 'encoded CR/LF: 404')
-  expectedUrls.add('/x%0d%0ainjected%0A%7B%22level%22:60%7D')
+  expectedUrls.add('/[redacted]')
 
   // Over a socket, bytes the HTTP parser lets through into the URL (C1 controls, high bytes) arrive as they are.
   const server = await buildApp(config, { backends: app.backends, logStream: capture })
@@ -384,8 +384,8 @@ t.test('every captured line: one JSON record, no secret', async (t) => {
 
   const loggedUrls = new Set(requestLines.map((r) => r.req?.url))
   for (const url of expectedUrls) t.ok(loggedUrls.has(url), `logged as ${url}`)
-  const unredacted = [...loggedUrls].filter((url) => url !== undefined && /^\/+auth\/+(Login|Authenticate|Logout)\/+[^[]/i.test(url.split('?')[0] ?? ''))
-  t.same(unredacted, [], 'every /auth/<operation>/... path is logged as [redacted]')
+  const unredacted = [...loggedUrls].filter((url) => url !== undefined && /^\/+auth\/+(Login|Authenticate|Logout)\/+[^[:]/i.test(url.split('?')[0] ?? ''))
+  t.same(unredacted, [], 'every /auth/<operation>/... path is logged as its route template or [redacted]')
 
   t.ok(secrets.length > 60, `${secrets.length} secrets sent`)
   const leaks: string[] = []
