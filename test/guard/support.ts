@@ -7,6 +7,7 @@ import type { Test } from 'tap'
 import { createAuthClient, type AuthClient } from '../../src/client/index.js'
 import { authTokenGuard, type AuthTokenGuardOptions } from '../../src/guard/index.js'
 import type { Config } from '../../src/config.js'
+import type { RedisTopology } from '../../src/stores/redis-client.js'
 import { hashToken } from '../../src/lib/tokens.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { requireRedis } from '../helpers/servers.js'
@@ -29,12 +30,13 @@ export interface RunningService extends TestApp {
   login (): Promise<string>
   /** Ends the token through the service's HTTP Logout. */
   logout (token: string): Promise<void>
-  /** A Redis connection of the test's own (for the key, the channel and CLIENT LIST/KILL). */
+  /** A connection of the test's own to the shared Redis (for the key, the channel and CLIENT LIST/KILL). */
   admin: Redis
 }
 
-export async function startTokenService (t: Test, overrides: Partial<Config> = {}): Promise<RunningService> {
-  const service = await buildTestApp(t, 'real', overrides)
+/** The service on the shared Redis, or on the given topology (a throwaway Cluster or Sentinel setup). */
+export async function startTokenService (t: Test, overrides: Partial<Config> = {}, redis?: RedisTopology): Promise<RunningService> {
+  const service = await buildTestApp(t, 'real', overrides, redis === undefined ? {} : { redis })
   await service.addUser(USER.username, USER.password)
   await service.app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = service.app.server.address() as AddressInfo
