@@ -27,7 +27,10 @@ export interface AuthInfo {
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** Set by the auth-token guard on the routes it protects; null elsewhere. */
+    /**
+     * Set by the auth-token guard on the routes it protects. Elsewhere null, or absent in a
+     * scope with no guard at all (the decorator lives in the scopes that register it).
+     */
     auth: AuthInfo | null
   }
 }
