@@ -198,6 +198,9 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
   }
 }
 
+const HEARTBEAT_INTERVAL_MS = 5000
+const HEARTBEAT_TIMEOUT_MS = 2000
+
 interface RevocationFeed {
   watch (watcher: RevocationWatcher): () => void
   close (): Promise<void>
@@ -238,6 +241,19 @@ function createRevocationFeed (redis: RedisClient, channel: string): RevocationF
     return connection
   }
 
+  // A half-open connection (a NAT drop, a failover without a reset) looks live forever: ping it,
+  // and a ping unanswered in time cuts it, so watchers hear `interrupted` and drop their caches.
+  const heartbeat = setInterval(() => {
+    const connection = subscriber
+    if (connection === undefined || !live) return
+    let timer: NodeJS.Timeout | undefined
+    const timeout = new Promise<never>((_resolve, reject) => { timer = setTimeout(() => { reject(new Error('ping timeout')) }, HEARTBEAT_TIMEOUT_MS) })
+    Promise.race([connection.ping(), timeout])
+      .catch(() => { if (subscriber === connection) connection.disconnect(true) })
+      .finally(() => { clearTimeout(timer) })
+  }, HEARTBEAT_INTERVAL_MS)
+  heartbeat.unref()
+
   return {
     watch (watcher) {
       watchers.add(watcher)
@@ -246,6 +262,7 @@ function createRevocationFeed (redis: RedisClient, channel: string): RevocationF
       return () => { watchers.delete(watcher) }
     },
     async close () {
+      clearInterval(heartbeat)
       watchers.clear()
       const connection = subscriber
       subscriber = undefined

@@ -69,6 +69,16 @@ async function tempDir (t: Test, prefix: string): Promise<string> {
   return dir
 }
 
+/** One plain redis-server of the test's own (so it can be stopped, paused or killed). */
+export async function startRedisServer (t: Test): Promise<{ url: string, process: ChildProcess }> {
+  const binary = await redisBinary()
+  const dir = await tempDir(t, 'ats-redis-')
+  const port = await freePort()
+  const child = startServer(t, binary, ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no'])
+  await waitFor(`redis-server :${port}`, async () => await ping(port) === 'PONG')
+  return { url: `redis://127.0.0.1:${port}`, process: child }
+}
+
 /** Three masters, no replicas, all 16384 slots assigned. */
 export async function startRedisCluster (t: Test): Promise<RedisTopology & { kind: 'cluster' }> {
   const binary = await redisBinary()
