@@ -88,7 +88,15 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, actor = 'adm
     async ensure (username, password) {
       const name = validUsername(username)
       const account = await users.findByUsername(name)
-      if (account === null) return { account: await admin.add(name, password, false), created: true, changed: false }
+      if (account === null) {
+        try {
+          return { account: await admin.add(name, password, false), created: true, changed: false }
+        } catch (error) {
+          // Instances starting together on a fresh database: another one made it first.
+          if (!(error instanceof StatusError && error.status === 409)) throw error
+          return await admin.ensure(name, password)
+        }
+      }
       if (account.passwordHash !== null && await hasher.verify(account.passwordHash, validPassword(password))) return { account, created: false, changed: false }
       const { account: updated } = await admin.setPassword(name, password)
       return { account: updated, created: false, changed: true }

@@ -11,7 +11,7 @@ import { MalformedFormError, parseFormEncoded, type FormParams } from './lib/for
 import { redactUrl } from './lib/redact.js'
 import { badRequest, internalError, notFound, StatusError, statusErrorForHttp } from './lib/status.js'
 import { authenticateRoutes } from './routes/authenticate.js'
-import { EMPTY_BODY } from './routes/http.js'
+import { EMPTY_BODY, refuseOtherMethods } from './routes/http.js'
 import { loginRoutes } from './routes/login.js'
 import { logoutRoutes } from './routes/logout.js'
 import { revocationRoutes } from './routes/revocations.js'
@@ -21,6 +21,7 @@ import { PACKAGE_VERSION } from './version.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
+import { fileURLToPath } from 'node:url'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -62,6 +63,19 @@ class OneLinePerRequest extends LogController {
     }
     if (error !== null && error !== undefined) reply.log.error({ ...line, err: error }, 'request errored')
     else reply.log.info(line, 'request completed')
+  }
+}
+
+/**
+ * pino-pretty at a developer's terminal (NODE_ENV unset or development), when it is
+ * installed (a dev dependency); JSON lines everywhere else.
+ */
+function prettyInDevelopment (config: Config): { transport?: { target: string, options: Record<string, unknown> } } {
+  if (config.nodeEnv !== 'development' || process.stdout.isTTY !== true) return {}
+  try {
+    return { transport: { target: fileURLToPath(import.meta.resolve('pino-pretty')), options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } }
+  } catch {
+    return {}
   }
 }
 
@@ -136,7 +150,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
       serializers: {
         req: (request: FastifyRequest) => ({ method: request.method, url: redactUrl(request.url, request.routeOptions?.url), remoteAddress: request.ip })
       },
-      ...(options.logStream === undefined ? {} : { stream: options.logStream })
+      ...(options.logStream === undefined ? prettyInDevelopment(config) : { stream: options.logStream })
     },
     logController: new OneLinePerRequest(),
     genReqId: requestId,
@@ -171,9 +185,12 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   const ownBackends = options.backends === undefined
-  const backends = options.backends ?? await openBackends(config, app.log)
+  // Metrics read the backends lazily, so they exist first and can count the backends' errors.
+  let sources: Backends | undefined
+  const metrics = createMetrics({ hashQueueDepth: () => sources?.hasher.queueDepth() ?? 0, auditDropped: () => sources?.audit.dropped() ?? 0 })
+  const backends = options.backends ?? await openBackends(config, app.log, metrics.backendError)
+  sources = backends
   if (ownBackends) app.addHook('onClose', async () => { await backends.close() })
-  const metrics = createMetrics({ hashQueueDepth: backends.hasher.queueDepth, auditDropped: backends.audit.dropped })
   const observed = { ...backends, audit: metrics.countEvents(backends.audit), hasher: metrics.timeHashing(backends.hasher) }
   const auth = createAuthService({ ...observed, config })
   app.decorate('backends', backends)
@@ -239,8 +256,9 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
 export function registerMetricsRoute (app: FastifyInstance, metrics: Metrics): void {
   app.get('/metrics', {
     logLevel: 'silent',
-    schema: { tags: ['operations'], summary: 'Prometheus metrics', produces: ['text/plain'] }
+    schema: { tags: ['operations'], summary: 'Prometheus metrics (text exposition format)' }
   }, async (_request, reply) => {
     return await reply.type(metrics.registry.contentType).send(await metrics.registry.metrics())
   })
+  refuseOtherMethods(app, '/metrics', ['GET'])
 }

@@ -31,9 +31,13 @@ export interface Backends {
 type Log = Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>
 
 /** Errors of a backend that reconnects by itself, logged at most once per 10 s each. */
-function throttledErrorLog (log: Log, backend: string): (error: Error) => void {
+/** Told of every backend error (connection or command), e.g. to count it. */
+export type BackendErrorHook = (backend: 'redis' | 'postgres') => void
+
+function throttledErrorLog (log: Log, backend: 'redis' | 'postgres', hook?: BackendErrorHook): (error: Error) => void {
   let last = 0
   return (error) => {
+    hook?.(backend)
     const now = Date.now()
     if (now - last < 10_000) return
     last = now
@@ -72,7 +76,7 @@ export function openAuditLog (config: Config, database: Database, log: Log): Aud
 }
 
 /** The token store the config names: Redis when REDIS_URL is set, else the in-process one. */
-export function openTokenStore (config: Config, log: Log): TokenStore | RedisTokenStore {
+export function openTokenStore (config: Config, log: Log, hook?: BackendErrorHook): TokenStore | RedisTokenStore {
   const denyTtlMs = config.denyTtlSeconds * 1000
   if (config.redis === undefined) return createMemoryTokenStore({ denyTtlMs })
   const store = createRedisTokenStore({
@@ -80,7 +84,8 @@ export function openTokenStore (config: Config, log: Log): TokenStore | RedisTok
     keyPrefix: config.redisKeyPrefix,
     denyTtlMs,
     commandTimeoutMs: config.redisCommandTimeoutMs,
-    onError: throttledErrorLog(log, 'redis')
+    onError: throttledErrorLog(log, 'redis', hook),
+    onCommandError: () => { hook?.('redis') }
   })
   // Start connecting now; until Redis answers, token operations answer 503.
   store.ready().catch(() => {})
@@ -92,8 +97,8 @@ export function openTokenStore (config: Config, log: Log): TokenStore | RedisTok
  * The embedded PGlite is migrated here; a real Postgres is migrated by `migrate`
  * (a one-shot step in compose), and a start against an unmigrated one is refused.
  */
-export async function openBackends (config: Config, log: Log): Promise<Backends> {
-  const database = await openDatabase(config, throttledErrorLog(log, 'postgres'))
+export async function openBackends (config: Config, log: Log, hook?: BackendErrorHook): Promise<Backends> {
+  const database = await openDatabase(config, throttledErrorLog(log, 'postgres', hook))
   try {
     if (database.kind === 'pglite') {
       await migrate(database)
@@ -104,7 +109,7 @@ export async function openBackends (config: Config, log: Log): Promise<Backends>
     await database.close().catch(() => {})
     throw error
   }
-  const tokens = openTokenStore(config, log)
+  const tokens = openTokenStore(config, log, hook)
   log.info({
     users: database.kind === 'pglite' ? `embedded PGlite in ${config.dataDir}` : 'Postgres (DATABASE_URL)',
     tokens: config.redis === undefined ? 'in-process store (tokens end when the process does)' : `Redis (${config.redis.kind})`
@@ -114,7 +119,7 @@ export async function openBackends (config: Config, log: Log): Promise<Backends>
   const audit = openAuditLog(config, database, log)
   return {
     database,
-    users: createSqlUserStore(database),
+    users: createSqlUserStore(database, () => { hook?.('postgres') }),
     tokens,
     hasher: createPasswordHasher(config.argon2, config.hashing),
     limiter: openLoginLimiter(config, tokens),

@@ -52,6 +52,8 @@ export interface Config {
   /** After SIGTERM: the longest wait for in-flight requests before the process exits anyway. */
   shutdownTimeoutMs: number
   healthTimeoutMs: number
+  /** Postgres pool: connections, and the timeouts of connecting, of one query, and of an idle connection. */
+  databasePool: { max: number, connectTimeoutMs: number, queryTimeoutMs: number, idleTimeoutMs: number }
   /** The directory federated accounts log in through; undefined: federation off. */
   ldap: LdapConfig | undefined
   /** A directory user with no local account gets one (federated) at the first successful login. */
@@ -244,9 +246,18 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     shutdownDelayMs: integer(env, 'SHUTDOWN_DELAY_MS', 0, 0, 600_000),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
     healthTimeoutMs: integer(env, 'HEALTH_TIMEOUT_MS', 1000, 10, 60_000),
+    databasePool: {
+      max: integer(env, 'DATABASE_POOL_MAX', 10, 1, 1000),
+      connectTimeoutMs: integer(env, 'DATABASE_CONNECT_TIMEOUT_MS', 2000, 100, 60_000),
+      queryTimeoutMs: integer(env, 'DATABASE_QUERY_TIMEOUT_MS', 5000, 100, 600_000),
+      idleTimeoutMs: integer(env, 'DATABASE_IDLE_TIMEOUT_MS', 30_000, 1000, 3_600_000)
+    },
     ldap: ldapConfig(env),
     ldapAutoProvision: boolean(env, 'AUTH_LDAP_AUTO_PROVISION', false),
     ...overrides
+  }
+  if (config.shutdownDelayMs >= config.shutdownTimeoutMs) {
+    throw new ConfigError('SHUTDOWN_DELAY_MS', `must be shorter than SHUTDOWN_TIMEOUT_MS (${config.shutdownTimeoutMs}), or every shutdown ends killed`)
   }
   if (config.redis?.kind === 'cluster' && !/\{[^{}]+\}/.test(config.redisKeyPrefix)) {
     throw new ConfigError('AUTH_REDIS_KEY_PREFIX', 'must hold a hash tag such as {ats} with REDIS_CLUSTER_NODES, so that each script\'s keys share a slot')

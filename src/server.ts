@@ -38,7 +38,10 @@ export async function startServer (config: Config): Promise<FastifyInstance> {
       app.log.warn('Redis is not answering yet: token operations answer 503 until it does')
     }
     if (config.metricsPort !== undefined) metricsServer = await startMetricsServer(app, config)
+    await app.listen({ host: config.host, port: config.port })
   } catch (error) {
+    // A failed start (a taken port, say) closes what it opened, so the process exits with the error.
+    await metricsServer?.close()
     await app.close()
     throw error
   }
@@ -51,6 +54,5 @@ export async function startServer (config: Config): Promise<FastifyInstance> {
     await metricsServer?.close()
     app.log.info('closed')
   })
-  await app.listen({ host: config.host, port: config.port })
   return app
 }

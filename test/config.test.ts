@@ -129,3 +129,12 @@ t.test('Redis topology: a URL, a cluster or sentinels, and only one of them', as
     t.equal((caught as ConfigError | undefined)?.variable, variable, `${JSON.stringify(env)} names ${variable}`)
   }
 })
+
+t.test('the Postgres pool and the shutdown timings', async (t) => {
+  t.same(loadConfig({}).databasePool, { max: 10, connectTimeoutMs: 2000, queryTimeoutMs: 5000, idleTimeoutMs: 30_000 })
+  t.same(loadConfig({ DATABASE_POOL_MAX: '25', DATABASE_QUERY_TIMEOUT_MS: '1500' }).databasePool,
+    { max: 25, connectTimeoutMs: 2000, queryTimeoutMs: 1500, idleTimeoutMs: 30_000 })
+  let caught: unknown
+  try { loadConfig({ SHUTDOWN_DELAY_MS: '10000', SHUTDOWN_TIMEOUT_MS: '5000' }) } catch (error) { caught = error }
+  t.match(caught, { variable: 'SHUTDOWN_DELAY_MS' }, 'a drain delay as long as the whole shutdown is refused')
+})

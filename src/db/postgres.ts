@@ -6,6 +6,7 @@ export interface PostgresOptions {
   max?: number
   connectionTimeoutMillis?: number
   idleTimeoutMillis?: number
+  queryTimeoutMillis?: number
   /** Called for errors of idle pooled connections (a restarted server): never a crash. */
   onPoolError?: (error: Error) => void
 }
@@ -16,7 +17,7 @@ export function createPostgresDatabase (options: PostgresOptions): Database {
     max: options.max ?? 10,
     connectionTimeoutMillis: options.connectionTimeoutMillis ?? 2000,
     idleTimeoutMillis: options.idleTimeoutMillis ?? 30_000,
-    query_timeout: 5000
+    query_timeout: options.queryTimeoutMillis ?? 5000
   })
   // Without a listener an idle client's error (server restart) would crash the process.
   pool.on('error', options.onPoolError ?? (() => {}))

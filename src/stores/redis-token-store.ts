@@ -121,7 +121,10 @@ export interface RedisTokenStoreOptions {
   denyTtlMs: number
   /** Upper bound on any one command; past it the caller gets a 503, not a hang. */
   commandTimeoutMs?: number
+  /** Errors of the connection the store owns (reconnects are automatic). */
   onError?: (error: Error) => void
+  /** Any command that failed (timeout, refused write, no connection), before it becomes a 503. */
+  onCommandError?: (error: unknown) => void
 }
 
 export interface RedisTokenStore extends TokenStore {
@@ -150,6 +153,7 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
       return await work()
     } catch (error) {
       if (error instanceof StatusError) throw error
+      options.onCommandError?.(error)
       throw serviceUnavailable(error)
     }
   }
@@ -173,10 +177,7 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
     issue: async (tokenHash, record, ttlMs) => await guarded(async () => {
       await commands.atsIssue(tokenPrefix + tokenHash, indexPrefix + record.accountId, encodeRecord(record), ttl(ttlMs), tokenHash, tokenPrefix)
     }),
-    find: async (tokenHash) => await guarded(async () => {
-      const value = await redis.get(tokenPrefix + tokenHash)
-      return value === null ? null : decodeRecord(value)
-    }),
+    find: createFinder(redis, tokenPrefix),
     refresh: async (tokenHash, record, ttlMs) => await guarded(async () =>
       await commands.atsRefresh(tokenPrefix + tokenHash, indexPrefix + record.accountId, encodeRecord(record), ttl(ttlMs), tokenHash, record.accountId) === 1),
     terminate: async (tokenHash) => await guarded(async () => {
@@ -200,6 +201,56 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
 
 const HEARTBEAT_INTERVAL_MS = 5000
 const HEARTBEAT_TIMEOUT_MS = 2000
+
+/** Keys that share this prefix share a Cluster slot: it holds a non-empty hash tag. */
+const HASH_TAG = /^[^{]*\{[^}]+\}/
+const MAX_FIND_BATCH = 128
+
+interface PendingFind {
+  key: string
+  resolve: (record: TokenRecord | null) => void
+  reject: (error: StatusError) => void
+}
+
+/**
+ * Authenticate's one read. Finds made in the same turn of the event loop (the requests of
+ * many connections, handled one after another) go to Redis as one MGET: under load most of
+ * a lone GET's cost is its own socket write and command bookkeeping, not Redis's work. A
+ * lone find is a plain GET. Either way a find is one round trip, and it waits for the
+ * batch at most until the end of the loop turn it was made in (setImmediate). An MGET's
+ * keys must share a Cluster slot, so without a hash tag in the prefix a Cluster gets GETs.
+ */
+function createFinder (redis: RedisClient, tokenPrefix: string): (tokenHash: string) => Promise<TokenRecord | null> {
+  const decode = (value: string | null | undefined): TokenRecord | null => value === null || value === undefined ? null : decodeRecord(value)
+  const unavailable = (error: unknown): StatusError => error instanceof StatusError ? error : serviceUnavailable(error)
+  const get = (entry: PendingFind): void => {
+    redis.get(entry.key).then((value) => { entry.resolve(decode(value)) }, (error: unknown) => { entry.reject(unavailable(error)) })
+  }
+  if (redis.isCluster && !HASH_TAG.test(tokenPrefix)) {
+    return async (tokenHash) => await new Promise((resolve, reject) => { get({ key: tokenPrefix + tokenHash, resolve, reject }) })
+  }
+
+  let pending: PendingFind[] = []
+  const flush = (): void => {
+    const batch = pending
+    pending = []
+    if (batch.length <= 1) {
+      if (batch[0] !== undefined) get(batch[0])
+      return
+    }
+    redis.mget(batch.map((entry) => entry.key)).then((values) => {
+      batch.forEach((entry, index) => { entry.resolve(decode(values[index])) })
+    }, (error: unknown) => {
+      const failure = unavailable(error)
+      for (const entry of batch) entry.reject(failure)
+    })
+  }
+  return async (tokenHash) => await new Promise((resolve, reject) => {
+    if (pending.length === 0) setImmediate(flush)
+    pending.push({ key: tokenPrefix + tokenHash, resolve, reject })
+    if (pending.length === MAX_FIND_BATCH) flush()
+  })
+}
 
 interface RevocationFeed {
   watch (watcher: RevocationWatcher): () => void

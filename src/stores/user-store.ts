@@ -53,19 +53,20 @@ function isUniqueViolation (error: unknown): boolean {
   return typeof error === 'object' && error !== null && 'code' in error && (error as { code: unknown }).code === '23505'
 }
 
-/** Any driver failure is the contract's 503: the caller fails closed. */
-async function guarded<T> (work: () => Promise<T>): Promise<T> {
-  try {
-    return await work()
-  } catch (error) {
-    if (error instanceof StatusError) throw error
-    if (isUniqueViolation(error)) throw duplicateUsername()
-    throw serviceUnavailable(error)
-  }
-}
-
 /** One implementation for Postgres and PGlite: the SQL is the same, only the Queryable differs. */
-export function createSqlUserStore (db: Queryable): UserStore {
+export function createSqlUserStore (db: Queryable, onError?: (error: unknown) => void): UserStore {
+  /** Any driver failure is the contract's 503: the caller fails closed. */
+  async function guarded<T> (work: () => Promise<T>): Promise<T> {
+    try {
+      return await work()
+    } catch (error) {
+      if (error instanceof StatusError) throw error
+      if (isUniqueViolation(error)) throw duplicateUsername()
+      onError?.(error)
+      throw serviceUnavailable(error)
+    }
+  }
+
   const one = async (sql: string, params: unknown[]): Promise<UserRecord | null> => {
     const { rows } = await db.query<UserRow>(sql, params)
     const row = rows[0]
