@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Test } from 'tap'
 import {
-  describe, HttpDriver, issuedToken, latencyOf, percentile, strangerToken, verdictOf,
+  describe, HttpDriver, isRecord, issuedToken, latencyOf, percentile, strangerToken, verdictOf,
   type Outcome, type RunningLoad, type TokenBook, type Verdict
 } from './throwaway-load.js'
 
@@ -139,8 +139,22 @@ export function firstLoginSuccessAfter (outcomes: Outcome[], after: number): Out
     .sort((a, b) => a.endedAt - b.endedAt)[0]
 }
 
+/**
+ * Lines of a service's output that mean it crashed or nearly did: a pino line at level
+ * fatal or one about an uncaught error (close-with-grace logs it), or any line Node itself
+ * printed (not JSON) about an error. A backend's own words inside a logged error (Postgres
+ * says "severity":"FATAL" when it shuts down) are not markers.
+ */
 export function crashMarkers (output: string): string[] {
-  return output.split('\n').filter((line) => /uncaught|unhandled|FATAL|Segmentation|heap out of memory/i.test(line))
+  return output.split('\n').filter((line) => {
+    if (line.trim() === '') return false
+    let parsed: unknown
+    try { parsed = JSON.parse(line) } catch { return /error|uncaught|unhandled|segmentation|heap out of memory|abort/i.test(line) }
+    if (!isRecord(parsed)) return true
+    const level = typeof parsed.level === 'number' ? parsed.level : 0
+    const message = typeof parsed.msg === 'string' ? parsed.msg : ''
+    return level >= 60 || /uncaught|unhandled/i.test(message)
+  })
 }
 
 /**
