@@ -116,7 +116,17 @@ export async function openBackends (config: Config, log: Log, hook?: BackendErro
   }, database.kind === 'pglite' && config.redis === undefined
     ? 'running on the embedded default: no DATABASE_URL or REDIS_URL set'
     : 'backends chosen')
-  const audit = openAuditLog(config, database, log)
+  return assembleBackends(config, { database, tokens, audit: openAuditLog(config, database, log), hook })
+}
+
+/**
+ * The backends over a database and a token store that are already open: the one
+ * place the stores, the hasher, the limiter and the directory are put together
+ * (openBackends uses it; tests hand in their own parts). `close` closes all of it.
+ */
+export function assembleBackends (config: Config, parts: { database: Database, tokens: TokenStore | RedisTokenStore, audit?: AuditLog, hook?: BackendErrorHook }): Backends {
+  const { database, tokens, hook } = parts
+  const audit = parts.audit ?? createSqlAuditLog(database)
   return {
     database,
     users: createSqlUserStore(database, () => { hook?.('postgres') }),

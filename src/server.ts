@@ -15,7 +15,7 @@ export async function bootstrapAccount (app: FastifyInstance, config: Config): P
 
 /** /metrics alone on its own port, so it need never be public. */
 async function startMetricsServer (app: FastifyInstance, config: Config): Promise<FastifyInstance> {
-  const server = Fastify({ logger: false })
+  const server = Fastify({ logger: false, exposeHeadRoutes: false })
   registerMetricsRoute(server, app.metrics)
   await server.listen({ host: config.host, port: config.metricsPort ?? 0 })
   app.log.info({ port: config.metricsPort }, 'metrics listening on their own port')

@@ -177,7 +177,7 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
     issue: async (tokenHash, record, ttlMs) => await guarded(async () => {
       await commands.atsIssue(tokenPrefix + tokenHash, indexPrefix + record.accountId, encodeRecord(record), ttl(ttlMs), tokenHash, tokenPrefix)
     }),
-    find: createFinder(redis, tokenPrefix),
+    find: createFinder(redis, tokenPrefix, options.onCommandError),
     refresh: async (tokenHash, record, ttlMs) => await guarded(async () =>
       await commands.atsRefresh(tokenPrefix + tokenHash, indexPrefix + record.accountId, encodeRecord(record), ttl(ttlMs), tokenHash, record.accountId) === 1),
     terminate: async (tokenHash) => await guarded(async () => {
@@ -220,11 +220,14 @@ interface PendingFind {
  * batch at most until the end of the loop turn it was made in (setImmediate). An MGET's
  * keys must share a Cluster slot, so without a hash tag in the prefix a Cluster gets GETs.
  */
-function createFinder (redis: RedisClient, tokenPrefix: string): (tokenHash: string) => Promise<TokenRecord | null> {
+function createFinder (redis: RedisClient, tokenPrefix: string, onCommandError?: (error: unknown) => void): (tokenHash: string) => Promise<TokenRecord | null> {
   const decode = (value: string | null | undefined): TokenRecord | null => value === null || value === undefined ? null : decodeRecord(value)
   const unavailable = (error: unknown): StatusError => error instanceof StatusError ? error : serviceUnavailable(error)
   const get = (entry: PendingFind): void => {
-    redis.get(entry.key).then((value) => { entry.resolve(decode(value)) }, (error: unknown) => { entry.reject(unavailable(error)) })
+    redis.get(entry.key).then((value) => { entry.resolve(decode(value)) }, (error: unknown) => {
+      onCommandError?.(error)
+      entry.reject(unavailable(error))
+    })
   }
   if (redis.isCluster && !HASH_TAG.test(tokenPrefix)) {
     return async (tokenHash) => await new Promise((resolve, reject) => { get({ key: tokenPrefix + tokenHash, resolve, reject }) })
@@ -242,7 +245,11 @@ function createFinder (redis: RedisClient, tokenPrefix: string): (tokenHash: str
       batch.forEach((entry, index) => { entry.resolve(decode(values[index])) })
     }, (error: unknown) => {
       const failure = unavailable(error)
-      for (const entry of batch) entry.reject(failure)
+      // Counted per find, as when each was a GET of its own: every one of them failed a request.
+      for (const entry of batch) {
+        onCommandError?.(error)
+        entry.reject(failure)
+      }
     })
   }
   return async (tokenHash) => await new Promise((resolve, reject) => {

@@ -1,19 +1,15 @@
 import type { FastifyInstance } from 'fastify'
 import type { Test } from 'tap'
 import { buildApp } from '../../src/app.js'
-import { openLoginLimiter, type Backends } from '../../src/backends.js'
+import { assembleBackends } from '../../src/backends.js'
 import type { Config } from '../../src/config.js'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
 import { migrate } from '../../src/db/migrate.js'
 import type { Database } from '../../src/db/queryable.js'
-import { createPasswordHasher } from '../../src/lib/passwords.js'
 import { createMemoryTokenStore } from '../../src/stores/memory-token-store.js'
 import { createRedisTokenStore, type RedisTokenStore } from '../../src/stores/redis-token-store.js'
 import type { RedisTopology } from '../../src/stores/redis-client.js'
 import type { TokenStore } from '../../src/stores/token-store.js'
-import { createSqlAuditLog } from '../../src/stores/audit-log.js'
-import { createLdapDirectory } from '../../src/federation/ldap-directory.js'
-import { createSqlUserStore } from '../../src/stores/user-store.js'
 import { testConfig } from './config.js'
 import { freshPglite } from './pglite.js'
 import { freshPostgresDatabase, freshRedisPrefix, requireRedis } from './servers.js'
@@ -58,20 +54,7 @@ export async function buildTestApp (t: Test, kind: BackendKind = 'real', overrid
     tokens = createMemoryTokenStore({ denyTtlMs: config.denyTtlSeconds * 1000 })
   }
   await migrate(database)
-  const audit = createSqlAuditLog(database)
-  const backends: Backends = {
-    database,
-    users: createSqlUserStore(database),
-    tokens,
-    hasher: createPasswordHasher(config.argon2, config.hashing),
-    limiter: openLoginLimiter(config, tokens),
-    audit,
-    directory: config.ldap === undefined ? undefined : createLdapDirectory(config.ldap),
-    async close () {
-      await audit.close()
-      await Promise.allSettled([tokens.close(), database.close()])
-    }
-  }
+  const backends = assembleBackends(config, { database, tokens })
   const app = await buildApp(config, { backends, logger: false })
   t.teardown(async () => {
     await app.close()

@@ -7,15 +7,12 @@ import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import type { Test } from 'tap'
-import { openLoginLimiter, type Backends } from '../../src/backends.js'
+import { assembleBackends, type Backends } from '../../src/backends.js'
 import type { Config } from '../../src/config.js'
 import { migrate } from '../../src/db/migrate.js'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
 import type { Database } from '../../src/db/queryable.js'
-import { createPasswordHasher } from '../../src/lib/passwords.js'
-import { createSqlAuditLog } from '../../src/stores/audit-log.js'
 import type { TokenStore } from '../../src/stores/token-store.js'
-import { createSqlUserStore } from '../../src/stores/user-store.js'
 import { freshPostgresDatabase } from '../helpers/servers.js'
 
 /**
@@ -26,19 +23,7 @@ import { freshPostgresDatabase } from '../helpers/servers.js'
 
 /** Backends over the given database and token store; closed at the end of the test. */
 export function backendsOf (t: Test, config: Config, database: Database, tokens: TokenStore): Backends {
-  const audit = createSqlAuditLog(database)
-  const backends: Backends = {
-    database,
-    users: createSqlUserStore(database),
-    tokens,
-    hasher: createPasswordHasher(config.argon2, config.hashing),
-    limiter: openLoginLimiter(config, tokens),
-    audit,
-    async close () {
-      await audit.close().catch(() => {})
-      await Promise.allSettled([tokens.close(), database.close()])
-    }
-  }
+  const backends = assembleBackends(config, { database, tokens })
   t.teardown(async () => { await backends.close() })
   return backends
 }

@@ -6,15 +6,13 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import { buildApp } from '../../src/app.js'
-import { openAuditLog, openLoginLimiter, type Backends } from '../../src/backends.js'
+import { assembleBackends, openAuditLog } from '../../src/backends.js'
 import { loadConfig, type Config } from '../../src/config.js'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
 import type { Database } from '../../src/db/queryable.js'
-import { createPasswordHasher } from '../../src/lib/passwords.js'
 import { hashToken } from '../../src/lib/tokens.js'
 import { createSqlAuditLog, type AuditLog, type StoredAuditEvent } from '../../src/stores/audit-log.js'
 import { createMemoryTokenStore } from '../../src/stores/memory-token-store.js'
-import { createSqlUserStore } from '../../src/stores/user-store.js'
 import { buildTestApp, type BackendKind } from '../helpers/app.js'
 import { testConfig } from '../helpers/config.js'
 import { freshPglite } from '../helpers/pglite.js'
@@ -213,19 +211,7 @@ for (const kind of ['real', 'embedded'] as BackendKind[]) {
 async function appWithAudit (t: Test, config: Config, makeAudit: (database: Database) => AuditLog): Promise<{ app: FastifyInstance, database: Database }> {
   const database = await freshPglite()
   const tokens = createMemoryTokenStore({ denyTtlMs: 60_000 })
-  const audit = makeAudit(database)
-  const backends: Backends = {
-    database,
-    users: createSqlUserStore(database),
-    tokens,
-    hasher: createPasswordHasher(config.argon2, config.hashing),
-    limiter: openLoginLimiter(config, tokens),
-    audit,
-    async close () {
-      await audit.close()
-      await Promise.allSettled([tokens.close(), database.close()])
-    }
-  }
+  const backends = assembleBackends(config, { database, tokens, audit: makeAudit(database) })
   const app = await buildApp(config, { backends, logger: false })
   t.teardown(async () => {
     await app.close()

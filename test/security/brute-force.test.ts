@@ -3,12 +3,9 @@ import { Redis } from 'ioredis'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
 import { buildApp } from '../../src/app.js'
-import { openLoginLimiter, type Backends } from '../../src/backends.js'
+import { assembleBackends } from '../../src/backends.js'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
-import { createPasswordHasher } from '../../src/lib/passwords.js'
-import { createSqlAuditLog } from '../../src/stores/audit-log.js'
 import { createRedisTokenStore } from '../../src/stores/redis-token-store.js'
-import { createSqlUserStore } from '../../src/stores/user-store.js'
 import { buildTestApp } from '../helpers/app.js'
 import { testConfig } from '../helpers/config.js'
 import { freshRedisPrefix, requireRedis } from '../helpers/servers.js'
@@ -204,19 +201,7 @@ t.test('real backends (Postgres, Redis)', async (t) => {
     const database = createPostgresDatabase({ connectionString: 'postgres://postgres@127.0.0.1:1/x', connectionTimeoutMillis: 300 })
     const tokens = createRedisTokenStore({ url: await requireRedis(), keyPrefix: prefix, denyTtlMs: 1000 })
     await tokens.ready()
-    const audit = createSqlAuditLog(database)
-    const backends: Backends = {
-      database,
-      users: createSqlUserStore(database),
-      tokens,
-      hasher: createPasswordHasher(config.argon2, config.hashing),
-      limiter: openLoginLimiter(config, tokens),
-      audit,
-      async close () {
-        await audit.close().catch(() => {})
-        await Promise.allSettled([tokens.close(), database.close()])
-      }
-    }
+    const backends = assembleBackends(config, { database, tokens })
     const broken = await buildApp(config, { backends, logger: false })
     t.teardown(async () => {
       await broken.close()

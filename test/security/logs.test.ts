@@ -4,16 +4,13 @@ import { connect } from 'node:net'
 import { Writable } from 'node:stream'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import { buildApp } from '../../src/app.js'
-import { openLoginLimiter, type Backends } from '../../src/backends.js'
+import { assembleBackends, type Backends } from '../../src/backends.js'
 import type { Config } from '../../src/config.js'
 import { migrate } from '../../src/db/migrate.js'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
 import type { Database } from '../../src/db/queryable.js'
-import { createPasswordHasher } from '../../src/lib/passwords.js'
-import { createSqlAuditLog } from '../../src/stores/audit-log.js'
 import { createRedisTokenStore } from '../../src/stores/redis-token-store.js'
 import type { TokenStore } from '../../src/stores/token-store.js'
-import { createSqlUserStore } from '../../src/stores/user-store.js'
 import { bootstrapAccount } from '../../src/server.js'
 import { testConfig } from '../helpers/config.js'
 import { freshPostgresDatabase, freshRedisPrefix, requireRedis } from '../helpers/servers.js'
@@ -101,19 +98,8 @@ function form (params: Record<string, string>): string {
 
 /** Backends over the given database and token store (the app is handed them, so it never closes them); closed at the end. */
 async function backendsFor (t: Test, config: Config, database: Database, tokens: TokenStore): Promise<Backends> {
-  const audit = createSqlAuditLog(database)
-  const backends: Backends = {
-    database,
-    users: createSqlUserStore(database),
-    tokens,
-    hasher: createPasswordHasher(config.argon2, config.hashing),
-    limiter: openLoginLimiter(config, tokens),
-    audit,
-    async close () {
-      await audit.close()
-      await tokens.close()
-    }
-  }
+  // Both apps share the database: whichever closes second finds it closed, which close() tolerates.
+  const backends = assembleBackends(config, { database, tokens })
   t.teardown(async () => { await backends.close() })
   return backends
 }
@@ -122,7 +108,6 @@ const capture = new LogCapture()
 const redisKeyPrefix = await freshRedisPrefix(t)
 const config = testConfig({ logLevel: 'trace', redisKeyPrefix })
 const database = createPostgresDatabase({ connectionString: await freshPostgresDatabase(t) })
-t.teardown(async () => { await database.close() })
 await migrate(database)
 const redisStore = createRedisTokenStore({ url: await requireRedis(), keyPrefix: redisKeyPrefix, denyTtlMs: 60_000 })
 await redisStore.ready()
