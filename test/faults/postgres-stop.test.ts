@@ -29,13 +29,17 @@ t.test('Postgres stopped under load, then started again', async (t) => {
   const book = new TokenBook()
   const kept = await loginMany(t, driver, 6)
   for (const token of kept) book.add(token)
-  // A reserve the load's Logouts can end while no Login can issue new ones.
+  // A reserve the load's Logouts can end while no Login can issue new ones, and one token
+  // the test itself logs out while Postgres is down.
   for (const token of await loginMany(t, driver, 12)) book.add(token)
+  const [spare] = await loginMany(t, driver, 1)
+  if (spare === undefined) throw new Error('no spare token')
+  book.add(spare)
 
   const origin = performance.now()
   const load = startMixedLoad({
     driver, book, username: ACCOUNT.username, password: ACCOUNT.password, workers: 5,
-    mix: { authenticate: 70, login: 15, logout: 15 }, keep: new Set(kept), thinkMs: 30,
+    mix: { authenticate: 70, login: 15, logout: 15 }, keep: new Set([...kept, spare]), thinkMs: 30,
     // With the wrong-password loop below, never more attempts at once than AUTH_MAX_FAILED_LOGINS.
     maxConcurrentLogins: 1
   })
@@ -48,7 +52,14 @@ t.test('Postgres stopped under load, then started again', async (t) => {
     const stoppedAt = performance.now()
     t.comment(`Postgres stopped in ${(stoppedAt - stopSent).toFixed(0)} ms`)
 
-    // While it is away: wrong passwords and unknown users too, many more than the lockout threshold.
+    // While it is away, Logout works from Redis alone (claimed first, so the load's Authenticates judge it right).
+    book.claim((token) => token === spare)
+    const spareLogout = await driver.logout(spare)
+    load.outcomes.push(spareLogout)
+    t.equal(verdictOf(spareLogout), 'success', `a Logout while Postgres is down ends the token: ${spareLogout.text}`)
+    book.set(spare, 'ended')
+
+    // Wrong passwords and unknown users too, many more than the lockout threshold.
     const attempts = MAX_FAILED_LOGINS * 4
     for (let i = 0; i < attempts; i++) {
       wrongLogins.push(await driver.login(ACCOUNT.username, `wrong password ${i}`))

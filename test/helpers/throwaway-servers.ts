@@ -339,7 +339,11 @@ export async function startService (scope: Scope, env: Record<string, string>, o
   })
   track(child, 'SIGKILL')
   let output = ''
-  const keep = (chunk: Buffer): void => { output = (output + chunk.toString()).slice(-200_000) }
+  // The last 2 MB, cut at a line boundary (every 503 is logged with its cause).
+  const keep = (chunk: Buffer): void => {
+    output += chunk.toString()
+    if (output.length > 2_000_000) output = output.slice(output.indexOf('\n', output.length - 1_500_000) + 1)
+  }
   child.stdout.on('data', keep)
   child.stderr.on('data', keep)
   let status: { code: number | null, signal: NodeJS.Signals | null } | null = null
