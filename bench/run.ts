@@ -1,0 +1,272 @@
+import { existsSync, readFileSync } from 'node:fs'
+import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { parseArgs } from 'node:util'
+import { Redis } from 'ioredis'
+import { loadConfig } from '../src/config.js'
+import { createPasswordHasher } from '../src/lib/passwords.js'
+import { generateToken, hashToken } from '../src/lib/tokens.js'
+import { accountName } from './lib/accounts.js'
+import { cpuSeconds, startChild, type Child } from './lib/children.js'
+import { createBenchDatabase, migrateWithCli, seedAccounts, type BenchDatabase } from './lib/fixture.js'
+import { runLoad, runUnderLoad, type LoadSettings, type Sample } from './lib/load.js'
+import { describeMachine } from './lib/machine.js'
+import { measureTokenMemory, type MemoryFigure } from './lib/redis-memory.js'
+import { checkTargets, compareBindings, renderMarkdown, renderSvg, renderText, summarize, type BenchReport, type ScenarioRuns } from './lib/report.js'
+import { defineScenarios, type Binding, type Scenario, type ServerName } from './scenarios.js'
+
+/*
+ * npm run bench [-- --duration 3 --warmup 1 --runs 3 --connections 50 --tokens 100000 --only a,b --profile service]
+ * npm run bench:smoke   (on the dist/ there is: 1 s runs, no warm-up, one round, 10,000 tokens, results in a
+ *                        temporary directory; CI runs it after npm test has built dist/)
+ *
+ * The service (dist/, production settings) and every baseline run as child processes on
+ * 127.0.0.1; autocannon runs here with one set of settings for all. Every round runs every
+ * scenario once, so a noisy minute hits a scenario and its baseline alike; ratios are taken
+ * within a round, then the median over rounds is reported. The bench never fails on a
+ * missed target: it prints PASS/FAIL.
+ */
+
+function packageRoot (): string {
+  let dir = fileURLToPath(new URL('.', import.meta.url))
+  for (;;) {
+    const manifest = join(dir, 'package.json')
+    if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string }).name === 'auth-token-service') return dir
+    const parent = join(dir, '..')
+    if (parent === dir) throw new Error('auth-token-service package.json not found above the bench')
+    dir = parent
+  }
+}
+
+const { values: args } = parseArgs({
+  options: {
+    duration: { type: 'string' },
+    warmup: { type: 'string' },
+    runs: { type: 'string' },
+    connections: { type: 'string' },
+    tokens: { type: 'string' },
+    out: { type: 'string' },
+    only: { type: 'string' },
+    profile: { type: 'string' },
+    smoke: { type: 'boolean', default: false }
+  }
+})
+
+const smoke = args.smoke === true
+const numberArg = (value: string | undefined, fallback: number, allowZero = false): number => {
+  if (value === undefined) return fallback
+  const parsed = Number(value)
+  if (!Number.isFinite(parsed) || parsed < 0 || (parsed === 0 && !allowZero)) throw new Error(`not a positive number: ${value}`)
+  return parsed
+}
+const ROOT = packageRoot()
+const settings: LoadSettings & { runs: number, warmupSeconds: number } = {
+  connections: numberArg(args.connections, 50),
+  pipelining: 1,
+  durationSeconds: numberArg(args.duration, smoke ? 1 : 3),
+  timeoutSeconds: 10,
+  runs: Math.round(numberArg(args.runs, smoke ? 1 : 3)),
+  warmupSeconds: numberArg(args.warmup, smoke ? 0 : 1, true)
+}
+const tokenCount = Math.round(numberArg(args.tokens, smoke ? 10_000 : 100_000))
+const outDir = args.out ?? (smoke ? join(tmpdir(), 'ats-bench-smoke') : join(ROOT, 'bench', 'results'))
+const only = args.only === undefined ? undefined : new Set(args.only.split(','))
+const STORM_LEAD_SECONDS = Math.min(1, settings.durationSeconds / 2)
+
+const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379/5'
+const ADMIN_DATABASE_URL = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+// A prefix (and so a revocation channel: pub/sub ignores DB numbers) of the bench's own.
+const KEY_PREFIX = '{atsbench}:'
+const PASSWORD = 'correct-horse-battery-9'
+/** The argon2 binding src/lib/passwords.ts uses, and the other one, run in a copy of the service for comparison. */
+const SERVICE_BINDING: Binding = 'argon2'
+const OTHER_BINDING: Binding = 'node-rs'
+const ACCOUNTS = 10_000
+
+const compiled = (path: string): string => fileURLToPath(new URL(path, import.meta.url))
+const log = (message: string): void => { process.stderr.write(`bench: ${message}\n`) }
+
+async function main (): Promise<void> {
+  const startedAt = performance.now()
+  if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js'))) throw new Error('dist/ is missing: run `npm run build` (npm run bench does)')
+  const children: Child[] = []
+  let database: BenchDatabase | undefined
+  const redis = new Redis(REDIS_URL)
+  try {
+    log(`Redis ${REDIS_URL} (flushed: the bench owns this DB), Postgres ${ADMIN_DATABASE_URL.replace(/\/\/[^@]*@/, '//')}`)
+    await redis.flushdb()
+    database = await createBenchDatabase(ADMIN_DATABASE_URL)
+    const machine = await describeMachine(ROOT, REDIS_URL, database.url)
+    await migrateWithCli(ROOT, database.url)
+
+    const serviceEnv: Record<string, string> = {
+      NODE_ENV: 'production',
+      LOG_LEVEL: 'info',
+      DATABASE_URL: database.url,
+      REDIS_URL,
+      AUTH_REDIS_KEY_PREFIX: KEY_PREFIX,
+      // At their maxima, so the failure scenario measures failed logins rather than 429s.
+      AUTH_MAX_FAILED_LOGINS: '100',
+      AUTH_MAX_FAILED_LOGINS_PER_IP: '1000000'
+    }
+    // What the service will read, so the baselines hash at its parameters and concurrency.
+    const config = loadConfig({ ...process.env, ...serviceEnv })
+    const hasher = createPasswordHasher(config.argon2, config.hashing)
+    const passwordHash = await hasher.hash(PASSWORD)
+    await seedAccounts(database.url, ACCOUNTS, passwordHash)
+    log(`database ${database.url.replace(/\/\/[^@]*@/, '//')}: migrated, ${ACCOUNTS} accounts; argon2id ${JSON.stringify(config.argon2)}, hash concurrency ${config.hashing.concurrency}`)
+
+    const profiled = (name: string): string[] => args.profile?.split(',').includes(name) === true
+      ? ['--cpu-prof', '--cpu-prof-interval=100', `--cpu-prof-dir=${join(outDir, 'profiles')}`]
+      : []
+    const start = async (name: string, script: string, env: Record<string, string>, readyPath: string, scriptArgs: string[] = []): Promise<Child> => {
+      const child = await startChild({ name, script, args: scriptArgs, env, readyPath, nodeFlags: profiled(name) })
+      children.push(child)
+      return child
+    }
+
+    const service = await start('service', join(ROOT, 'dist', 'cli', 'main.js'), serviceEnv, '/health/ready', ['serve'])
+    const login = await fetch(`${service.origin}/auth/Login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ username: accountName(0), password: PASSWORD })
+    })
+    const { token } = await login.json() as { token?: string }
+    if (login.status !== 200 || token === undefined) throw new Error(`the service refused the bench's Login: ${login.status}`)
+
+    const argon2Env = { BENCH_HASH: passwordHash, BENCH_PASSWORD: PASSWORD, BENCH_CONCURRENCY: String(config.hashing.concurrency), BENCH_QUEUE_MAX: String(config.hashing.maxQueued) }
+    const [bare, oneGet, jwt, argon2, argon2NodeRs, ordersDirect, ordersCached, serviceOtherBinding] = await Promise.all([
+      start('bare', compiled('./servers/bare.js'), {}, '/'),
+      start('one-get', compiled('./servers/one-get.js'), { BENCH_REDIS_URL: REDIS_URL, BENCH_KEY: `${KEY_PREFIX}t:${hashToken(token)}` }, '/'),
+      start('jwt', compiled('./servers/jwt.js'), {}, '/token'),
+      start('argon2', compiled('./servers/argon2-verify.js'), { ...argon2Env, BENCH_BINDING: 'argon2' }, '/health'),
+      start('argon2-node-rs', compiled('./servers/argon2-verify.js'), { ...argon2Env, BENCH_BINDING: 'node-rs' }, '/health'),
+      start('orders-direct', compiled('./servers/orders.js'), { BENCH_REDIS_URL: REDIS_URL, BENCH_KEY_PREFIX: KEY_PREFIX, BENCH_CACHE: 'off' }, '/health'),
+      start('orders-cached', compiled('./servers/orders.js'), { BENCH_REDIS_URL: REDIS_URL, BENCH_KEY_PREFIX: KEY_PREFIX, BENCH_CACHE: 'on' }, '/health'),
+      start('service-other-binding', compiled('./servers/service-with-binding.js'), { ...serviceEnv, BENCH_ROOT: ROOT, BENCH_BINDING: OTHER_BINDING }, '/health/ready')
+    ])
+    const { token: jwtToken } = await (await fetch(`${jwt.origin}/token`)).json() as { token: string }
+
+    const scenarios = defineScenarios({
+      origins: { service: service.origin, bare: bare.origin, oneGet: oneGet.origin, jwt: jwt.origin, argon2: argon2.origin, argon2NodeRs: argon2NodeRs.origin, ordersDirect: ordersDirect.origin, ordersCached: ordersCached.origin, serviceOtherBinding: serviceOtherBinding.origin },
+      serviceBinding: SERVICE_BINDING,
+      token,
+      unknownToken: generateToken(),
+      jwtToken,
+      password: PASSWORD,
+      accounts: ACCOUNTS
+    }).filter((scenario) => only === undefined || only.has(scenario.id) || (scenario.background !== undefined && only.has(scenario.background.id)))
+
+    // Hashes of Logins that autocannon stopped waiting for still run: each scenario starts on empty queues.
+    const hashQueues = [
+      ...[service, serviceOtherBinding].map((server) => async () => Number(/^auth_password_hash_queue_depth (\d+)/m.exec(await (await fetch(`${server.origin}/metrics`)).text())?.[1] ?? Number.NaN)),
+      ...[argon2, argon2NodeRs].map((server) => async () => (await (await fetch(`${server.origin}/health`)).json() as { depth: number }).depth)
+    ]
+    const quiesce = async (): Promise<void> => {
+      const deadline = performance.now() + 60_000
+      while ((await Promise.all(hashQueues.map(async (depth) => await depth()))).some((depth) => depth !== 0)) {
+        if (performance.now() > deadline) throw new Error('the hash queues did not drain within 60 s')
+        await sleep(50)
+      }
+    }
+
+    const samples = new Map<string, Sample[]>()
+    const record = (id: string, sample: Sample): void => { samples.set(id, [...samples.get(id) ?? [], sample]) }
+    const pids: Record<ServerName, number> = {
+      service: service.pid, bare: bare.pid, oneGet: oneGet.pid, jwt: jwt.pid, argon2: argon2.pid, argon2NodeRs: argon2NodeRs.pid, ordersDirect: ordersDirect.pid, ordersCached: ordersCached.pid, serviceOtherBinding: serviceOtherBinding.pid
+    }
+    const runScenario = async (scenario: Scenario, durationSeconds: number): Promise<{ primary: Sample, background?: Sample }> => {
+      const runSettings = { ...settings, durationSeconds }
+      await quiesce()
+      // Two loads on one server: its CPU time cannot be split between them.
+      if (scenario.background !== undefined) return await runUnderLoad(scenario.load, scenario.background.load, runSettings, STORM_LEAD_SECONDS)
+      const pid = pids[scenario.server]
+      const cpuBefore = cpuSeconds(pid)
+      const primary = await runLoad(scenario.load, runSettings)
+      return { primary: { ...primary, cpuMicrosPerRequest: (cpuSeconds(pid) - cpuBefore) * 1e6 / primary.responses } }
+    }
+
+    log(`${scenarios.length} scenarios: warm-up ${settings.warmupSeconds} s each, then ${settings.runs} rounds of ${settings.durationSeconds} s each`)
+    if (settings.warmupSeconds > 0) {
+      for (const scenario of scenarios) await runScenario(scenario, settings.warmupSeconds)
+    }
+    for (let round = 1; round <= settings.runs; round++) {
+      for (const scenario of scenarios) {
+        const { primary, background } = await runScenario(scenario, settings.durationSeconds)
+        record(scenario.id, primary)
+        if (scenario.background !== undefined && background !== undefined) record(scenario.background.id, background)
+        log(`round ${round} ${scenario.id}: ${Math.round(primary.requestsPerSecond)} req/s, p99 ${primary.p99Ms.toFixed(2)} ms, ${primary.cpuMicrosPerRequest.toFixed(0)} µs CPU/req${primary.unexpected > 0 ? `, ${primary.unexpected} unexpected ${JSON.stringify(primary.statuses)}` : ''}`)
+      }
+    }
+
+    let memory: MemoryFigure | undefined
+    if (only === undefined || only.has('memory')) {
+      log(`Redis memory: issuing ${tokenCount} tokens`)
+      memory = await measureTokenMemory({
+        tokens: tokenCount,
+        fallbackUrl: REDIS_URL,
+        tokenTtlSeconds: config.tokenTtlSeconds,
+        federatedTokenTtlSeconds: config.federatedTokenTtlSeconds,
+        denyTtlSeconds: config.denyTtlSeconds
+      })
+    }
+
+    const measured: ScenarioRuns[] = scenarios.flatMap((scenario) => [
+      { id: scenario.id, title: scenario.title, group: scenario.group, baseline: scenario.baseline, requestsPerUnit: scenario.requestsPerUnit, runs: samples.get(scenario.id) ?? [] },
+      ...(scenario.background === undefined
+        ? []
+        : [{ id: scenario.background.id, title: scenario.background.title, group: scenario.group, baseline: scenario.background.baseline, runs: samples.get(scenario.background.id) ?? [] }])
+    ])
+    const rows = summarize(measured)
+    const report: BenchReport = {
+      machine,
+      settings,
+      service: { ...serviceEnv, DATABASE_URL: '(a database of its own)', stdout: '/dev/null (access log on, written and discarded)', AUTH_HASH_CONCURRENCY: String(config.hashing.concurrency) },
+      rows,
+      targets: checkTargets(rows, memory),
+      notes: compareBindings(rows),
+      memory,
+      wallSeconds: (performance.now() - startedAt) / 1000
+    }
+    const text = renderText(report)
+    process.stdout.write(`\n${text}\n`)
+    await mkdir(outDir, { recursive: true })
+    await writeFile(join(outDir, 'latest.json'), `${JSON.stringify(report, null, 2)}\n`)
+    const markdown = renderMarkdown(report)
+    await writeFile(join(outDir, 'latest.md'), markdown)
+    await writeFile(join(outDir, 'latest.svg'), renderSvg(report))
+    if (!smoke && args.out === undefined && only === undefined) await keepInReadme(markdown)
+    log(`written to ${outDir}/latest.{json,md,svg}`)
+    // Targets are reported, never enforced; a scenario that no longer gets its expected answers is a broken bench.
+    const broken = rows.filter((row) => row.runs.length === 0 || row.runs.some((sample) => sample.responses === 0 || sample.unexpected * 2 > sample.responses))
+    if (broken.length > 0) {
+      log(`broken scenarios (most answers unexpected): ${broken.map((row) => row.id).join(', ')}`)
+      process.exitCode = 1
+    }
+  } finally {
+    await Promise.allSettled(children.map(async (child) => { await child.stop() }))
+    redis.disconnect()
+    await database?.drop().catch((error: unknown) => { log(`could not drop ${database?.url ?? ''}: ${String(error)}`) })
+  }
+}
+
+const START = '<!-- latest-results:start -->'
+const END = '<!-- latest-results:end -->'
+
+/** bench/README.md keeps the latest full run's table between its markers. */
+async function keepInReadme (markdown: string): Promise<void> {
+  const path = join(ROOT, 'bench', 'README.md')
+  const text = await readFile(path, 'utf8').catch(() => '')
+  const from = text.indexOf(START)
+  const to = text.indexOf(END)
+  if (from < 0 || to < from) {
+    log('bench/README.md has no latest-results markers: table not copied there')
+    return
+  }
+  await writeFile(path, `${text.slice(0, from + START.length)}\n${markdown}\n${text.slice(to)}`)
+}
+
+await main()
