@@ -147,28 +147,32 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
       const { client } = request
       const context = { username, clientIp: client.ip, userAgent: client.userAgent }
 
-      // Takes a slot, or refuses without changing anything (an attempt while locked never extends the lock).
-      const verdict = await limiter.begin(username, client.ip)
+      // Read-only: an attempt while locked neither runs a hash nor extends the lock.
+      const verdict = await limiter.check(username, client.ip)
       if (!verdict.allowed) {
         audit.record({ event: 'login.refused', ...context, outcome: verdict.reason })
         throw tooManyRequests(verdict.retryAfterMs / 1000)
       }
 
-      let checked: CredentialCheck
-      try {
-        checked = await checkCredentials(username, password)
-      } catch (error) {
-        // The password could not be checked (a backend failed): not a failure of the caller's.
-        await limiter.release(username, client.ip).catch(() => {})
-        throw error
-      }
+      // A backend failure here is a 503 and counts nothing: only failures of the caller's count.
+      const checked = await checkCredentials(username, password)
       if (!checked.ok) {
-        const { lockedForMs } = await limiter.recordFailure(username, client.ip)
+        const failure = await limiter.recordFailure(username, client.ip)
+        if (!failure.counted) {
+          // Locked meanwhile by failures sent alongside: no answer about this password either.
+          audit.record({ event: 'login.refused', ...context, accountId: checked.account?.id, outcome: 'account-locked' })
+          throw tooManyRequests(failure.retryAfterMs / 1000)
+        }
         audit.record({ event: 'login.failure', ...context, accountId: checked.account?.id, outcome: checked.outcome })
-        if (lockedForMs > 0) audit.record({ event: 'login.lockout', ...context, accountId: checked.account?.id, outcome: `locked-${Math.ceil(lockedForMs / 1000)}s` })
+        if (failure.lockedForMs > 0) audit.record({ event: 'login.lockout', ...context, accountId: checked.account?.id, outcome: `locked-${Math.ceil(failure.lockedForMs / 1000)}s` })
         throw loginFailed()
       }
-      await limiter.recordSuccess(username, client.ip)
+      const settled = await limiter.recordSuccess(username)
+      if (!settled.allowed) {
+        // A right guess among parallel wrong ones that locked the account first: refused like them.
+        audit.record({ event: 'login.refused', ...context, accountId: checked.account.id, outcome: settled.reason })
+        throw tooManyRequests(settled.retryAfterMs / 1000)
+      }
       const issued = await issue(checked.account, request.presentedToken)
       audit.record({ event: 'login.success', ...context, accountId: checked.account.id, outcome: issued.refreshed ? 'refreshed' : 'issued' })
       return issued

@@ -18,37 +18,28 @@ export type LimitVerdict =
   | { allowed: true }
   | { allowed: false, reason: 'account-locked' | 'ip-limited', retryAfterMs: number }
 
-export interface FailureOutcome {
-  /** Milliseconds of the lock this failure started; 0 when it started none. */
-  lockedForMs: number
-}
+export type FailureOutcome =
+  /** Counted; `lockedForMs` is the lock this failure started (0: none). */
+  | { counted: true, lockedForMs: number }
+  /** Not counted: the account was locked by failures recorded meanwhile. */
+  | { counted: false, retryAfterMs: number }
 
 /**
- * An attempt is `begin`, then exactly one of `recordFailure`, `recordSuccess` or
- * `release`. Between them it holds a slot: attempts in flight count against the
- * limits, so guesses sent in parallel cannot outrun a lock (N failures allowed means
- * at most N guesses, however many arrive at once). A slot left open by a crashed
- * process frees itself after `inFlightTtlMs`.
+ * An attempt is `check` (before any hashing), then `recordFailure` or `recordSuccess`.
+ * Only failures count. Settling re-reads the lock: an attempt whose account was locked
+ * meanwhile, by failures recorded while it was being checked, is refused (429) whatever
+ * its password, so guesses sent in parallel learn nothing past the N-th failure, while
+ * any number of parallel correct logins succeed.
  */
 export interface LoginLimiter {
-  /** Before any hashing: may this attempt go ahead? If so it holds a slot. A refused attempt changes nothing. */
-  begin (accountKey: string, ip: string): Promise<LimitVerdict>
-  /** What `begin` would answer, without taking a slot (for inspection). */
+  /** Before any hashing: may this attempt go ahead? Reads only: a refused attempt extends nothing. */
   check (accountKey: string, ip: string): Promise<LimitVerdict>
-  /** Settles the attempt as a failure: counts it, and may start a lock. */
+  /** Counts a failure and may start a lock; refused (not counted) when the account is already locked. */
   recordFailure (accountKey: string, ip: string): Promise<FailureOutcome>
-  /** Settles the attempt as a success: the account's failures, lock level and lock are reset. */
-  recordSuccess (accountKey: string, ip?: string): Promise<void>
-  /** Settles the attempt without counting it: the password could not be checked (a backend failed). */
-  release (accountKey: string, ip: string): Promise<void>
+  /** Resets the account's failures and lock level; refused when a lock started meanwhile (which stays). */
+  recordSuccess (accountKey: string): Promise<LimitVerdict>
   close (): Promise<void>
 }
-
-/** How long an attempt may hold its slot before it is presumed lost. */
-export const IN_FLIGHT_TTL_MS = 30_000
-
-/** When in-flight attempts alone fill the limit: retry once they have settled. */
-export const BUSY_RETRY_MS = 1000
 
 /** How long an account's failure history (its lock level) is kept after its last failure. */
 export function accountStateTtlMs (limits: LoginLimits): number {

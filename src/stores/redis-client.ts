@@ -23,7 +23,10 @@ export function failFastRedisOptions (commandTimeoutMs: number): RedisOptions {
     maxRetriesPerRequest: 1,
     connectTimeout: Math.max(1000, commandTimeoutMs),
     retryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 2000),
-    lazyConnect: true
+    lazyConnect: true,
+    // A command that already failed (and answered 503) must not run later after a reconnect:
+    // a Logout reported as failed would end its token after all, a refresh would extend one.
+    autoResendUnfulfilledCommands: false
   }
 }
 

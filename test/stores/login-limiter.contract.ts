@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Test } from 'tap'
-import type { LimitVerdict, LoginLimiter, LoginLimits } from '../../src/stores/login-limiter.js'
+import type { FailureOutcome, LimitVerdict, LoginLimiter, LoginLimits } from '../../src/stores/login-limiter.js'
 
 export type MakeLoginLimiter = (t: Test, limits: LoginLimits) => Promise<LoginLimiter>
 
@@ -26,9 +26,14 @@ function refusal (t: Test, verdict: LimitVerdict, reason: Refusal['reason'], wha
   return verdict.retryAfterMs
 }
 
+/** The lock a failure started (0: none); -1 when it was not counted (the account was already locked). */
+function lockedMs (outcome: FailureOutcome): number {
+  return outcome.counted ? outcome.lockedForMs : -1
+}
+
 async function fail (limiter: LoginLimiter, account: string, ip: string, times: number): Promise<number[]> {
   const locks: number[] = []
-  for (let i = 0; i < times; i++) locks.push((await limiter.recordFailure(account, ip)).lockedForMs)
+  for (let i = 0; i < times; i++) locks.push(lockedMs(await limiter.recordFailure(account, ip)))
   return locks
 }
 
@@ -52,7 +57,7 @@ export function loginLimiterContract (t: Test, makeLimiter: MakeLoginLimiter): v
     t.same(await fail(limiter, 'victim', '192.0.2.3', 1), [0])
     t.same(await limiter.check('victim', '192.0.2.4'), { allowed: true }, 'after N-1 failures: still allowed')
     const started = performance.now()
-    t.same(await limiter.recordFailure('victim', '192.0.2.4'), { lockedForMs: limits.lockoutMs }, 'the N-th failure reports the lock it started')
+    t.same(await limiter.recordFailure('victim', '192.0.2.4'), { counted: true, lockedForMs: limits.lockoutMs }, 'the N-th failure reports the lock it started')
     const retryAfterMs = refusal(t, await limiter.check('victim', '192.0.2.99'), 'account-locked', 'after N failures, from any address')
     const elapsed = performance.now() - started
     t.ok(retryAfterMs <= limits.lockoutMs && retryAfterMs >= limits.lockoutMs - elapsed - SLACK_MS,
@@ -134,9 +139,9 @@ export function loginLimiterContract (t: Test, makeLimiter: MakeLoginLimiter): v
     const limits = limitsWith({ maxFailures: 100, maxFailuresPerIp: 5, ipWindowMs: 400 })
     const limiter = await makeLimiter(t, limits)
     const started = performance.now()
-    for (let i = 0; i < 4; i++) t.same(await limiter.recordFailure(`user${i}`, '198.51.100.7'), { lockedForMs: 0 })
+    for (let i = 0; i < 4; i++) t.same(await limiter.recordFailure(`user${i}`, '198.51.100.7'), { counted: true, lockedForMs: 0 })
     t.same(await limiter.check('user-next', '198.51.100.7'), { allowed: true }, 'N-1 failures from the address: allowed')
-    t.same(await limiter.recordFailure('user4', '198.51.100.7'), { lockedForMs: 0 }, 'the address limit locks no account')
+    t.same(await limiter.recordFailure('user4', '198.51.100.7'), { counted: true, lockedForMs: 0 }, 'the address limit locks no account')
     const retryAfterMs = refusal(t, await limiter.check('user-next', '198.51.100.7'), 'ip-limited', 'a fresh username from the address')
     t.ok(retryAfterMs > 0 && retryAfterMs <= limits.ipWindowMs, `retryAfterMs ${retryAfterMs} is within the window`)
     refusal(t, await limiter.check('user0', '198.51.100.7'), 'ip-limited', 'a username it failed before')
@@ -144,7 +149,7 @@ export function loginLimiterContract (t: Test, makeLimiter: MakeLoginLimiter): v
     t.same(await limiter.check('user0', '198.51.100.8'), { allowed: true }, 'and so is the account, from another address')
     await sleep(Math.max(0, limits.ipWindowMs - (performance.now() - started)) + 40)
     t.same(await limiter.check('user-next', '198.51.100.7'), { allowed: true }, 'the limit lifts when the window ends')
-    t.same(await limiter.recordFailure('user5', '198.51.100.7'), { lockedForMs: 0 })
+    t.same(await limiter.recordFailure('user5', '198.51.100.7'), { counted: true, lockedForMs: 0 })
     t.same(await limiter.check('user-next', '198.51.100.7'), { allowed: true }, 'a new window counts from zero')
   })
 
@@ -160,9 +165,9 @@ export function loginLimiterContract (t: Test, makeLimiter: MakeLoginLimiter): v
     const limiter = await makeLimiter(t, limits)
     const outcomes = await Promise.all(Array.from({ length: 50 }, async (_, i) =>
       await limiter.recordFailure('crowd', `203.0.113.${i}`)))
-    const locks = outcomes.filter(({ lockedForMs }) => lockedForMs > 0)
+    const locks = outcomes.filter((outcome) => lockedMs(outcome) > 0)
     t.equal(locks.length, 1, 'exactly one failure started a lock')
-    t.same(locks[0], { lockedForMs: limits.lockoutMs })
+    t.same(locks[0], { counted: true, lockedForMs: limits.lockoutMs })
     refusal(t, await limiter.check('crowd', '203.0.113.200'), 'account-locked', 'after 50 concurrent failures')
   })
 
@@ -174,34 +179,31 @@ export function loginLimiterContract (t: Test, makeLimiter: MakeLoginLimiter): v
     refusal(t, await limiter.check('next', '203.0.113.1'), 'ip-limited', '60 of 60')
   })
 
-  t.test('begin holds a slot: attempts in flight count, so parallel guesses cannot outrun the limit', async (t) => {
-    const limiter = await makeLimiter(t, limitsWith({ maxFailures: 3, maxFailuresPerIp: 5 }))
-    const verdicts = await Promise.all(Array.from({ length: 10 }, async () => await limiter.begin('erin', '192.0.2.80')))
-    t.equal(verdicts.filter((v) => v.allowed).length, 3, 'exactly maxFailures attempts may be in flight at once')
-    refusal(t, await limiter.begin('erin', '192.0.2.80'), 'account-locked', 'a fourth while three are in flight')
-    await limiter.release('erin', '192.0.2.80')
-    t.same(await limiter.begin('erin', '192.0.2.80'), { allowed: true }, 'a released slot is free again, and nothing was counted')
-    // Settle the three open slots: a success (resets the account), then failures.
-    await limiter.recordSuccess('erin', '192.0.2.80')
-    await limiter.recordFailure('erin', '192.0.2.80')
-    await limiter.recordFailure('erin', '192.0.2.80')
-    t.same(await limiter.check('erin', '192.0.2.80'), { allowed: true }, 'two failures, no slot held: allowed')
-    await limiter.recordFailure('erin', '192.0.2.80')
-    refusal(t, await limiter.check('erin', '192.0.2.80'), 'account-locked', 'the third failure started the lock')
-    // Per address: five slots across usernames, then the address is busy.
-    const spread = await Promise.all(Array.from({ length: 8 }, async (_, i) => await limiter.begin(`user${i}`, '192.0.2.81')))
-    t.equal(spread.filter((v) => v.allowed).length, 5, 'maxFailuresPerIp attempts in flight per address')
+  t.test('parallel guesses learn nothing past the N-th failure: later ones are refused, not counted', async (t) => {
+    const limiter = await makeLimiter(t, limitsWith({ maxFailures: 3, lockoutMs: 5000, maxLockoutMs: 10_000 }))
+    // Ten guesses all passed check before any failure was recorded, then settle at once.
+    const outcomes = await Promise.all(Array.from({ length: 10 }, async () => await limiter.recordFailure('erin', '192.0.2.80')))
+    t.equal(outcomes.filter((o) => o.counted).length, 3, 'exactly maxFailures failures were counted (and answered)')
+    t.equal(outcomes.filter((o) => lockedMs(o) > 0).length, 1, 'the third started the lock')
+    t.ok(outcomes.filter((o) => !o.counted).every((o) => !o.counted && o.retryAfterMs > 4000), 'the rest: refused with the lock\'s time')
+    const lockLeft = refusal(t, await limiter.check('erin', '192.0.2.80'), 'account-locked', 'locked')
+    t.ok(lockLeft <= 5000, 'refused failures did not extend the lock')
   })
 
-  t.test('a success ends a lock that started meanwhile (both implementations agree)', async (t) => {
+  t.test('a success settling after a lock started meanwhile is refused, and the lock stays', async (t) => {
     const limiter = await makeLimiter(t, limitsWith({ maxFailures: 2 }))
-    t.same(await limiter.begin('fay', '192.0.2.90'), { allowed: true })
-    t.same(await limiter.begin('fay', '192.0.2.90'), { allowed: true })
-    await limiter.recordFailure('fay', '192.0.2.90')
-    await limiter.recordFailure('fay', '192.0.2.90')
-    refusal(t, await limiter.check('fay', '192.0.2.90'), 'account-locked', 'locked')
-    await limiter.recordSuccess('fay', '192.0.2.90')
-    t.same(await limiter.check('fay', '192.0.2.90'), { allowed: true }, 'the success reset the lock too')
+    t.same(await limiter.check('fay', '192.0.2.90'), { allowed: true }, 'the right guess passes check...')
+    await limiter.recordFailure('fay', '192.0.2.91')
+    await limiter.recordFailure('fay', '192.0.2.92')
+    refusal(t, await limiter.recordSuccess('fay'), 'account-locked', '...but settles after two wrong ones locked the account')
+    refusal(t, await limiter.check('fay', '192.0.2.90'), 'account-locked', 'still locked')
+  })
+
+  t.test('any number of parallel successes: only failures count', async (t) => {
+    const limiter = await makeLimiter(t, limitsWith({ maxFailures: 2 }))
+    const verdicts = await Promise.all(Array.from({ length: 50 }, async () => await limiter.recordSuccess('gil')))
+    t.ok(verdicts.every((v) => v.allowed), '50 successes at once are all allowed')
+    t.same(await limiter.check('gil', '192.0.2.93'), { allowed: true })
   })
 
   t.test('usernames and addresses shaped like patterns, key syntax or line breaks are only data', async (t) => {
@@ -210,7 +212,7 @@ export function loginLimiterContract (t: Test, makeLimiter: MakeLoginLimiter): v
     const odd = ['*', '{x}', 'a:b', 'line\r\nbreak', '?', '[ab]', long, 'ünïcødé 😀']
     for (const [i, name] of odd.entries()) {
       // One failure from each of two addresses, so no address reaches its limit here.
-      const locks = [(await limiter.recordFailure(name, `10.0.${i}.1`)).lockedForMs, (await limiter.recordFailure(name, `10.0.${i}.2`)).lockedForMs]
+      const locks = [lockedMs(await limiter.recordFailure(name, `10.0.${i}.1`)), lockedMs(await limiter.recordFailure(name, `10.0.${i}.2`))]
       t.same(locks, [0, 200], `${JSON.stringify(name.slice(0, 20))} locks on its own`)
       refusal(t, await limiter.check(name, '10.9.9.9'), 'account-locked', JSON.stringify(name.slice(0, 20)))
     }
