@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
+import nodeArgon2 from 'argon2'
 import { Redis } from 'ioredis'
 import { loadConfig } from '../src/config.js'
 import { createPasswordHasher } from '../src/lib/passwords.js'
@@ -116,7 +117,10 @@ async function main (): Promise<void> {
     const config = loadConfig({ ...process.env, ...serviceEnv })
     const hasher = createPasswordHasher(config.argon2, config.hashing)
     const passwordHash = await hasher.hash(PASSWORD)
-    await seedAccounts(database.url, ACCOUNTS, passwordHash)
+    // Every other account keeps a hash as node-argon2 0.45 stored it before any canonical
+    // ordering (`m=..,p=..,t=..`): Logins then prove that such hashes keep working.
+    const legacyHash = await nodeArgon2.hash(PASSWORD, { type: nodeArgon2.argon2id, ...config.argon2, hashLength: 32 })
+    await seedAccounts(database.url, ACCOUNTS, [passwordHash, legacyHash])
     log(`database ${database.url.replace(/\/\/[^@]*@/, '//')}: migrated, ${ACCOUNTS} accounts; argon2id ${JSON.stringify(config.argon2)}, hash concurrency ${config.hashing.concurrency}`)
 
     const profiled = (name: string): string[] => args.profile?.split(',').includes(name) === true

@@ -43,16 +43,17 @@ export async function migrateWithCli (root: string, databaseUrl: string): Promis
 }
 
 /**
- * `count` accounts named like people (accountName). They share one password and one
- * hash made by the service's own hasher: making a distinct hash for each would take
- * minutes and measure nothing more, since every Login verifies one hash either way.
+ * `count` accounts named like people (accountName), sharing one password. Their hashes take
+ * turns from `passwordHashes` (made once each: a distinct hash per account would take minutes
+ * and measure nothing more, since every Login verifies one hash either way).
  */
-export async function seedAccounts (databaseUrl: string, count: number, passwordHash: string): Promise<void> {
+export async function seedAccounts (databaseUrl: string, count: number, passwordHashes: readonly string[]): Promise<void> {
   const client = new pg.Client({ connectionString: databaseUrl })
   await client.connect()
   try {
     const names = Array.from({ length: count }, (_, index) => accountName(index))
-    await client.query('INSERT INTO users (username, password_hash) SELECT name, $2 FROM unnest($1::text[]) AS name', [names, passwordHash])
+    const hashes = names.map((_, index) => passwordHashes[index % passwordHashes.length] ?? '')
+    await client.query('INSERT INTO users (username, password_hash) SELECT * FROM unnest($1::text[], $2::text[])', [names, hashes])
     await client.query('ANALYZE users')
   } finally {
     await client.end()

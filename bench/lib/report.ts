@@ -102,6 +102,10 @@ export function checkTargets (rows: Row[], memory: MemoryFigure | undefined): Ta
       return
     }
     const values = present.map((row) => ({ id: row.id, value: value(row) ?? Number.NaN }))
+    if (values.every((entry) => Number.isNaN(entry.value))) {
+      checks.push({ target, pass: undefined, detail: 'its baseline was not measured in this run', scenarios: ids, threshold, onRatio })
+      return
+    }
     const good = (v: number): boolean => Number.isFinite(v) && (atLeast ? v >= threshold : v <= threshold)
     const score = (v: number): number => Number.isFinite(v) ? (atLeast ? v : -v) : -Infinity
     const worst = values.reduce((a, b) => score(b.value) < score(a.value) ? b : a)
@@ -222,7 +226,7 @@ export function renderSvg (report: BenchReport): string {
     if (check.threshold === undefined || check.onRatio !== true) continue
     for (const id of check.scenarios) thresholds.set(id, { value: check.threshold, pass: check.pass })
   }
-  const labelWidth = 430
+  const labelWidth = 260
   const barWidth = 420
   const rowHeight = 24
   const top = 54
@@ -242,7 +246,7 @@ export function renderSvg (report: BenchReport): string {
     const target = thresholds.get(row.id)
     const color = target === undefined ? '#8a9bb0' : ratio >= target.value ? '#3b9c5a' : '#c94a3f'
     parts.push(
-      `<text x="${labelWidth - 8}" y="${y + 15}" text-anchor="end">${escapeXml(`${row.title} ÷ ${row.baseline ?? ''}`)}</text>`,
+      `<text x="${labelWidth - 8}" y="${y + 15}" text-anchor="end">${escapeXml(`${row.id} ÷ ${row.baseline ?? ''}`)}</text>`,
       `<rect x="${labelWidth}" y="${y + 4}" width="${Math.max(1, x(ratio) - labelWidth).toFixed(1)}" height="${rowHeight - 8}" fill="${color}"/>`,
       `<text x="${(x(ratio) + 4).toFixed(1)}" y="${y + 15}">${ratio.toFixed(2)}</text>`
     )
