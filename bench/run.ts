@@ -20,7 +20,7 @@ import { checkTargets, compareBindings, renderMarkdown, renderSvg, renderText, s
 import { defineScenarios, type Binding, type Scenario, type ServerName } from './scenarios.js'
 
 /*
- * npm run bench [-- --duration 3 --warmup 1 --runs 3 --connections 50 --tokens 100000 --only a,b --profile service]
+ * npm run bench [-- --duration 3 --warmup 1 --runs 3 --connections 50 --tokens 100000 --only a,b --profile service --root DIR]
  * npm run bench:smoke   (on the dist/ there is: 1 s runs, no warm-up, one round, 10,000 tokens, results in a
  *                        temporary directory; CI runs it after npm test has built dist/)
  *
@@ -52,6 +52,7 @@ const { values: args } = parseArgs({
     out: { type: 'string' },
     only: { type: 'string' },
     profile: { type: 'string' },
+    root: { type: 'string' },
     smoke: { type: 'boolean', default: false }
   }
 })
@@ -63,7 +64,8 @@ const numberArg = (value: string | undefined, fallback: number, allowZero = fals
   if (!Number.isFinite(parsed) || parsed < 0 || (parsed === 0 && !allowZero)) throw new Error(`not a positive number: ${value}`)
   return parsed
 }
-const ROOT = packageRoot()
+// Another checkout's dist/ may be measured with this bench (--root DIR), to compare two builds.
+const ROOT = args.root ?? packageRoot()
 const settings: LoadSettings & { runs: number, warmupSeconds: number } = {
   connections: numberArg(args.connections, 50),
   pipelining: 1,
