@@ -1,4 +1,3 @@
-import fastifyCookie from '@fastify/cookie'
 import fastifyFormbody from '@fastify/formbody'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { LogController, type FastifyError, type FastifyRequest, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify'
@@ -7,6 +6,7 @@ import { createAccountAdmin, type AccountAdmin } from './accounts.js'
 import { createAuthService, type AuthService } from './auth.js'
 import { openBackends, type Backends } from './backends.js'
 import type { Config } from './config.js'
+import { createBatchedDestination } from './lib/log-destination.js'
 import { MalformedFormError, parseFormEncoded, type FormParams } from './lib/form-encoding.js'
 import { redactUrl } from './lib/redact.js'
 import { badRequest, internalError, notFound, StatusError, statusErrorForHttp } from './lib/status.js'
@@ -68,14 +68,14 @@ class OneLinePerRequest extends LogController {
 
 /**
  * pino-pretty at a developer's terminal (NODE_ENV unset or development), when it is
- * installed (a dev dependency); JSON lines everywhere else.
+ * installed (a dev dependency); undefined everywhere else.
  */
-function prettyInDevelopment (config: Config): { transport?: { target: string, options: Record<string, unknown> } } {
-  if (config.nodeEnv !== 'development' || process.stdout.isTTY !== true) return {}
+function prettyInDevelopment (config: Config): { transport: { target: string, options: Record<string, unknown> } } | undefined {
+  if (config.nodeEnv !== 'development' || process.stdout.isTTY !== true) return undefined
   try {
     return { transport: { target: fileURLToPath(import.meta.resolve('pino-pretty')), options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } }
   } catch {
-    return {}
+    return undefined
   }
 }
 
@@ -150,7 +150,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
       serializers: {
         req: (request: FastifyRequest) => ({ method: request.method, url: redactUrl(request.url, request.routeOptions?.url), remoteAddress: request.ip })
       },
-      ...(options.logStream === undefined ? prettyInDevelopment(config) : { stream: options.logStream })
+      ...(options.logStream === undefined ? prettyInDevelopment(config) ?? { stream: createBatchedDestination() } : { stream: options.logStream })
     },
     logController: new OneLinePerRequest(),
     genReqId: requestId,
@@ -218,8 +218,9 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   })
 
   // Runs before validation: a POST with no body validates as an empty parameter object.
+  // (GET requests never have one, so Authenticate's hot GET path skips the hook.)
   app.addHook('preValidation', (request, _reply, done) => {
-    if (request.body === undefined) request.body = EMPTY_BODY
+    if (request.body === undefined && request.method !== 'GET') request.body = EMPTY_BODY
     done()
   })
 
@@ -234,7 +235,6 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
 
   // Bodies are form-encoded or JSON; Fastify's own text/plain parser would let a third kind in (415 instead).
   app.removeContentTypeParser('text/plain')
-  await app.register(fastifyCookie)
   await app.register(fastifyFormbody, {
     bodyLimit: config.bodyLimitBytes,
     parser: parseFormEncoded
@@ -262,7 +262,7 @@ export function registerMetricsRoute (app: FastifyInstance, metrics: Metrics): v
     logLevel: 'silent',
     schema: { tags: ['operations'], summary: 'Prometheus metrics (text exposition format)' }
   }, async (_request, reply) => {
-    return await reply.type(metrics.registry.contentType).send(await metrics.registry.metrics())
+    return await reply.type(metrics.registry.contentType).send(await metrics.exposition())
   })
   refuseOtherMethods(app, '/metrics', ['GET'])
 }
