@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { createRequestMetrics } from './lib/request-metrics.js'
 import type { PasswordHasher } from './lib/passwords.js'
 import type { AuditEvent, AuditLog } from './stores/audit-log.js'
 
@@ -9,6 +10,8 @@ import type { AuditEvent, AuditLog } from './stores/audit-log.js'
  */
 export interface Metrics {
   readonly registry: Registry
+  /** Everything, in Prometheus' text format (the registry's metrics and the request metrics). */
+  exposition (): Promise<string>
   observeRequest (route: string, method: string, status: number, seconds: number): void
   backendError (backend: 'redis' | 'postgres'): void
   /** The audit log, counted on the way through: login outcomes and token counts come from its events. */
@@ -21,14 +24,12 @@ export function createMetrics (sources: { hashQueueDepth: () => number, auditDro
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
 
-  const requests = new Counter({ name: 'http_requests_total', help: 'HTTP requests by route, method and status', labelNames: ['route', 'method', 'status'] as const, registers: [registry] })
-  const latency = new Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'HTTP request latency by route, method and status',
-    labelNames: ['route', 'method', 'status'] as const,
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers: [registry]
-  })
+  const requests = createRequestMetrics({
+    counter: 'http_requests_total',
+    counterHelp: 'HTTP requests by route, method and status',
+    histogram: 'http_request_duration_seconds',
+    histogramHelp: 'HTTP request latency by route, method and status'
+  }, [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
   const logins = new Counter({ name: 'auth_logins_total', help: 'Login attempts by outcome (success, failed, locked, rate_limited)', labelNames: ['outcome'] as const, registers: [registry] })
   const issued = new Counter({ name: 'auth_tokens_issued_total', help: 'Tokens issued (refreshes not included)', registers: [registry] })
   const refreshed = new Counter({ name: 'auth_tokens_refreshed_total', help: 'Tokens whose lifetime a Login reset', registers: [registry] })
@@ -71,25 +72,11 @@ export function createMetrics (sources: { hashQueueDepth: () => number, auditDro
     }
   }
 
-  // Label children looked up once per route, method and status: no label hashing per request.
-  const children = new Map<string, { count: { inc: () => void }, time: { observe: (value: number) => void } }>()
-  const childrenFor = (route: string, method: string, status: number) => {
-    const key = `${route} ${method} ${status}`
-    let child = children.get(key)
-    if (child === undefined) {
-      const labels = { route, method, status: String(status) }
-      child = { count: requests.labels(labels), time: latency.labels(labels) }
-      children.set(key, child)
-    }
-    return child
-  }
-
   return {
     registry,
-    observeRequest (route, method, status, seconds) {
-      const child = childrenFor(route, method, status)
-      child.count.inc()
-      child.time.observe(seconds)
+    observeRequest: requests.observe,
+    async exposition () {
+      return `${await registry.metrics()}\n${requests.exposition()}`
     },
     backendError (backend) {
       backendErrors.inc({ backend })
