@@ -16,17 +16,23 @@ export class MalformedFormError extends Error {
 
 export function parseFormEncoded (text: string): FormParams {
   const params: FormParams = Object.create(null) as FormParams
-  if (text.length === 0) return params
-  for (const piece of text.split('&')) {
-    if (piece.length === 0) continue
-    const eq = piece.indexOf('=')
-    const key = decode(eq < 0 ? piece : piece.slice(0, eq))
-    const value = eq < 0 ? '' : decode(piece.slice(eq + 1))
-    if (key === '__proto__') throw new MalformedFormError()
-    const seen = params[key]
-    if (seen === undefined) params[key] = value
-    else if (typeof seen === 'string') params[key] = [seen, value]
-    else seen.push(value)
+  // Pieces found with indexOf rather than split: no array per call (a form body is parsed per request).
+  let start = 0
+  while (start <= text.length) {
+    let end = text.indexOf('&', start)
+    if (end < 0) end = text.length
+    if (end > start) {
+      const eq = text.indexOf('=', start)
+      const hasValue = eq >= 0 && eq < end
+      const key = decode(text.slice(start, hasValue ? eq : end))
+      const value = hasValue ? decode(text.slice(eq + 1, end)) : ''
+      if (key === '__proto__') throw new MalformedFormError()
+      const seen = params[key]
+      if (seen === undefined) params[key] = value
+      else if (typeof seen === 'string') params[key] = [seen, value]
+      else seen.push(value)
+    }
+    start = end + 1
   }
   return params
 }

@@ -1,10 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AuthService } from '../auth.js'
+import type { TokenRecord } from '../stores/token-store.js'
 import { badRequest, StatusError, SUCCESS, type StatusBody } from '../lib/status.js'
 import { formatExpirationDate } from '../lib/time.js'
 import { AuthenticateParamsSchema, AuthenticateSuccessSchema, errorResponses, PADDING_PARAMETER_NAMES, TokenPathSchema, type AuthenticateParams } from '../schemas.js'
-import { EMPTY_BODY, refuseOtherMethods, TOKEN_COOKIE } from './http.js'
+import { EMPTY_BODY, refuseOtherMethods, tokenCookie } from './http.js'
 
 export interface AuthenticateRoutesOptions {
   auth: AuthService
@@ -31,6 +32,11 @@ function paddingFunction (params: AuthenticateParams): string | undefined {
   return name
 }
 
+function isEmpty (params: AuthenticateParams): boolean {
+  for (const _key in params) return false
+  return true
+}
+
 /** `function <name>() {return <status-message object>;}` (spec §4.2), always HTTP 200 so a script tag runs it. */
 function sendPadded (reply: FastifyReply, name: string, body: StatusBody) {
   return reply
@@ -51,42 +57,43 @@ export const authenticateRoutes: FastifyPluginAsyncTypebox<AuthenticateRoutesOpt
       '`function <name>() {return <status object>;}` as application/javascript, always HTTP 200. Never extends a token.'
   }
 
-  async function answer (request: FastifyRequest, reply: FastifyReply, params: AuthenticateParams, pathToken: string | undefined) {
+  const success = (record: TokenRecord) => ({
+    status: 0 as const,
+    message: 'Success' as const,
+    expiration_date: formatExpirationDate(record.expiresAt),
+    account_id: record.accountId,
+    username: record.username,
+    federated: record.federated
+  })
+
+  // Not async: the hot path returns the store's promise chained once, no frame awaiting it.
+  function answer (request: FastifyRequest, reply: FastifyReply, params: AuthenticateParams, pathToken: string | undefined) {
     const padding = paddingFunction(params)
     // Path segment, then `token` parameter, then the cookie (contract).
-    const token = pathToken ?? params.token ?? request.cookies[TOKEN_COOKIE]
-    if (padding === undefined) {
-      const record = await auth.authenticate(token)
-      return {
-        status: 0 as const,
-        message: 'Success' as const,
-        expiration_date: formatExpirationDate(record.expiresAt),
-        account_id: record.accountId,
-        username: record.username,
-        federated: record.federated
-      }
-    }
-    try {
-      await auth.authenticate(token)
-      return sendPadded(reply, padding, SUCCESS)
-    } catch (error) {
-      if (error instanceof StatusError) return sendPadded(reply, padding, error.toBody())
-      throw error
-    }
+    const token = pathToken ?? params.token ?? tokenCookie(request)
+    if (padding === undefined) return auth.authenticate(token).then(success)
+    // Sent here, so the promise settles with nothing for Fastify to send.
+    return auth.authenticate(token).then(
+      () => { sendPadded(reply, padding, SUCCESS) },
+      (error: unknown) => {
+        if (!(error instanceof StatusError)) throw error
+        sendPadded(reply, padding, error.toBody())
+      })
   }
 
   // Key-value parameters come from the query or, for POST, a form or JSON body; a body value wins.
+  // (Usually one side is empty: no copy then.)
   const merged = (query: AuthenticateParams, body: AuthenticateParams): AuthenticateParams =>
-    body === EMPTY_BODY ? query : { ...query, ...body }
+    body === EMPTY_BODY || isEmpty(body) ? query : isEmpty(query) ? body : { ...query, ...body }
 
   app.get('/auth/Authenticate', { schema: { ...docs, querystring: AuthenticateParamsSchema, response } },
-    async (request, reply) => await answer(request, reply, request.query, undefined))
+    (request, reply) => answer(request, reply, request.query, undefined))
   app.get('/auth/Authenticate/:token', { schema: { ...docs, params: TokenPathSchema, querystring: AuthenticateParamsSchema, response } },
-    async (request, reply) => await answer(request, reply, request.query, request.params.token))
+    (request, reply) => answer(request, reply, request.query, request.params.token))
   app.post('/auth/Authenticate', { schema: { ...docs, querystring: AuthenticateParamsSchema, body: AuthenticateParamsSchema, response } },
-    async (request, reply) => await answer(request, reply, merged(request.query, request.body), undefined))
+    (request, reply) => answer(request, reply, merged(request.query, request.body), undefined))
   app.post('/auth/Authenticate/:token', { schema: { ...docs, params: TokenPathSchema, querystring: AuthenticateParamsSchema, body: AuthenticateParamsSchema, response } },
-    async (request, reply) => await answer(request, reply, merged(request.query, request.body), request.params.token))
+    (request, reply) => answer(request, reply, merged(request.query, request.body), request.params.token))
   refuseOtherMethods(app, '/auth/Authenticate', ['GET', 'POST'])
   refuseOtherMethods(app, '/auth/Authenticate/:token', ['GET', 'POST'])
 }

@@ -1,3 +1,4 @@
+import fastifyCookie from '@fastify/cookie'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AuthService } from '../auth.js'
@@ -14,6 +15,8 @@ export interface LoginRoutesOptions {
 
 /** POST /auth/Login: username and password from the query, a form or JSON body, or (legacy) the path. */
 export const loginRoutes: FastifyPluginAsyncTypebox<LoginRoutesOptions> = async (app, { auth, config }) => {
+  // The cookie plugin's hooks run only in this scope: the routes that set or clear the cookie.
+  await app.register(fastifyCookie)
   const cookie = tokenCookieOptions(config)
   const response = { 200: LoginSuccessSchema, ...errorResponses }
 

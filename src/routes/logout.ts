@@ -1,3 +1,4 @@
+import fastifyCookie from '@fastify/cookie'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AuthService } from '../auth.js'
@@ -13,6 +14,8 @@ export interface LogoutRoutesOptions {
 
 /** POST /auth/Logout[/{token}]: ends an active token at once. */
 export const logoutRoutes: FastifyPluginAsyncTypebox<LogoutRoutesOptions> = async (app, { auth, config }) => {
+  // The cookie plugin's hooks run only in this scope: the routes that set or clear the cookie.
+  await app.register(fastifyCookie)
   const cookie = tokenCookieOptions(config)
   const response = { 200: StatusMessageSchema, ...errorResponses }
   const docs = {

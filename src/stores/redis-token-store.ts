@@ -252,7 +252,8 @@ function createFinder (redis: RedisClient, tokenPrefix: string, onCommandError?:
       }
     })
   }
-  return async (tokenHash) => await new Promise((resolve, reject) => {
+  // Not an async function: the promise made here is the one the caller awaits (one fewer per find).
+  return (tokenHash) => new Promise((resolve, reject) => {
     if (pending.length === 0) setImmediate(flush)
     pending.push({ key: tokenPrefix + tokenHash, resolve, reject })
     if (pending.length === MAX_FIND_BATCH) flush()
