@@ -185,6 +185,11 @@ const redisUrl = (env: Env): string | undefined => url(env, 'REDIS_URL', ['redis
 
 const DAY = 24 * 60 * 60
 
+/** argon2id operations at once by default: one per core but one, at least one, at most three. */
+export function defaultHashConcurrency (cores: number): number {
+  return Math.max(1, Math.min(cores - 1, 3))
+}
+
 export function loadConfig (env: Env = process.env, overrides: Partial<Config> = {}): Config {
   const nodeEnv = present(env, 'NODE_ENV') ?? 'development'
   const bootstrapUsername = present(env, 'AUTH_BOOTSTRAP_USERNAME')
@@ -237,8 +242,9 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
       parallelism: integer(env, 'AUTH_ARGON2_PARALLELISM', 1, 1, 16)
     },
     hashing: {
-      // One hash per core, and never all four of libuv's default threads.
-      concurrency: integer(env, 'AUTH_HASH_CONCURRENCY', Math.max(1, Math.min(availableParallelism(), 3)), 1, 64),
+      // One core left to the event loop (Authenticate's), and never all four of libuv's default
+      // threads: with every core hashing, a login storm tripled Authenticate's p99 (bench/README.md).
+      concurrency: integer(env, 'AUTH_HASH_CONCURRENCY', defaultHashConcurrency(availableParallelism()), 1, 64),
       maxQueued: integer(env, 'AUTH_HASH_QUEUE_MAX', 64, 0, 100_000)
     },
     auditBufferSize: integer(env, 'AUTH_AUDIT_BUFFER', 10_000, 1, 1_000_000),

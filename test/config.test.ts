@@ -1,5 +1,6 @@
 import t from 'tap'
-import { ConfigError, loadConfig } from '../src/config.js'
+import { availableParallelism } from 'node:os'
+import { ConfigError, defaultHashConcurrency, loadConfig } from '../src/config.js'
 
 t.test('defaults follow the contract', async (t) => {
   const config = loadConfig({})
@@ -137,4 +138,10 @@ t.test('the Postgres pool and the shutdown timings', async (t) => {
   let caught: unknown
   try { loadConfig({ SHUTDOWN_DELAY_MS: '10000', SHUTDOWN_TIMEOUT_MS: '5000' }) } catch (error) { caught = error }
   t.match(caught, { variable: 'SHUTDOWN_DELAY_MS' }, 'a drain delay as long as the whole shutdown is refused')
+})
+
+t.test('hash concurrency: a core left to the event loop by default', async (t) => {
+  t.same([1, 2, 3, 4, 8, 64].map(defaultHashConcurrency), [1, 1, 2, 3, 3, 3], 'cores 1, 2, 3, 4, 8, 64')
+  t.equal(loadConfig({}).hashing.concurrency, defaultHashConcurrency(availableParallelism()), 'what the service uses')
+  t.equal(loadConfig({ AUTH_HASH_CONCURRENCY: '2' }).hashing.concurrency, 2, 'configurable')
 })
