@@ -15,7 +15,7 @@ RUN npm run build
 # --- runtime: production dependencies only, the compiled code and the SQL migrations
 FROM node:${NODE_VERSION}-bookworm-slim AS runtime
 WORKDIR /app
-# argon2 ships prebuilt binaries in its npm package: no compiler is needed here.
+# @node-rs/argon2 ships prebuilt binaries (per platform, as optional dependencies): no compiler is needed here.
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist

@@ -100,6 +100,16 @@ t.test('argon2id policy', async (t) => {
     assertSuccess(t, await login(testApp.app, 'legacy-hash', 'upgrade me'), 'login with the new hash')
     t.equal(await storedHash(testApp, 'legacy-hash'), upgraded, 'a hash at the policy is left alone')
   })
+
+  t.test('a hash node-argon2 wrote at the policy (parameters in m,p,t order) logs in, and stays as it is', async (t) => {
+    const testApp = await buildTestApp(t, 'real')
+    const written = await argon2.hash('kept as is', { type: argon2.argon2id, memoryCost: 19456, timeCost: 2, parallelism: 1, hashLength: 32 })
+    t.match(written, /^\$argon2id\$v=19\$m=19456,p=1,t=2\$/, 'node-argon2 0.45 orders the parameters m,p,t')
+    await testApp.app.backends.users.create({ username: 'node-argon2-hash', passwordHash: written, federated: false })
+    assertFailed(t, await login(testApp.app, 'node-argon2-hash', 'not it'), 'the wrong password')
+    assertSuccess(t, await login(testApp.app, 'node-argon2-hash', 'kept as is'), 'the right password, verified by @node-rs/argon2')
+    t.equal(await storedHash(testApp, 'node-argon2-hash'), written, 'at the policy already: not rehashed')
+  })
 })
 
 t.test('passwords are checked exactly as sent, after NFC', async (t) => {
