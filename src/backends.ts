@@ -127,11 +127,12 @@ export async function openBackends (config: Config, log: Log, hook?: BackendErro
 export function assembleBackends (config: Config, parts: { database: Database, tokens: TokenStore | RedisTokenStore, audit?: AuditLog, hook?: BackendErrorHook }): Backends {
   const { database, tokens, hook } = parts
   const audit = parts.audit ?? createSqlAuditLog(database)
+  const hasher = createPasswordHasher(config.argon2, config.hashing)
   return {
     database,
     users: createSqlUserStore(database, () => { hook?.('postgres') }),
     tokens,
-    hasher: createPasswordHasher(config.argon2, config.hashing),
+    hasher,
     limiter: openLoginLimiter(config, tokens),
     audit,
     directory: config.ldap === undefined ? undefined : createLdapDirectory(config.ldap),
@@ -148,7 +149,7 @@ export function assembleBackends (config: Config, parts: { database: Database, t
     },
     async close () {
       await audit.close().catch(() => {})
-      await Promise.allSettled([tokens.close(), database.close()])
+      await Promise.allSettled([tokens.close(), database.close(), hasher.close()])
     }
   }
 }

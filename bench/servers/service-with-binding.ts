@@ -55,7 +55,8 @@ const hasher: PasswordHasher = {
     await verify(await dummy, password)
   },
   needsRehash: (hash) => own.needsRehash(hash),
-  queueDepth: () => queue.depth()
+  queueDepth: () => queue.depth(),
+  close: async () => { await own.close() }
 }
 
 const silent = { info: () => {}, warn: () => {}, error: () => {} }

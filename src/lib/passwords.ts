@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
-import { hash as argon2Hash, parseOptions, verify as argon2Verify, type Algorithm, type Version } from '@node-rs/argon2'
+import { parseOptions, type Algorithm, type Version } from '@node-rs/argon2'
 import { createBoundedQueue, type BoundedQueue } from './bounded-queue.js'
+import { createHashWorkers } from './hash-workers.js'
 
 export interface Argon2Policy {
   /** KiB of memory; OWASP's minimum for argon2id is 19456 with t=2, p=1. */
@@ -20,10 +21,12 @@ export interface PasswordHasher {
   needsRehash (hash: string): boolean
   /** Hashes running or waiting (a gauge for operators). */
   queueDepth (): number
+  /** Stops the hashing threads (operations still running fail). */
+  close (): Promise<void>
 }
 
 export interface HashingLimits {
-  /** Hashes at once; keep it below libuv's thread pool (4 by default) so other work keeps a thread. */
+  /** Hashes at once: the number of hashing threads. */
   concurrency: number
   /** Hashes allowed to wait; beyond that a login is refused with 503 and Retry-After. */
   maxQueued: number
@@ -48,18 +51,20 @@ const VERSION_0X13 = 1 as Version
 
 /**
  * argon2id on @node-rs/argon2 (the RustCrypto implementation): at the same parameters and
- * PHC strings as node-argon2 it verified 1.7-1.8 times faster here, raw and on the service's
- * own Login route (bench/README.md). Both run on libuv's thread pool, through the same queue.
+ * PHC strings as node-argon2 it verified 1.7-2.1 times as fast here, raw and on the service's
+ * own Login route (bench/README.md). It runs on `limits.concurrency` threads of the lowest
+ * CPU priority (hash-workers.ts), behind a bounded queue.
  */
 export function createPasswordHasher (policy: Argon2Policy = OWASP_MINIMUM_POLICY, limits: HashingLimits = DEFAULT_HASHING_LIMITS): PasswordHasher {
   const options = { algorithm: ARGON2ID, version: VERSION_0X13, ...policy, outputLen: 32 }
   const queue: BoundedQueue = createBoundedQueue(limits.concurrency, limits.maxQueued)
+  const workers = createHashWorkers(limits.concurrency)
   let dummyHash: Promise<string> | undefined
 
   async function verify (hash: string, password: string): Promise<boolean> {
     return await queue.run(async () => {
       try {
-        return await argon2Verify(hash, password)
+        return await workers.verify(hash, password)
       } catch {
         // A malformed stored hash must never let anyone in.
         return false
@@ -68,14 +73,15 @@ export function createPasswordHasher (policy: Argon2Policy = OWASP_MINIMUM_POLIC
   }
 
   return {
-    hash: async (password) => await queue.run(async () => canonicalPhc(await argon2Hash(password, options))),
+    hash: async (password) => await queue.run(async () => canonicalPhc(await workers.hash(password, options))),
     verify,
     async verifyDummy (password) {
       // Made outside the queue, once; each use is a real verify through the queue like any other.
-      dummyHash ??= argon2Hash(randomBytes(32).toString('base64url'), options)
+      dummyHash ??= queue.run(async () => await workers.hash(randomBytes(32).toString('base64url'), options))
       await verify(await dummyHash, password)
     },
     queueDepth: () => queue.depth(),
+    close: async () => { await workers.close() },
     needsRehash: (hash) => {
       try {
         // As node-argon2's needsRehash: another version or other m, t or p than the policy's.
