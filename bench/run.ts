@@ -20,7 +20,7 @@ import { checkTargets, compareBindings, renderMarkdown, renderSvg, renderText, s
 import { defineScenarios, type Binding, type Scenario, type ServerName } from './scenarios.js'
 
 /*
- * npm run bench [-- --duration 3 --warmup 1 --runs 3 --connections 50 --tokens 100000 --only a,b --profile service --root DIR]
+ * npm run bench [-- --duration 2 --warmup 1 --runs 3 --connections 50 --tokens 100000 --only a,b --profile service --root DIR]
  * npm run bench:smoke   (on the dist/ there is: 1 s runs, no warm-up, one round, 10,000 tokens, results in a
  *                        temporary directory; CI runs it after npm test has built dist/)
  *
@@ -69,7 +69,7 @@ const ROOT = args.root ?? packageRoot()
 const settings: LoadSettings & { runs: number, warmupSeconds: number } = {
   connections: numberArg(args.connections, 50),
   pipelining: 1,
-  durationSeconds: numberArg(args.duration, smoke ? 1 : 3),
+  durationSeconds: numberArg(args.duration, smoke ? 1 : 2),
   timeoutSeconds: 10,
   runs: Math.round(numberArg(args.runs, smoke ? 1 : 3)),
   warmupSeconds: numberArg(args.warmup, smoke ? 0 : 1, true)
@@ -156,7 +156,7 @@ async function main (): Promise<void> {
     ])
     const { token: jwtToken } = await (await fetch(`${jwt.origin}/token`)).json() as { token: string }
 
-    const scenarios = defineScenarios({
+    const allScenarios = defineScenarios({
       origins: { service: service.origin, bare: bare.origin, oneGet: oneGet.origin, jwt: jwt.origin, argon2: argon2.origin, argon2NodeRs: argon2NodeRs.origin, ordersDirect: ordersDirect.origin, ordersCached: ordersCached.origin, serviceOtherBinding: serviceOtherBinding.origin },
       serviceBinding: SERVICE_BINDING,
       token,
@@ -164,7 +164,14 @@ async function main (): Promise<void> {
       jwtToken,
       password: PASSWORD,
       accounts: ACCOUNTS
-    }).filter((scenario) => only === undefined || only.has(scenario.id) || (scenario.background !== undefined && only.has(scenario.background.id)))
+    })
+    const scenarios = allScenarios.filter((scenario) => only === undefined || only.has(scenario.id) || (scenario.background !== undefined && only.has(scenario.background.id)))
+    // A paired scenario runs only beside a selected one whose ratio it serves.
+    const selectedIds = new Set(scenarios.map((scenario) => scenario.id))
+    const partnersOf = (scenario: Scenario): Scenario[] => (scenario.paired ?? []).flatMap((id) => {
+      const partner = allScenarios.find((candidate) => candidate.id === id)
+      return partner !== undefined && selectedIds.has(id) ? [partner] : []
+    })
 
     // Hashes of Logins that autocannon stopped waiting for still run: each scenario starts on empty queues.
     const hashQueues = [
@@ -181,6 +188,13 @@ async function main (): Promise<void> {
 
     const samples = new Map<string, Sample[]>()
     const record = (id: string, sample: Sample): void => { samples.set(id, [...samples.get(id) ?? [], sample]) }
+    // scenario id -> partner id -> the partner's runs right before that scenario's, one per round
+    const pairedSamples = new Map<string, Record<string, Sample[]>>()
+    const recordPaired = (id: string, partner: string, sample: Sample): void => {
+      const byPartner = pairedSamples.get(id) ?? {}
+      byPartner[partner] = [...byPartner[partner] ?? [], sample]
+      pairedSamples.set(id, byPartner)
+    }
     const pids: Record<ServerName, number> = {
       service: service.pid, bare: bare.pid, oneGet: oneGet.pid, jwt: jwt.pid, argon2: argon2.pid, argon2NodeRs: argon2NodeRs.pid, ordersDirect: ordersDirect.pid, ordersCached: ordersCached.pid, serviceOtherBinding: serviceOtherBinding.pid
     }
@@ -201,6 +215,11 @@ async function main (): Promise<void> {
     }
     for (let round = 1; round <= settings.runs; round++) {
       for (const scenario of scenarios) {
+        for (const partner of partnersOf(scenario)) {
+          const { primary } = await runScenario(partner, settings.durationSeconds)
+          recordPaired(scenario.id, partner.id, primary)
+          log(`round ${round} ${partner.id} (beside ${scenario.id}): ${Math.round(primary.requestsPerSecond)} req/s, p99 ${primary.p99Ms.toFixed(2)} ms, ${primary.cpuMicrosPerRequest.toFixed(0)} µs CPU/req`)
+        }
         const { primary, background } = await runScenario(scenario, settings.durationSeconds)
         record(scenario.id, primary)
         if (scenario.background !== undefined && background !== undefined) record(scenario.background.id, background)
@@ -221,7 +240,7 @@ async function main (): Promise<void> {
     }
 
     const measured: ScenarioRuns[] = scenarios.flatMap((scenario) => [
-      { id: scenario.id, title: scenario.title, group: scenario.group, baseline: scenario.baseline, requestsPerUnit: scenario.requestsPerUnit, runs: samples.get(scenario.id) ?? [] },
+      { id: scenario.id, title: scenario.title, group: scenario.group, baseline: scenario.baseline, requestsPerUnit: scenario.requestsPerUnit, runs: samples.get(scenario.id) ?? [], paired: pairedSamples.get(scenario.id) },
       ...(scenario.background === undefined
         ? []
         : [{ id: scenario.background.id, title: scenario.background.title, group: scenario.group, baseline: scenario.background.baseline, runs: samples.get(scenario.background.id) ?? [] }])

@@ -42,6 +42,13 @@ export interface Scenario {
   server: ServerName
   /** The scenario whose figures (same round) this one is divided by; none for a reference. */
   baseline?: string
+  /**
+   * Scenarios run again right before this one in every round, so that its ratios to them
+   * compare runs seconds apart rather than a round apart: this VM's speed drifts by tens of
+   * percent within a minute (bench/README.md), and a ratio of two runs far apart measures
+   * the drift. The ratios to these ids use those adjacent runs.
+   */
+  paired?: string[]
   /** Requests per unit of work compared with the baseline (Logout + Login: two requests a cycle). */
   requestsPerUnit?: number
   load: LoadSpec
@@ -110,13 +117,13 @@ export function defineScenarios (context: ScenarioContext): Scenario[] {
     { id: 'argon2', server: 'argon2', group: 'baselines', title: `Raw verify, node-argon2${ownArgon2 === 'argon2' ? ' (ceiling of Login)' : ''}`, load: { url: `${origins.argon2}/`, method: 'POST', expectedStatuses: [200] } },
     { id: 'argon2-node-rs', server: 'argon2NodeRs', group: 'baselines', title: `Raw verify, @node-rs/argon2${ownArgon2 === 'argon2-node-rs' ? ' (ceiling of Login)' : ''}`, baseline: 'argon2', load: { url: `${origins.argon2NodeRs}/`, method: 'POST', expectedStatuses: [200] } },
 
-    { id: 'auth-path-get', server: 'service', group: 'authenticate', title: 'Authenticate, token in path, GET', baseline: 'one-get', load: { url: `${authenticate}/${token}`, expectedStatuses: [200] } },
-    { id: 'auth-path-post', server: 'service', group: 'authenticate', title: 'Authenticate, token in path, POST', baseline: 'one-get', load: { url: `${authenticate}/${token}`, method: 'POST', expectedStatuses: [200] } },
-    { id: 'auth-query-get', server: 'service', group: 'authenticate', title: 'Authenticate, token in query, GET', baseline: 'one-get', load: authenticateQuery },
-    { id: 'auth-form-post', server: 'service', group: 'authenticate', title: 'Authenticate, token in form body, POST', baseline: 'one-get', load: { url: authenticate, method: 'POST', headers: FORM, body: `token=${token}`, expectedStatuses: [200] } },
-    { id: 'auth-cookie-get', server: 'service', group: 'authenticate', title: 'Authenticate, token in cookie, GET', baseline: 'one-get', load: { url: authenticate, headers: cookie, expectedStatuses: [200] } },
-    { id: 'auth-cookie-post', server: 'service', group: 'authenticate', title: 'Authenticate, token in cookie, POST', baseline: 'one-get', load: { url: authenticate, method: 'POST', headers: cookie, expectedStatuses: [200] } },
-    { id: 'auth-unknown', server: 'service', group: 'authenticate', title: 'Authenticate, unknown token (403)', baseline: 'one-get', load: { url: `${authenticate}?token=${context.unknownToken}`, expectedStatuses: [403] } },
+    { id: 'auth-path-get', server: 'service', group: 'authenticate', paired: ['one-get', 'jwt'], title: 'Authenticate, token in path, GET', baseline: 'one-get', load: { url: `${authenticate}/${token}`, expectedStatuses: [200] } },
+    { id: 'auth-path-post', server: 'service', group: 'authenticate', paired: ['one-get', 'jwt'], title: 'Authenticate, token in path, POST', baseline: 'one-get', load: { url: `${authenticate}/${token}`, method: 'POST', expectedStatuses: [200] } },
+    { id: 'auth-query-get', server: 'service', group: 'authenticate', paired: ['one-get', 'jwt'], title: 'Authenticate, token in query, GET', baseline: 'one-get', load: authenticateQuery },
+    { id: 'auth-form-post', server: 'service', group: 'authenticate', paired: ['one-get', 'jwt'], title: 'Authenticate, token in form body, POST', baseline: 'one-get', load: { url: authenticate, method: 'POST', headers: FORM, body: `token=${token}`, expectedStatuses: [200] } },
+    { id: 'auth-cookie-get', server: 'service', group: 'authenticate', paired: ['one-get', 'jwt'], title: 'Authenticate, token in cookie, GET', baseline: 'one-get', load: { url: authenticate, headers: cookie, expectedStatuses: [200] } },
+    { id: 'auth-cookie-post', server: 'service', group: 'authenticate', paired: ['one-get', 'jwt'], title: 'Authenticate, token in cookie, POST', baseline: 'one-get', load: { url: authenticate, method: 'POST', headers: cookie, expectedStatuses: [200] } },
+    { id: 'auth-unknown', server: 'service', group: 'authenticate', paired: ['one-get'], title: 'Authenticate, unknown token (403)', baseline: 'one-get', load: { url: `${authenticate}?token=${context.unknownToken}`, expectedStatuses: [403] } },
 
     { id: 'login-success', server: 'service', group: 'login', title: 'Login, right password', baseline: ownArgon2, load: loginSpec(context, context.password, 200) },
     { id: 'login-failure', server: 'service', group: 'login', title: 'Login, wrong password (401)', baseline: ownArgon2, load: loginSpec(context, `${context.password}-wrong`, 401) },
@@ -130,8 +137,8 @@ export function defineScenarios (context: ScenarioContext): Scenario[] {
     },
     { id: 'logout-login', server: 'service', group: 'login', title: 'Logout + Login cycle (ratio per cycle)', baseline: ownArgon2, requestsPerUnit: 2, load: logoutLoginSpec(context) },
 
-    { id: 'guard-direct', server: 'ordersDirect', group: 'guard', title: 'orders-service GET /orders, guard direct, no cache', baseline: 'one-get', load: { url: `${origins.ordersDirect}/orders`, headers: bearer, expectedStatuses: [200] } },
-    { id: 'guard-cached', server: 'ordersCached', group: 'guard', title: 'orders-service GET /orders, guard direct, warm cache', baseline: 'bare', load: { url: `${origins.ordersCached}/orders`, headers: bearer, expectedStatuses: [200] } },
+    { id: 'guard-direct', server: 'ordersDirect', group: 'guard', paired: ['one-get'], title: 'orders-service GET /orders, guard direct, no cache', baseline: 'one-get', load: { url: `${origins.ordersDirect}/orders`, headers: bearer, expectedStatuses: [200] } },
+    { id: 'guard-cached', server: 'ordersCached', group: 'guard', paired: ['bare'], title: 'orders-service GET /orders, guard direct, warm cache', baseline: 'bare', load: { url: `${origins.ordersCached}/orders`, headers: bearer, expectedStatuses: [200] } },
 
     {
       id: 'auth-storm',
@@ -139,6 +146,7 @@ export function defineScenarios (context: ScenarioContext): Scenario[] {
       group: 'storm',
       title: 'Authenticate (query, GET) during a login storm',
       baseline: 'auth-query-get',
+      paired: ['auth-query-get'],
       load: authenticateQuery,
       background: { id: 'login-storm', title: 'Login storm beside it', baseline: ownArgon2, server: 'service', load: loginSpec(context, context.password, 200) }
     }

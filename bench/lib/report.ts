@@ -11,6 +11,7 @@ export interface Row {
   baseline: string | undefined
   requestsPerUnit: number
   runs: Sample[]
+  paired: Record<string, Sample[]> | undefined
   requestsPerSecond: number
   p50Ms: number
   p99Ms: number
@@ -53,6 +54,8 @@ export interface ScenarioRuns {
   requestsPerUnit?: number
   /** One sample per round, in round order. */
   runs: Sample[]
+  /** Runs of other scenarios made right before each of these (per round, by scenario id). */
+  paired?: Record<string, Sample[]> | undefined
 }
 
 /** Same-round quotient of two scenarios' figures, then the median over rounds. */
@@ -63,10 +66,16 @@ export function roundRatio (a: Sample[], b: Sample[], pick: (sample: Sample) => 
   }))
 }
 
+/** The runs to divide `entry` by: those made right before it when paired, else the round's own run of `id`. */
+export function comparisonRuns (entry: { paired?: Record<string, Sample[]> | undefined }, id: string, standalone: Sample[] | undefined): Sample[] | undefined {
+  return entry.paired?.[id] ?? standalone
+}
+
 export function summarize (all: ScenarioRuns[]): Row[] {
   const byId = new Map(all.map((entry) => [entry.id, entry]))
   return all.map((entry) => {
-    const base = entry.baseline === undefined ? undefined : byId.get(entry.baseline)
+    const baseRuns = entry.baseline === undefined ? undefined : comparisonRuns(entry, entry.baseline, byId.get(entry.baseline)?.runs)
+    const base = baseRuns === undefined ? undefined : { runs: baseRuns }
     const unit = entry.requestsPerUnit ?? 1
     return {
       id: entry.id,
@@ -75,6 +84,7 @@ export function summarize (all: ScenarioRuns[]): Row[] {
       baseline: entry.baseline,
       requestsPerUnit: unit,
       runs: entry.runs,
+      paired: entry.paired,
       requestsPerSecond: median(entry.runs.map((sample) => sample.requestsPerSecond)),
       p50Ms: median(entry.runs.map((sample) => sample.p50Ms)),
       p99Ms: median(entry.runs.map((sample) => sample.p99Ms)),
@@ -125,7 +135,7 @@ export function checkTargets (rows: Row[], memory: MemoryFigure | undefined): Ta
   each('Authenticate p99 ≤ 1.5 × the one-GET ceiling\'s p99 (each token source)', AUTHENTICATE_SOURCES, 1.5, false, (row) => row.p99Ratio)
   const jwt = byId.get('jwt')
   each('Authenticate req/s ≥ the @fastify/jwt peer (each token source)', jwt === undefined ? [] : AUTHENTICATE_SOURCES, 1, true,
-    (row) => jwt === undefined ? undefined : roundRatio(row.runs, jwt.runs, (sample) => sample.requestsPerSecond))
+    (row) => jwt === undefined ? undefined : roundRatio(row.runs, comparisonRuns(row, 'jwt', jwt.runs) ?? [], (sample) => sample.requestsPerSecond))
   each('Guarded route with a warm cache ≥ 0.90 × the bare route', ['guard-cached'], 0.9, true, (row) => row.ratio, true)
   each('Login ≥ 0.90 × raw argon2 verify throughput (same parameters and concurrency)', ['login-success'], 0.9, true, (row) => row.ratio, true)
   each('Authenticate p99 during a login storm ≤ 2 × its idle p99', ['auth-storm'], 2, false, (row) => row.p99Ratio)
