@@ -6,7 +6,7 @@ import { createAccountAdmin, type AccountAdmin } from './accounts.js'
 import { createAuthService, type AuthService } from './auth.js'
 import { openBackends, type Backends } from './backends.js'
 import type { Config } from './config.js'
-import { createBatchedDestination } from './lib/log-destination.js'
+import { batchedStdout } from './lib/log-destination.js'
 import { MalformedFormError, parseFormEncoded, type FormParams } from './lib/form-encoding.js'
 import { redactUrl } from './lib/redact.js'
 import { badRequest, internalError, notFound, StatusError, statusErrorForHttp } from './lib/status.js'
@@ -150,7 +150,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
       serializers: {
         req: (request: FastifyRequest) => ({ method: request.method, url: redactUrl(request.url, request.routeOptions?.url), remoteAddress: request.ip })
       },
-      ...(options.logStream === undefined ? prettyInDevelopment(config) ?? { stream: createBatchedDestination() } : { stream: options.logStream })
+      ...(options.logStream === undefined ? prettyInDevelopment(config) ?? { stream: batchedStdout() } : { stream: options.logStream })
     },
     logController: new OneLinePerRequest(),
     genReqId: requestId,
@@ -218,7 +218,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   })
 
   // Runs before validation: a POST with no body validates as an empty parameter object.
-  // (GET requests never have one, so Authenticate's hot GET path skips the hook.)
+  // (A GET has no body to stand in for.)
   app.addHook('preValidation', (request, _reply, done) => {
     if (request.body === undefined && request.method !== 'GET') request.body = EMPTY_BODY
     done()

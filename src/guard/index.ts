@@ -173,6 +173,10 @@ const guard: FastifyPluginAsync<AuthTokenGuardOptions> = async (fastify, options
       // Fails closed: nobody could say, so nobody passes. The error names no token.
       unverified(error)
       refuse(reply, 503)
+    }).catch((error: unknown) => {
+      // Nothing above should throw; if it did, the request still gets an answer.
+      unverified(error)
+      if (!reply.sent) refuse(reply, 503)
     })
   }
 

@@ -44,3 +44,11 @@ export function createBatchedDestination (fd = 1): BatchedDestination {
     flushSync
   }
 }
+
+let stdout: BatchedDestination | undefined
+
+/** One batched destination for the process's stdout, however many apps log to it (tests build many). */
+export function batchedStdout (): BatchedDestination {
+  stdout ??= createBatchedDestination(1)
+  return stdout
+}
