@@ -2,7 +2,7 @@ import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
 
 /**
- * argon2id on threads of their own, at the lowest CPU priority (nice 19).
+ * argon2id on threads of their own, at a low CPU priority (nice 10).
  *
  * Hashing is the one CPU-bound thing the service does. On libuv's thread pool it ran at the
  * event loop's priority, so a login storm took the cores that Authenticate's event loop,
@@ -10,7 +10,10 @@ import { Worker } from 'node:worker_threads'
  * hashing thread lowers its own priority first (on Linux the nice value is per thread;
  * elsewhere the call may be refused and the thread runs at normal priority), so the
  * scheduler runs the event loop whenever it has work and gives hashing every idle cycle:
- * a Login waits a little longer during a storm, an Authenticate does not.
+ * a Login waits a little longer during a storm, an Authenticate does not. Nice 10, not 19:
+ * against a saturated core a nice-10 thread still gets about a tenth of it (scheduler
+ * weights 110 and 1024), a nice-19 thread about 1.5 %, which let Logins starve on a busy
+ * machine (a test saw a failed Login take 47 ms instead of 13 while other tests ran).
  */
 
 export interface Argon2Options {
@@ -67,7 +70,7 @@ interface Thread {
  * in flight (the caller's queue keeps that at one each). A thread that dies fails what it
  * held and is replaced.
  */
-export function createHashWorkers (size: number, nice = 19): HashWorkers {
+export function createHashWorkers (size: number, nice = 10): HashWorkers {
   const threads: Array<Thread | undefined> = new Array<Thread | undefined>(size).fill(undefined)
   let nextId = 1
   let closed = false
