@@ -27,10 +27,18 @@ export interface Argon2Options {
 
 export interface HashWorkers {
   hash (password: string, options: Argon2Options): Promise<string>
-  /** Rejects for an unreadable hash, as the binding does. */
+  /** Rejects for an unreadable hash, as the binding does; with a HashThreadError when the thread failed. */
   verify (hash: string, password: string): Promise<boolean>
   /** Stops every thread; operations still running are rejected. */
   close (): Promise<void>
+}
+
+/** The hashing thread failed (it died, could not start, or was closed): no answer about the password. */
+export class HashThreadError extends Error {
+  constructor (message: string) {
+    super(message)
+    this.name = 'HashThreadError'
+  }
 }
 
 type Operation = { op: 'hash', password: string, options: Argon2Options } | { op: 'verify', hash: string, password: string }
@@ -94,14 +102,14 @@ export function createHashWorkers (size: number, nice = 10): HashWorkers {
       if (reply.ok) pending.resolve(reply.value)
       else pending.reject(new Error(reply.message))
     })
-    worker.on('error', failAll)
-    worker.on('exit', (code) => { failAll(new Error(`hashing thread exited (${code})`)) })
+    worker.on('error', (error) => { failAll(new HashThreadError(`hashing thread failed: ${error.message}`)) })
+    worker.on('exit', (code) => { failAll(new HashThreadError(`hashing thread exited (${code})`)) })
     threads[slot] = thread
     return thread
   }
 
   const run = async (request: Operation): Promise<string | boolean> => {
-    if (closed) throw new Error('hashing threads closed')
+    if (closed) throw new HashThreadError('hashing threads closed')
     let slot = 0
     for (let index = 1; index < size; index++) {
       if ((threads[index]?.pending.size ?? 0) < (threads[slot]?.pending.size ?? 0)) slot = index

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import { parseOptions, type Algorithm, type Version } from '@node-rs/argon2'
 import { createBoundedQueue, type BoundedQueue } from './bounded-queue.js'
-import { createHashWorkers } from './hash-workers.js'
+import { createHashWorkers, HashThreadError } from './hash-workers.js'
+import { serviceUnavailable } from './status.js'
 
 export interface Argon2Policy {
   /** KiB of memory; OWASP's minimum for argon2id is 19456 with t=2, p=1. */
@@ -65,7 +66,9 @@ export function createPasswordHasher (policy: Argon2Policy = OWASP_MINIMUM_POLIC
     return await queue.run(async () => {
       try {
         return await workers.verify(hash, password)
-      } catch {
+      } catch (error) {
+        // No answer at all (the thread failed) is a 503, not a wrong password counted against the account.
+        if (error instanceof HashThreadError) throw serviceUnavailable(error)
         // A malformed stored hash must never let anyone in.
         return false
       }
@@ -73,7 +76,13 @@ export function createPasswordHasher (policy: Argon2Policy = OWASP_MINIMUM_POLIC
   }
 
   return {
-    hash: async (password) => await queue.run(async () => canonicalPhc(await workers.hash(password, options))),
+    hash: async (password) => await queue.run(async () => {
+      try {
+        return canonicalPhc(await workers.hash(password, options))
+      } catch (error) {
+        throw error instanceof HashThreadError ? serviceUnavailable(error) : error
+      }
+    }),
     verify,
     async verifyDummy (password) {
       // Made outside the queue, once; each use is a real verify through the queue like any other.

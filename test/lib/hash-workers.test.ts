@@ -2,7 +2,9 @@ import t from 'tap'
 import { readdirSync, readFileSync } from 'node:fs'
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { createHashWorkers } from '../../src/lib/hash-workers.js'
+import { createHashWorkers, HashThreadError } from '../../src/lib/hash-workers.js'
+import { createPasswordHasher } from '../../src/lib/passwords.js'
+import { StatusError } from '../../src/lib/status.js'
 
 const OPTIONS = { algorithm: 2, version: 1, memoryCost: 19456, timeCost: 2, parallelism: 1, outputLen: 32 }
 
@@ -40,8 +42,8 @@ t.test('close: later operations are refused, and no thread is left', async (t) =
   await workers.hash('x', OPTIONS)
   const running = workers.hash('y', OPTIONS)
   await workers.close()
-  await t.rejects(running, 'an operation still running when closed fails')
-  await t.rejects(workers.hash('z', OPTIONS), /closed/)
+  await t.rejects(running, HashThreadError, 'an operation still running when closed fails, as a thread failure')
+  await t.rejects(workers.hash('z', OPTIONS), HashThreadError)
   t.equal(threadsAtNice(10), 0)
 })
 
@@ -58,4 +60,17 @@ console.log((await workers.hash('x', ${JSON.stringify(OPTIONS)})).slice(0, 10))`
   t.equal(code, 0)
   t.equal(out.trim(), '$argon2id$', 'it hashed')
   t.ok(Date.now() - started < 10_000, 'and exited by itself without close()')
+})
+
+t.test('the hasher: a failed thread is a 503, an unreadable hash is a plain mismatch', async (t) => {
+  const hasher = createPasswordHasher(undefined, { concurrency: 1, maxQueued: 4 })
+  const stored = await hasher.hash('pw')
+  t.equal(await hasher.verify(stored, 'pw'), true)
+  t.equal(await hasher.verify('$argon2id$garbage', 'pw'), false, 'a malformed stored hash lets nobody in')
+  const running = hasher.verify(stored, 'pw')
+  await hasher.close()
+  const failure = await running.then(() => undefined, (error: unknown) => error)
+  t.ok(failure instanceof StatusError && failure.httpStatus === 503, 'no answer from the thread: 503, not false (which would count as a wrong password)')
+  const later = await hasher.hash('x').then(() => undefined, (error: unknown) => error)
+  t.ok(later instanceof StatusError && later.httpStatus === 503, 'hashing too')
 })
