@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { parseOptions, type Algorithm, type Version } from '@node-rs/argon2'
 import { createBoundedQueue, type BoundedQueue } from './bounded-queue.js'
 import { createHashWorkers, HashThreadError } from './hash-workers.js'
-import { serviceUnavailable } from './status.js'
+import { serviceUnavailable, StatusError } from './status.js'
 
 export interface Argon2Policy {
   /** KiB of memory; OWASP's minimum for argon2id is 19456 with t=2, p=1. */
@@ -53,8 +53,8 @@ const VERSION_0X13 = 1 as Version
 /**
  * argon2id on @node-rs/argon2 (the RustCrypto implementation): at the same parameters and
  * PHC strings as node-argon2 it verified 1.7-2.1 times as fast here, raw and on the service's
- * own Login route (bench/README.md). It runs on `limits.concurrency` threads of the lowest
- * CPU priority (hash-workers.ts), behind a bounded queue.
+ * own Login route (bench/README.md). It runs on `limits.concurrency` threads of low CPU
+ * priority (hash-workers.ts), behind a bounded queue.
  */
 export function createPasswordHasher (policy: Argon2Policy = OWASP_MINIMUM_POLICY, limits: HashingLimits = DEFAULT_HASHING_LIMITS): PasswordHasher {
   const options = { algorithm: ARGON2ID, version: VERSION_0X13, ...policy, outputLen: 32 }
@@ -62,13 +62,17 @@ export function createPasswordHasher (policy: Argon2Policy = OWASP_MINIMUM_POLIC
   const workers = createHashWorkers(limits.concurrency)
   let dummyHash: Promise<string> | undefined
 
+  // No answer from a hashing thread is a 503 (nothing was decided), never a verdict on the password.
+  const onThreads = async <T>(work: () => Promise<T>): Promise<T> => await work().catch((error: unknown) => {
+    throw error instanceof HashThreadError ? serviceUnavailable(error) : error
+  })
+
   async function verify (hash: string, password: string): Promise<boolean> {
     return await queue.run(async () => {
       try {
-        return await workers.verify(hash, password)
+        return await onThreads(async () => await workers.verify(hash, password))
       } catch (error) {
-        // No answer at all (the thread failed) is a 503, not a wrong password counted against the account.
-        if (error instanceof HashThreadError) throw serviceUnavailable(error)
+        if (error instanceof StatusError) throw error
         // A malformed stored hash must never let anyone in.
         return false
       }
@@ -76,17 +80,12 @@ export function createPasswordHasher (policy: Argon2Policy = OWASP_MINIMUM_POLIC
   }
 
   return {
-    hash: async (password) => await queue.run(async () => {
-      try {
-        return canonicalPhc(await workers.hash(password, options))
-      } catch (error) {
-        throw error instanceof HashThreadError ? serviceUnavailable(error) : error
-      }
-    }),
+    hash: async (password) => await queue.run(async () => canonicalPhc(await onThreads(async () => await workers.hash(password, options)))),
     verify,
     async verifyDummy (password) {
-      // Made outside the queue, once; each use is a real verify through the queue like any other.
-      dummyHash ??= queue.run(async () => await workers.hash(randomBytes(32).toString('base64url'), options))
+      // Made once; a failed attempt is forgotten, so one thread failure does not break every later call.
+      dummyHash ??= queue.run(async () => await onThreads(async () => await workers.hash(randomBytes(32).toString('base64url'), options)))
+        .catch((error: unknown) => { dummyHash = undefined; throw error })
       await verify(await dummyHash, password)
     },
     queueDepth: () => queue.depth(),

@@ -19,7 +19,8 @@ export function isTokenShaped (value: string): boolean {
 /** Node's one-shot digest (20.12+), without a Hash object per call; createHash before it. */
 type OneShotHash = (algorithm: string, data: string, encoding: 'base64url') => string
 const oneShot = (crypto as { hash?: OneShotHash }).hash
-const sha256 = oneShot === undefined
+/** SHA-256 of `text`, base64url (43 characters). */
+export const sha256 = oneShot === undefined
   ? (text: string): string => crypto.createHash('sha256').update(text).digest('base64url')
   : (text: string): string => oneShot('sha256', text, 'base64url')
 

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { sha256 } from '../lib/tokens.js'
 import { DEFAULT_KEY_PREFIX, type RedisClient } from './redis-client.js'
 import { serviceUnavailable, StatusError } from '../lib/status.js'
 import { accountStateTtlMs, type LimitVerdict, type LoginLimiter, type LoginLimits } from './login-limiter.js'
@@ -60,7 +60,7 @@ interface LimiterCommands {
   atsLimitSucceed (account: string, lock: string): Promise<number>
 }
 
-const digest = (text: string): string => createHash('sha256').update(text).digest('base64url')
+const digest = sha256
 
 export function createRedisLoginLimiter (redis: RedisClient, limits: LoginLimits, keyPrefix = DEFAULT_KEY_PREFIX): LoginLimiter {
   for (const [name, script] of Object.entries(SCRIPTS)) redis.defineCommand(name, script)
