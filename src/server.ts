@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { buildApp, registerMetricsRoute } from './app.js'
 import type { Config } from './config.js'
 import { escapeControlCharacters } from './lib/text.js'
+import { tuneV8ForServing } from './lib/v8-tuning.js'
 
 /** Creates or updates the bootstrap account, if the config names one. */
 export async function bootstrapAccount (app: FastifyInstance, config: Config): Promise<void> {
@@ -28,6 +29,7 @@ async function startMetricsServer (app: FastifyInstance, config: Config): Promis
  * in-flight requests finish (SHUTDOWN_TIMEOUT_MS at most), and Redis and Postgres close last.
  */
 export async function startServer (config: Config): Promise<FastifyInstance> {
+  tuneV8ForServing()
   const app = await buildApp(config)
   let metricsServer: FastifyInstance | undefined
   try {
