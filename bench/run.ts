@@ -10,10 +10,11 @@ import { Redis } from 'ioredis'
 import { loadConfig } from '../src/config.js'
 import { createPasswordHasher } from '../src/lib/passwords.js'
 import { generateToken, hashToken } from '../src/lib/tokens.js'
+import { SERVING_V8_FLAGS } from '../src/lib/v8-tuning.js'
 import { accountName } from './lib/accounts.js'
 import { cpuSeconds, startChild, type Child } from './lib/children.js'
 import { createBenchDatabase, migrateWithCli, seedAccounts, type BenchDatabase } from './lib/fixture.js'
-import { runLoad, runUnderLoad, type LoadSettings, type Sample } from './lib/load.js'
+import { runInterleaved, runLoad, runUnderLoad, type LoadSettings, type Sample } from './lib/load.js'
 import { describeMachine } from './lib/machine.js'
 import { measureTokenMemory, type MemoryFigure } from './lib/redis-memory.js'
 import { checkTargets, compareBindings, renderMarkdown, renderSvg, renderText, summarize, type BenchReport, type ScenarioRuns } from './lib/report.js'
@@ -47,6 +48,7 @@ const { values: args } = parseArgs({
     duration: { type: 'string' },
     warmup: { type: 'string' },
     runs: { type: 'string' },
+    slices: { type: 'string' },
     connections: { type: 'string' },
     tokens: { type: 'string' },
     out: { type: 'string' },
@@ -66,13 +68,14 @@ const numberArg = (value: string | undefined, fallback: number, allowZero = fals
 }
 // Another checkout's dist/ may be measured with this bench (--root DIR), to compare two builds.
 const ROOT = args.root ?? packageRoot()
-const settings: LoadSettings & { runs: number, warmupSeconds: number } = {
+const settings: LoadSettings & { runs: number, warmupSeconds: number, slices: number } = {
   connections: numberArg(args.connections, 50),
   pipelining: 1,
   durationSeconds: numberArg(args.duration, smoke ? 1 : 2),
   timeoutSeconds: 10,
   runs: Math.round(numberArg(args.runs, smoke ? 1 : 3)),
-  warmupSeconds: numberArg(args.warmup, smoke ? 0 : 1, true)
+  warmupSeconds: numberArg(args.warmup, smoke ? 0 : 1, true),
+  slices: Math.max(1, Math.round(numberArg(args.slices, smoke ? 2 : 16)))
 }
 const tokenCount = Math.round(numberArg(args.tokens, smoke ? 10_000 : 100_000))
 const outDir = args.out ?? (smoke ? join(tmpdir(), 'ats-bench-smoke') : join(ROOT, 'bench', 'results'))
@@ -128,8 +131,11 @@ async function main (): Promise<void> {
     const profiled = (name: string): string[] => args.profile?.split(',').includes(name) === true
       ? ['--cpu-prof', '--cpu-prof-interval=100', `--cpu-prof-dir=${join(outDir, 'profiles')}`]
       : []
+    // Every baseline runs with the V8 flags the service sets for itself (src/lib/v8-tuning.ts): the
+    // same engine settings on both sides of a ratio. The service gets none: it is measured as it ships.
     const start = async (name: string, script: string, env: Record<string, string>, readyPath: string, scriptArgs: string[] = []): Promise<Child> => {
-      const child = await startChild({ name, script, args: scriptArgs, env, readyPath, nodeFlags: profiled(name) })
+      const engineFlags = name === 'service' ? [] : SERVING_V8_FLAGS
+      const child = await startChild({ name, script, args: scriptArgs, env, readyPath, nodeFlags: [...engineFlags, ...profiled(name)] })
       children.push(child)
       return child
     }
@@ -144,9 +150,11 @@ async function main (): Promise<void> {
     if (login.status !== 200 || token === undefined) throw new Error(`the service refused the bench's Login: ${login.status}`)
 
     const argon2Env = { BENCH_HASH: passwordHash, BENCH_PASSWORD: PASSWORD, BENCH_CONCURRENCY: String(config.hashing.concurrency), BENCH_QUEUE_MAX: String(config.hashing.maxQueued) }
-    const [bare, oneGet, jwt, argon2, argon2NodeRs, ordersDirect, ordersCached, serviceOtherBinding] = await Promise.all([
+    const oneGetEnv = { BENCH_REDIS_URL: REDIS_URL, BENCH_KEY: `${KEY_PREFIX}t:${hashToken(token)}` }
+    const [bare, oneGet, oneGetTwin, jwt, argon2, argon2NodeRs, ordersDirect, ordersCached, serviceOtherBinding] = await Promise.all([
       start('bare', compiled('./servers/bare.js'), {}, '/'),
-      start('one-get', compiled('./servers/one-get.js'), { BENCH_REDIS_URL: REDIS_URL, BENCH_KEY: `${KEY_PREFIX}t:${hashToken(token)}` }, '/'),
+      start('one-get', compiled('./servers/one-get.js'), oneGetEnv, '/'),
+      start('one-get-twin', compiled('./servers/one-get.js'), oneGetEnv, '/'),
       start('jwt', compiled('./servers/jwt.js'), {}, '/token'),
       start('argon2', compiled('./servers/argon2-verify.js'), { ...argon2Env, BENCH_BINDING: 'argon2' }, '/health'),
       start('argon2-node-rs', compiled('./servers/argon2-verify.js'), { ...argon2Env, BENCH_BINDING: 'node-rs' }, '/health'),
@@ -157,7 +165,7 @@ async function main (): Promise<void> {
     const { token: jwtToken } = await (await fetch(`${jwt.origin}/token`)).json() as { token: string }
 
     const allScenarios = defineScenarios({
-      origins: { service: service.origin, bare: bare.origin, oneGet: oneGet.origin, jwt: jwt.origin, argon2: argon2.origin, argon2NodeRs: argon2NodeRs.origin, ordersDirect: ordersDirect.origin, ordersCached: ordersCached.origin, serviceOtherBinding: serviceOtherBinding.origin },
+      origins: { service: service.origin, bare: bare.origin, oneGet: oneGet.origin, oneGetTwin: oneGetTwin.origin, jwt: jwt.origin, argon2: argon2.origin, argon2NodeRs: argon2NodeRs.origin, ordersDirect: ordersDirect.origin, ordersCached: ordersCached.origin, serviceOtherBinding: serviceOtherBinding.origin },
       serviceBinding: SERVICE_BINDING,
       token,
       unknownToken: generateToken(),
@@ -196,17 +204,18 @@ async function main (): Promise<void> {
       pairedSamples.set(id, byPartner)
     }
     const pids: Record<ServerName, number> = {
-      service: service.pid, bare: bare.pid, oneGet: oneGet.pid, jwt: jwt.pid, argon2: argon2.pid, argon2NodeRs: argon2NodeRs.pid, ordersDirect: ordersDirect.pid, ordersCached: ordersCached.pid, serviceOtherBinding: serviceOtherBinding.pid
+      service: service.pid, bare: bare.pid, oneGet: oneGet.pid, oneGetTwin: oneGetTwin.pid, jwt: jwt.pid, argon2: argon2.pid, argon2NodeRs: argon2NodeRs.pid, ordersDirect: ordersDirect.pid, ordersCached: ordersCached.pid, serviceOtherBinding: serviceOtherBinding.pid
     }
+    const cpuClock = (scenario: Scenario) => () => cpuSeconds(pids[scenario.server])
     const runScenario = async (scenario: Scenario, durationSeconds: number): Promise<{ primary: Sample, background?: Sample }> => {
       const runSettings = { ...settings, durationSeconds }
       await quiesce()
       // Two loads on one server: its CPU time cannot be split between them.
       if (scenario.background !== undefined) return await runUnderLoad(scenario.load, scenario.background.load, runSettings, STORM_LEAD_SECONDS)
-      const pid = pids[scenario.server]
-      const cpuBefore = cpuSeconds(pid)
-      const primary = await runLoad(scenario.load, runSettings)
-      return { primary: { ...primary, cpuMicrosPerRequest: (cpuSeconds(pid) - cpuBefore) * 1e6 / primary.responses } }
+      return { primary: await runLoad(scenario.load, runSettings, cpuClock(scenario)) }
+    }
+    const logRun = (round: number, label: string, sample: Sample): void => {
+      log(`round ${round} ${label}: ${Math.round(sample.requestsPerSecond)} req/s, p99 ${sample.p99Ms.toFixed(2)} ms, ${sample.cpuMicrosPerRequest.toFixed(0)} µs CPU/req${sample.unexpected > 0 ? `, ${sample.unexpected} unexpected ${JSON.stringify(sample.statuses)}` : ''}`)
     }
 
     log(`${scenarios.length} scenarios: warm-up ${settings.warmupSeconds} s each, then ${settings.runs} rounds of ${settings.durationSeconds} s each`)
@@ -215,15 +224,32 @@ async function main (): Promise<void> {
     }
     for (let round = 1; round <= settings.runs; round++) {
       for (const scenario of scenarios) {
-        for (const partner of partnersOf(scenario)) {
+        const partners = partnersOf(scenario)
+        if (scenario.background === undefined && partners.length > 0) {
+          // The scenario and the baselines it is divided by, in short slices taken in turns.
+          await quiesce()
+          const [primary, ...beside] = await runInterleaved([scenario, ...partners].map((entry) => ({ spec: entry.load, cpuSeconds: cpuClock(entry) })), settings, settings.slices)
+          if (primary === undefined) throw new Error(`no sample of ${scenario.id}`)
+          partners.forEach((partner, index) => {
+            const sample = beside[index]
+            if (sample === undefined) return
+            recordPaired(scenario.id, partner.id, sample)
+            logRun(round, `${partner.id} (beside ${scenario.id})`, sample)
+          })
+          record(scenario.id, primary)
+          logRun(round, scenario.id, primary)
+          continue
+        }
+        // A storm cannot be sliced (its hash queues take seconds to fill and drain): its partners run right before it.
+        for (const partner of partners) {
           const { primary } = await runScenario(partner, settings.durationSeconds)
           recordPaired(scenario.id, partner.id, primary)
-          log(`round ${round} ${partner.id} (beside ${scenario.id}): ${Math.round(primary.requestsPerSecond)} req/s, p99 ${primary.p99Ms.toFixed(2)} ms, ${primary.cpuMicrosPerRequest.toFixed(0)} µs CPU/req`)
+          logRun(round, `${partner.id} (beside ${scenario.id})`, primary)
         }
         const { primary, background } = await runScenario(scenario, settings.durationSeconds)
         record(scenario.id, primary)
         if (scenario.background !== undefined && background !== undefined) record(scenario.background.id, background)
-        log(`round ${round} ${scenario.id}: ${Math.round(primary.requestsPerSecond)} req/s, p99 ${primary.p99Ms.toFixed(2)} ms, ${primary.cpuMicrosPerRequest.toFixed(0)} µs CPU/req${primary.unexpected > 0 ? `, ${primary.unexpected} unexpected ${JSON.stringify(primary.statuses)}` : ''}`)
+        logRun(round, scenario.id, primary)
       }
     }
 

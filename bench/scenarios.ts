@@ -8,6 +8,8 @@ export interface ScenarioContext {
     service: string
     bare: string
     oneGet: string
+    /** A second one-GET server, the A/A check of the measurement. */
+    oneGetTwin: string
     jwt: string
     argon2: string
     argon2NodeRs: string
@@ -113,6 +115,7 @@ export function defineScenarios (context: ScenarioContext): Scenario[] {
   return [
     { id: 'bare', server: 'bare', group: 'baselines', title: 'Bare Fastify route, small JSON', load: { url: `${origins.bare}/`, expectedStatuses: [200] } },
     { id: 'one-get', server: 'oneGet', group: 'baselines', title: 'Fastify route, one ioredis GET (ceiling of Authenticate)', baseline: 'bare', load: { url: `${origins.oneGet}/`, expectedStatuses: [200] } },
+    { id: 'aa-one-get', server: 'oneGetTwin', group: 'baselines', paired: ['one-get'], title: 'A/A check: a second one-GET server, same code', baseline: 'one-get', load: { url: `${origins.oneGetTwin}/`, expectedStatuses: [200] } },
     { id: 'jwt', server: 'jwt', group: 'baselines', title: 'Peer: @fastify/jwt HS256 verify', baseline: 'one-get', load: { url: `${origins.jwt}/`, headers: { authorization: `Bearer ${context.jwtToken}` }, expectedStatuses: [200] } },
     { id: 'argon2', server: 'argon2', group: 'baselines', title: `Raw verify, node-argon2${ownArgon2 === 'argon2' ? ' (ceiling of Login)' : ''}`, load: { url: `${origins.argon2}/`, method: 'POST', expectedStatuses: [200] } },
     { id: 'argon2-node-rs', server: 'argon2NodeRs', group: 'baselines', title: `Raw verify, @node-rs/argon2${ownArgon2 === 'argon2-node-rs' ? ' (ceiling of Login)' : ''}`, baseline: 'argon2', load: { url: `${origins.argon2NodeRs}/`, method: 'POST', expectedStatuses: [200] } },

@@ -34,17 +34,28 @@ export interface Sample {
   cpuMicrosPerRequest: number
 }
 
+/** What one autocannon run saw, before it is reduced to a Sample (runs can be merged first). */
+interface RawRun {
+  latencies: Float64Array
+  statuses: Record<string, number>
+  unexpected: number
+  elapsedSeconds: number
+  /** CPU seconds the server under load spent during the run; NaN when not known. */
+  cpuSeconds: number
+}
+
 /**
  * One autocannon run. Latencies are recorded from autocannon's `response` events, in
  * fractional milliseconds, because its own histogram keeps whole milliseconds only,
  * too coarse for sub-millisecond answers.
  */
-export async function runLoad (spec: LoadSpec, settings: LoadSettings): Promise<Sample> {
+async function measure (spec: LoadSpec, settings: LoadSettings, cpuSeconds: () => number = () => Number.NaN): Promise<RawRun> {
   let latencies = new Float64Array(1 << 16)
   let count = 0
   const statuses: Record<string, number> = {}
   const expected = new Set(spec.expectedStatuses)
   let unexpected = 0
+  const cpuBefore = cpuSeconds()
   const started = performance.now()
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
     const instance = autocannon({
@@ -56,6 +67,9 @@ export async function runLoad (spec: LoadSpec, settings: LoadSettings): Promise<
       connections: settings.connections,
       pipelining: settings.pipelining,
       duration: settings.durationSeconds,
+      // autocannon checks its stop flag only when it takes a sample (every second by default),
+      // so a run shorter than that would last a whole second.
+      sampleInt: Math.min(1000, Math.max(5, settings.durationSeconds * 100)),
       timeout: settings.timeoutSeconds
     }, (error: unknown, done: autocannon.Result) => {
       if (error !== null && error !== undefined) reject(error instanceof Error ? error : new Error(String(error)))
@@ -73,16 +87,68 @@ export async function runLoad (spec: LoadSpec, settings: LoadSettings): Promise<
     })
   })
   const elapsedSeconds = (result.finish.getTime() - result.start.getTime()) / 1000 || (performance.now() - started) / 1000
-  const sorted = latencies.subarray(0, count).sort()
   return {
-    requestsPerSecond: count / elapsedSeconds,
+    latencies: latencies.subarray(0, count),
+    statuses,
+    unexpected: unexpected + result.errors + result.timeouts,
+    elapsedSeconds,
+    cpuSeconds: cpuSeconds() - cpuBefore
+  }
+}
+
+/** Several runs of one load as if they were one: responses and seconds summed, percentiles over every response. */
+function toSample (runs: readonly RawRun[]): Sample {
+  const responses = runs.reduce((sum, run) => sum + run.latencies.length, 0)
+  const all = new Float64Array(responses)
+  let offset = 0
+  const statuses: Record<string, number> = {}
+  for (const run of runs) {
+    all.set(run.latencies, offset)
+    offset += run.latencies.length
+    for (const [status, count] of Object.entries(run.statuses)) statuses[status] = (statuses[status] ?? 0) + count
+  }
+  const sorted = all.sort()
+  const seconds = runs.reduce((sum, run) => sum + run.elapsedSeconds, 0)
+  return {
+    requestsPerSecond: responses / seconds,
     p50Ms: percentile(sorted, 50),
     p99Ms: percentile(sorted, 99),
-    responses: count,
-    unexpected: unexpected + result.errors + result.timeouts,
+    responses,
+    unexpected: runs.reduce((sum, run) => sum + run.unexpected, 0),
     statuses,
-    cpuMicrosPerRequest: Number.NaN
+    cpuMicrosPerRequest: runs.reduce((sum, run) => sum + run.cpuSeconds, 0) * 1e6 / responses
   }
+}
+
+/** One autocannon run of `spec`; `cpuSeconds` reads the server's CPU clock (for CPU µs per request). */
+export async function runLoad (spec: LoadSpec, settings: LoadSettings, cpuSeconds?: () => number): Promise<Sample> {
+  return toSample([await measure(spec, settings, cpuSeconds)])
+}
+
+/** A load to interleave with others: what to send, and the CPU clock of the server it goes to. */
+export interface InterleavedLoad {
+  spec: LoadSpec
+  cpuSeconds?: () => number
+}
+
+/**
+ * Every load for `settings.durationSeconds` in all, in `slices` short runs each, taken in
+ * turns (forwards, then backwards: A B C C B A A B C …), so that the machine's drift, which
+ * here moves a load's rate by tens of percent within seconds, falls on all of them alike.
+ * Each load's slices are merged into one Sample (responses over seconds, percentiles over
+ * every response, CPU summed). bench/README.md has the A/A figures that chose the slicing.
+ */
+export async function runInterleaved (loads: readonly InterleavedLoad[], settings: LoadSettings, slices: number): Promise<Sample[]> {
+  const sliceSettings = { ...settings, durationSeconds: settings.durationSeconds / slices }
+  const runs: RawRun[][] = loads.map(() => [])
+  for (let slice = 0; slice < slices; slice++) {
+    const order = loads.map((_, index) => slice % 2 === 0 ? index : loads.length - 1 - index)
+    for (const index of order) {
+      const load = loads[index]
+      if (load !== undefined) runs[index]?.push(await measure(load.spec, sliceSettings, load.cpuSeconds))
+    }
+  }
+  return runs.map(toSample)
 }
 
 /**

@@ -36,7 +36,7 @@ export interface TargetCheck {
 
 export interface BenchReport {
   machine: Machine
-  settings: LoadSettings & { runs: number, warmupSeconds: number }
+  settings: LoadSettings & { runs: number, warmupSeconds: number, slices?: number }
   service: Record<string, string>
   rows: Row[]
   targets: TargetCheck[]
@@ -148,11 +148,19 @@ export function checkTargets (rows: Row[], memory: MemoryFigure | undefined): Ta
 /** Figures that inform a decision without being a target. */
 export function compareBindings (rows: Row[]): string[] {
   const byId = new Map(rows.map((row) => [row.id, row]))
+  const notes: string[] = []
   const own = byId.get('login-success')
   const other = byId.get('login-other-binding')
-  if (own === undefined || other === undefined) return []
-  const ratio = roundRatio(other.runs, own.runs, (sample) => sample.requestsPerSecond)
-  return [`${other.title} ÷ the service's own Login, req/s in the same round: ${fixed(ratio)}`]
+  if (own !== undefined && other !== undefined) {
+    const ratio = roundRatio(other.runs, own.runs, (sample) => sample.requestsPerSecond)
+    notes.push(`${other.title} ÷ the service's own Login, req/s in the same round: ${fixed(ratio)}`)
+  }
+  const twin = byId.get('aa-one-get')
+  if (twin?.ratio !== undefined) {
+    const perRound = twin.runs.map((sample, round) => sample.requestsPerSecond / (twin.paired?.['one-get']?.[round]?.requestsPerSecond ?? Number.NaN))
+    notes.push(`A/A check of the method: a second one-GET server ÷ one-get, measured like every paired ratio: ${fixed(twin.ratio)} req/s (rounds ${perRound.map((value) => fixed(value)).join(', ')}), p99 ${fixed(twin.p99Ratio ?? Number.NaN)}; identical servers, so the distance from 1.00 is the method's noise in this run`)
+  }
+  return notes
 }
 
 const verdict = (pass: boolean | undefined): string => pass === undefined ? 'n/a ' : pass ? 'PASS' : 'FAIL'
@@ -177,7 +185,7 @@ function machineLine (report: BenchReport): string {
   return `${machine.date} · ${machine.cores} cores (${machine.cpu}), ${machine.memoryGiB} GiB · ${machine.os} · Node ${machine.node} · ` +
     `Redis ${machine.redis} · PostgreSQL ${machine.postgres} · autocannon ${machine.autocannon} · load average at start ${machine.loadAverage.join(' / ')}\n` +
     `${settings.connections} connections, pipelining ${settings.pipelining}, ${settings.warmupSeconds} s warm-up, ` +
-    `${settings.runs} × ${settings.durationSeconds} s runs per scenario (interleaved rounds), medians; whole bench ${Math.round(report.wallSeconds)} s`
+    `${settings.runs} × ${settings.durationSeconds} s runs per scenario (interleaved rounds${settings.slices === undefined ? '' : `; a scenario and its paired baselines in ${settings.slices} slices each, taken in turns`}), medians; whole bench ${Math.round(report.wallSeconds)} s`
 }
 
 function memoryLines (memory: MemoryFigure | undefined): string[] {
