@@ -20,6 +20,8 @@ export interface Lookup {
 interface Entry {
   record: TokenRecord
   deadline: number
+  /** Read since it was inserted or last passed over by eviction (its second chance). */
+  used: boolean
 }
 
 export interface PositiveCache extends RevocationWatcher {
@@ -34,7 +36,8 @@ export interface PositiveCache extends RevocationWatcher {
 }
 
 /**
- * Positive answers only, least recently used first out (Map order), keyed by token
+ * Positive answers only, the least recently used first out (approximately: Map order
+ * with a second chance for entries read since they were inserted), keyed by token
  * hash. Trusted only while the revocation feed is live: an interrupted feed may have
  * missed revocations, so the whole cache goes and nothing is cached until the feed
  * is live again (the catch-up is a cold cache, not a replay).
@@ -69,9 +72,12 @@ export function createPositiveCache (options: PositiveCacheOptions): PositiveCac
       if (!live) return undefined
       const entry = entries.get(hash)
       if (entry === undefined) return undefined
-      entries.delete(hash)
-      if (entry.deadline <= now()) return undefined
-      entries.set(hash, entry)
+      if (entry.deadline <= now()) {
+        entries.delete(hash)
+        return undefined
+      }
+      // A hit only marks the entry: no reordering of the Map on the hot path.
+      entry.used = true
       return entry.record
     },
 
@@ -91,11 +97,18 @@ export function createPositiveCache (options: PositiveCacheOptions): PositiveCac
       const deadline = Math.min(t + options.ttlMs, t + (record.expiresAt - wallNow()))
       if (deadline <= t) return
       entries.delete(lookup.hash)
-      entries.set(lookup.hash, { record, deadline })
+      entries.set(lookup.hash, { record, deadline, used: false })
+      // Second chance: the oldest entry goes unless it was read since it was inserted or
+      // last passed over; then it moves to the back, unmarked. Ends within one pass.
       while (entries.size > options.maxEntries) {
-        const oldest = entries.keys().next()
+        const oldest = entries.entries().next()
         if (oldest.done === true) break
-        entries.delete(oldest.value)
+        const [hash, entry] = oldest.value
+        entries.delete(hash)
+        if (entry.used) {
+          entry.used = false
+          entries.set(hash, entry)
+        }
       }
     },
 

@@ -125,3 +125,23 @@ t.test('bounded in entries: the least recently used goes first', async (t) => {
   t.equal(cache.get('b'), undefined)
   t.ok(cache.get('c'))
 })
+
+t.test('bounded in entries: an entry read since it was inserted gets a second chance, once', async (t) => {
+  const { cache, put } = setup({ maxEntries: 3 })
+  cache.live()
+  put('a'); put('b'); put('c')
+  cache.get('a'); cache.get('b')
+  put('d')
+  t.equal(cache.size, 3)
+  t.equal(cache.get('c'), undefined, 'the oldest entry not read since it was inserted goes, not the older ones that were read')
+  put('e')
+  t.equal(cache.size, 3)
+  t.equal(cache.get('d'), undefined, 'then the next one not read')
+  // a and b were passed over once and unmarked: without another read, a is next.
+  put('f')
+  t.equal(cache.size, 3)
+  t.equal(cache.get('a'), undefined, 'a second chance is used up once eviction has passed over the entry')
+  t.ok(cache.get('b'))
+  t.ok(cache.get('e'))
+  t.ok(cache.get('f'))
+})
