@@ -20,8 +20,6 @@ export interface Lookup {
 interface Entry {
   record: TokenRecord
   deadline: number
-  /** Read since it was inserted or last passed over by eviction (its second chance). */
-  used: boolean
 }
 
 export interface PositiveCache extends RevocationWatcher {
@@ -36,8 +34,7 @@ export interface PositiveCache extends RevocationWatcher {
 }
 
 /**
- * Positive answers only, the least recently used first out (approximately: Map order
- * with a second chance for entries read since they were inserted), keyed by token
+ * Positive answers only, least recently used first out (Map order), keyed by token
  * hash. Trusted only while the revocation feed is live: an interrupted feed may have
  * missed revocations, so the whole cache goes and nothing is cached until the feed
  * is live again (the catch-up is a cold cache, not a replay).
@@ -52,6 +49,8 @@ export function createPositiveCache (options: PositiveCacheOptions): PositiveCac
   const wallNow = options.wallNow ?? Date.now
   const entries = new Map<string, Entry>()
   const inFlight = new Map<string, Set<Lookup>>()
+  /** The hash last put at the end of `entries` (Map order is recency order); may have left it since. */
+  let newest: string | undefined
   let live = false
 
   const markStale = (lookups: Iterable<Lookup>): void => {
@@ -76,8 +75,12 @@ export function createPositiveCache (options: PositiveCacheOptions): PositiveCac
         entries.delete(hash)
         return undefined
       }
-      // A hit only marks the entry: no reordering of the Map on the hot path.
-      entry.used = true
+      // Already the most recent (a hot token read again and again): nothing to reorder.
+      if (hash !== newest) {
+        entries.delete(hash)
+        entries.set(hash, entry)
+        newest = hash
+      }
       return entry.record
     },
 
@@ -97,18 +100,12 @@ export function createPositiveCache (options: PositiveCacheOptions): PositiveCac
       const deadline = Math.min(t + options.ttlMs, t + (record.expiresAt - wallNow()))
       if (deadline <= t) return
       entries.delete(lookup.hash)
-      entries.set(lookup.hash, { record, deadline, used: false })
-      // Second chance: the oldest entry goes unless it was read since it was inserted or
-      // last passed over; then it moves to the back, unmarked. Ends within one pass.
+      entries.set(lookup.hash, { record, deadline })
+      newest = lookup.hash
       while (entries.size > options.maxEntries) {
-        const oldest = entries.entries().next()
+        const oldest = entries.keys().next()
         if (oldest.done === true) break
-        const [hash, entry] = oldest.value
-        entries.delete(hash)
-        if (entry.used) {
-          entry.used = false
-          entries.set(hash, entry)
-        }
+        entries.delete(oldest.value)
       }
     },
 
