@@ -21,7 +21,7 @@ import { checkTargets, compareBindings, renderMarkdown, renderSvg, renderText, s
 import { defineScenarios, type Binding, type Scenario, type ServerName } from './scenarios.js'
 
 /*
- * npm run bench [-- --duration 2 --warmup 1 --runs 3 --connections 50 --tokens 100000 --only a,b --profile service --root DIR]
+ * npm run bench [-- --duration 2 --warmup 1 --runs 3 --slices 16 --connections 50 --tokens 100000 --only a,b --profile service --root DIR]
  * npm run bench:smoke   (on the dist/ there is: 1 s runs, no warm-up, one round, 10,000 tokens, results in a
  *                        temporary directory; CI runs it after npm test has built dist/)
  *
@@ -92,6 +92,16 @@ const SERVICE_BINDING: Binding = 'node-rs'
 const OTHER_BINDING: Binding = 'argon2'
 const ACCOUNTS = 10_000
 
+/**
+ * V8 shrinks a process's young generation while it idles and grows it again only over
+ * seconds of load. The bench loads each server for a few seconds at a time, minutes apart,
+ * so without a floor a server's figures depend on how recently it was loaded: an A/A twin
+ * of one-get, loaded only in its own scenario, kept a 16 MB heap, freed 2-6 MB per
+ * scavenge and cost 25-27 µs per request against one-get's 20-21 (bench/README.md, "Noise").
+ * 16 MB per semi-space is what every server here grows to under sustained load.
+ */
+const BENCH_V8_FLAGS = ['--min-semi-space-size=16']
+
 const compiled = (path: string): string => fileURLToPath(new URL(path, import.meta.url))
 const log = (message: string): void => { process.stderr.write(`bench: ${message}\n`) }
 
@@ -131,10 +141,11 @@ async function main (): Promise<void> {
     const profiled = (name: string): string[] => args.profile?.split(',').includes(name) === true
       ? ['--cpu-prof', '--cpu-prof-interval=100', `--cpu-prof-dir=${join(outDir, 'profiles')}`]
       : []
-    // Every baseline runs with the V8 flags the service sets for itself (src/lib/v8-tuning.ts): the
-    // same engine settings on both sides of a ratio. The service gets none: it is measured as it ships.
+    // Every baseline runs with the V8 flags the service sets for itself (src/lib/v8-tuning.ts), so
+    // both sides of a ratio run on the same engine settings; and every server, the service too,
+    // with the young generation's floor at the size each one reaches under sustained load.
     const start = async (name: string, script: string, env: Record<string, string>, readyPath: string, scriptArgs: string[] = []): Promise<Child> => {
-      const engineFlags = name === 'service' ? [] : SERVING_V8_FLAGS
+      const engineFlags = [...BENCH_V8_FLAGS, ...(name === 'service' ? [] : SERVING_V8_FLAGS)]
       const child = await startChild({ name, script, args: scriptArgs, env, readyPath, nodeFlags: [...engineFlags, ...profiled(name)] })
       children.push(child)
       return child
