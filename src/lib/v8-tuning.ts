@@ -11,7 +11,7 @@ export const SERVING_V8_FLAGS = ['--no-allocation-site-pretenuring'] as const
  * measured here (bench/README.md, "Why a process can be slow for its whole life") about one
  * process in ten of identical one-GET servers used 25-35 % more CPU per request at twice
  * the p99, every scavenge promoting megabytes and a mark-compact every few seconds; with
- * pretenuring off, none of 60 did. The flag is read when V8 reviews its allocation sites
+ * pretenuring off, none of 102 did. The flag is read when V8 reviews its allocation sites
  * (at each scavenge), so setting it at start-up, before the first request, is in time.
  */
 export function tuneV8ForServing (): void {
