@@ -158,7 +158,7 @@ export function compareBindings (rows: Row[]): string[] {
   const twin = byId.get('aa-one-get')
   if (twin?.ratio !== undefined) {
     const perRound = twin.runs.map((sample, round) => sample.requestsPerSecond / (twin.paired?.['one-get']?.[round]?.requestsPerSecond ?? Number.NaN))
-    notes.push(`A/A check of the method: a second one-GET server ÷ one-get, measured like every paired ratio: ${fixed(twin.ratio)} req/s (rounds ${perRound.map((value) => fixed(value)).join(', ')}), p99 ${fixed(twin.p99Ratio ?? Number.NaN)}; identical servers, so the distance from 1.00 is the method's noise in this run`)
+    notes.push(`A/A check of the method: a second one-GET server ÷ one-get, measured like every paired ratio: ${fixed(twin.ratio)} req/s (rounds ${perRound.map((value) => fixed(value)).join(', ')}), p99 ${fixed(twin.p99Ratio ?? Number.NaN)}; identical code, so the distance from 1.00 is the noise this run's ratios carry, the handicap of a server the bench loads only now and then included (bench/README.md, "Noise")`)
   }
   return notes
 }

@@ -8,7 +8,7 @@ export const SERVING_V8_FLAGS = ['--no-allocation-site-pretenuring'] as const
  * requests' objects happen to be alive, that the objects of an allocation site live long,
  * and allocate them in the old generation from then on. Every per-request object of this
  * service dies young, so that judgement is wrong, and it stays for the life of the process:
- * measured here (bench/README.md, "Why a process can be slow for its whole life") about one
+ * measured here (bench/README.md, "Noise: what the A/A check found") about one
  * process in ten of identical one-GET servers used 25-35 % more CPU per request at twice
  * the p99, every scavenge promoting megabytes and a mark-compact every few seconds; with
  * pretenuring off, none of 102 did. The flag is read when V8 reviews its allocation sites
