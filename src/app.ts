@@ -1,11 +1,12 @@
 import fastifyFormbody from '@fastify/formbody'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import Fastify, { LogController, type FastifyError, type FastifyRequest, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyRequest, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify'
 import type { Socket } from 'node:net'
 import { createAccountAdmin, type AccountAdmin } from './accounts.js'
 import { createAuthService, type AuthService } from './auth.js'
 import { openBackends, type Backends } from './backends.js'
 import type { Config } from './config.js'
+import { accessLineWriter, logsInfo, RequestLogger, type AccessLineWriter, type LogBase } from './lib/access-log.js'
 import { batchedStdout } from './lib/log-destination.js'
 import { MalformedFormError, parseFormEncoded, type FormParams } from './lib/form-encoding.js'
 import { redactUrl } from './lib/redact.js'
@@ -20,6 +21,8 @@ import { registerOpenApi, registerOpenApiRoutes } from './routes/openapi.js'
 import { PACKAGE_VERSION } from './version.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { randomUUID } from 'node:crypto'
+import { hostname } from 'node:os'
+import type { Bindings, ChildLoggerOptions } from 'pino'
 import type { IncomingMessage } from 'node:http'
 import { fileURLToPath } from 'node:url'
 
@@ -49,21 +52,34 @@ export interface BuildAppOptions {
 /**
  * One JSON line per request, when it completes: request id, method, redacted URL,
  * route, status, latency. (Fastify's default is two lines.) A route's own log level
- * applies, so health checks and /metrics stay out of the access log.
+ * applies, so health checks and /metrics stay out of the access log. With `writeLine`
+ * (the service's own logger and destination) the line is written by hand
+ * (lib/access-log.ts); with a logger of the caller's, through it.
  */
 class OneLinePerRequest extends LogController {
+  constructor (private readonly writeLine: AccessLineWriter | undefined) {
+    super()
+  }
+
   override incomingRequest (): void {}
 
   override requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    const line = {
-      req: request,
-      route: request.routeOptions.url ?? '(unmatched)',
-      statusCode: reply.statusCode,
-      responseTime: reply.elapsedTime
+    const route = request.routeOptions.url ?? '(unmatched)'
+    if (error === null || error === undefined) {
+      if (this.writeLine === undefined) {
+        reply.log.info({ req: request, route, statusCode: reply.statusCode, responseTime: reply.elapsedTime }, 'request completed')
+      } else if (logsInfo(reply.log.level)) {
+        this.writeLine({ reqId: request.id, method: request.method, url: loggedUrl(request), remoteAddress: request.ip, route, statusCode: reply.statusCode, responseTime: reply.elapsedTime })
+      }
+    } else {
+      reply.log.error({ req: request, route, statusCode: reply.statusCode, responseTime: reply.elapsedTime, err: error }, 'request errored')
     }
-    if (error !== null && error !== undefined) reply.log.error({ ...line, err: error }, 'request errored')
-    else reply.log.info(line, 'request completed')
   }
+}
+
+/** A request's URL as the log shows it: the route template for a matched path, secret query values redacted. */
+function loggedUrl (request: FastifyRequest): string {
+  return redactUrl(request.url, request.routeOptions?.url)
 }
 
 /**
@@ -144,15 +160,23 @@ function clientErrorStatus (code: string | undefined): number {
  * and the three operations. The process entry (server.ts) listens; tests inject.
  */
 export async function buildApp (config: Config, options: BuildAppOptions = {}): Promise<FastifyInstance> {
+  // The service's own logger (unless the caller brings one): pino with redacting serializers, writing
+  // to stdout in batches, or to `logStream`; at a developer's terminal, through pino-pretty.
+  const pretty = options.logger === undefined && options.logStream === undefined ? prettyInDevelopment(config) : undefined
+  const stream = options.logger !== undefined || pretty !== undefined ? undefined : options.logStream ?? batchedStdout()
+  const base: LogBase = { pid: process.pid, hostname: hostname() }
   const app = Fastify({
     logger: options.logger ?? {
       level: config.logLevel,
+      base,
       serializers: {
-        req: (request: FastifyRequest) => ({ method: request.method, url: redactUrl(request.url, request.routeOptions?.url), remoteAddress: request.ip })
+        req: (request: FastifyRequest) => ({ method: request.method, url: loggedUrl(request), remoteAddress: request.ip })
       },
-      ...(options.logStream === undefined ? prettyInDevelopment(config) ?? { stream: batchedStdout() } : { stream: options.logStream })
+      ...(pretty ?? { stream })
     },
-    logController: new OneLinePerRequest(),
+    logController: new OneLinePerRequest(stream === undefined ? undefined : accessLineWriter(stream, base)),
+    // Most requests log only their access line, written without the request's child logger: it is made on first use.
+    ...(stream === undefined ? {} : { childLoggerFactory: (logger: FastifyBaseLogger, bindings: Bindings, childOptions: ChildLoggerOptions) => new RequestLogger(logger, bindings, childOptions) }),
     genReqId: requestId,
     // A request without Host is answered like any other bad request (our body, not Node's empty 400).
     http: { requireHostHeader: false },
