@@ -1,6 +1,6 @@
 import fastifyFormbody from '@fastify/formbody'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyRequest, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyRequest, type FastifyInstance, type FastifyReply, type FastifyServerOptions, type preValidationHookHandler } from 'fastify'
 import type { Socket } from 'node:net'
 import { createAccountAdmin, type AccountAdmin } from './accounts.js'
 import { createAuthService, type AuthService } from './auth.js'
@@ -241,11 +241,16 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     done()
   })
 
-  // Runs before validation: a POST with no body validates as an empty parameter object.
-  // (A GET has no body to stand in for.)
-  app.addHook('preValidation', (request, _reply, done) => {
-    if (request.body === undefined && request.method !== 'GET') request.body = EMPTY_BODY
+  // A request without a body validates as an empty parameter object where the route has a body
+  // schema. Added to those routes only, so that the others (GET Authenticate) run no preValidation hook.
+  const emptyBodyAsObject: preValidationHookHandler = (request, _reply, done) => {
+    if (request.body === undefined) request.body = EMPTY_BODY
     done()
+  }
+  app.addHook('onRoute', (route) => {
+    if (route.schema?.body === undefined) return
+    const own = route.preValidation
+    route.preValidation = own === undefined ? [emptyBodyAsObject] : [emptyBodyAsObject, ...(Array.isArray(own) ? own : [own])]
   })
 
   app.setErrorHandler((error: FastifyError | StatusError, request, reply) => {
