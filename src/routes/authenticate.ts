@@ -82,9 +82,13 @@ export const authenticateRoutes: FastifyPluginAsyncTypebox<AuthenticateRoutesOpt
   }
 
   // Key-value parameters come from the query or, for POST, a form or JSON body; a body value wins.
-  // (Usually one side is empty: no copy then.)
-  const merged = (query: AuthenticateParams, body: AuthenticateParams): AuthenticateParams =>
-    body === EMPTY_BODY || isEmpty(body) ? query : isEmpty(query) ? body : { ...query, ...body }
+  // (Usually one side is empty: no copy then. The query is looked at first: it is usually the
+  // empty one, and finding no key in an empty object is cheaper than finding one in a full one.)
+  function merged (query: AuthenticateParams, body: AuthenticateParams): AuthenticateParams {
+    if (body === EMPTY_BODY) return query
+    if (isEmpty(query)) return body
+    return isEmpty(body) ? query : { ...query, ...body }
+  }
 
   app.get('/auth/Authenticate', { schema: { ...docs, querystring: AuthenticateParamsSchema, response } },
     (request, reply) => answer(request, reply, request.query, undefined))

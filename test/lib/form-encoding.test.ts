@@ -67,3 +67,12 @@ t.test('agrees with a split-based reference on arbitrary input', async (t) => {
   t.equal(compared, 3000, '3000 inputs compared')
   t.same({ ...parseFormEncoded('&&a=1&&b&=x&') }, { a: '1', b: '', '': 'x' }, 'empty pieces skipped, empty key kept')
 })
+
+t.test('names past the interned ones are kept as they come', async (t) => {
+  const text = Array.from({ length: 600 }, (_, i) => `name${i}=${i}`).join('&')
+  const first = parseFormEncoded(text)
+  const again = parseFormEncoded(text)
+  t.equal(Object.keys(first).length, 600, 'every name, the 256 interned ones and the rest')
+  t.ok(Object.entries(again).every(([name, value]) => name === `name${value as string}`), 'each name with its own value, parsed twice')
+  t.equal(Object.getPrototypeOf(again), null)
+})
