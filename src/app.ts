@@ -64,12 +64,14 @@ class OneLinePerRequest extends LogController {
   override incomingRequest (): void {}
 
   override requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    const route = request.routeOptions.url ?? '(unmatched)'
+    // Fastify builds a fresh routeOptions object on every read: read once.
+    const template = request.routeOptions.url
+    const route = template ?? '(unmatched)'
     if (error === null || error === undefined) {
       if (this.writeLine === undefined) {
         reply.log.info({ req: request, route, statusCode: reply.statusCode, responseTime: reply.elapsedTime }, 'request completed')
       } else if (logsInfo(reply.log.level)) {
-        this.writeLine({ reqId: request.id, method: request.method, url: loggedUrl(request), remoteAddress: request.ip, route, statusCode: reply.statusCode, responseTime: reply.elapsedTime })
+        this.writeLine({ reqId: request.id, method: request.method, url: redactUrl(request.url, template), remoteAddress: request.ip, route, statusCode: reply.statusCode, responseTime: reply.elapsedTime })
       }
     } else {
       reply.log.error({ req: request, route, statusCode: reply.statusCode, responseTime: reply.elapsedTime, err: error }, 'request errored')

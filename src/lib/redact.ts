@@ -29,7 +29,8 @@ export function redactUrl (url: string, routeTemplate?: string): string {
     // An encoded first segment may hide anything (`%2F` included): it is not logged either.
     path = first.includes('%') ? '/[redacted]' : second < 0 || second === rawPath.length - 1 ? rawPath : `${first}/[redacted]`
   }
-  if (q < 0) return escapeControlCharacters(path)
+  // A route template is ours, not the caller's: nothing in it to escape.
+  if (q < 0) return routeTemplate === undefined ? escapeControlCharacters(path) : path
   const query = url.slice(q + 1).split('&').map((piece) => {
     const eq = piece.indexOf('=')
     const key = eq < 0 ? piece : piece.slice(0, eq)
