@@ -27,7 +27,8 @@ t.test('the hand-written line is the one pino writes, byte for byte', async (t) 
     plain,
     { ...plain, method: 'POST', url: '/auth/Login?username=ann&password=[redacted]', route: '/auth/Login', statusCode: 401, responseTime: 27 },
     { ...plain, remoteAddress: undefined, url: '/[redacted]', route: '(unmatched)', statusCode: 404, responseTime: 1e-7 },
-    { ...plain, reqId: 'caller.id:7', url: '/x\\u000d\\u000ainjected?a="b"', remoteAddress: '::ffff:10.0.0.1', responseTime: 123456.5 }
+    { ...plain, reqId: 'caller.id:7', url: '/x\\u000d\\u000ainjected?a="b"', remoteAddress: '::ffff:10.0.0.1', responseTime: 123456.5 },
+    { ...plain, responseTime: Number.NaN }
   ]
   for (const entry of entries) {
     const sink = capture()
