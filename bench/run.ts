@@ -103,7 +103,8 @@ const ACCOUNTS = 10_000
 const BENCH_V8_FLAGS = ['--min-semi-space-size=16']
 
 const compiled = (path: string): string => fileURLToPath(new URL(path, import.meta.url))
-const log = (message: string): void => { process.stderr.write(`bench: ${message}\n`) }
+const benchStarted = performance.now()
+const log = (message: string): void => { process.stderr.write(`bench [${((performance.now() - benchStarted) / 1000).toFixed(0).padStart(3)} s]: ${message}\n`) }
 
 async function main (): Promise<void> {
   const startedAt = performance.now()
