@@ -1,4 +1,5 @@
 import t from 'tap'
+import type { FastifyBaseLogger } from 'fastify'
 import { pino, type Bindings, type ChildLoggerOptions } from 'pino'
 import { accessLineWriter, jsonText, logsInfo, RequestLogger, type AccessEntry, type LogBase } from '../../src/lib/access-log.js'
 
@@ -69,11 +70,11 @@ t.test('RequestLogger: the child is made on the first line, with the bindings an
   const sink = capture()
   const parent = pino({ base, level: 'info' }, sink)
   const made: Array<{ bindings: Bindings, options: ChildLoggerOptions | undefined }> = []
-  const counting = Object.create(parent) as typeof parent
-  counting.child = ((bindings: Bindings, options?: ChildLoggerOptions) => {
+  const counting = Object.create(parent) as FastifyBaseLogger
+  counting.child = (bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger => {
     made.push({ bindings, options })
     return parent.child(bindings, options)
-  }) as typeof parent.child
+  }
 
   const quiet = new RequestLogger(counting, { reqId: 'r1' }, { level: 'silent' })
   t.equal(quiet.level, 'silent', 'the route\'s level before any line')
