@@ -49,15 +49,22 @@ export interface BuildAppOptions {
   logStream?: NodeJS.WritableStream
 }
 
+/** Counts one finished request (Metrics.observeRequest). */
+type RequestObserver = (route: string, method: string, status: number, seconds: number) => void
+
 /**
  * One JSON line per request, when it completes: request id, method, redacted URL,
  * route, status, latency. (Fastify's default is two lines.) A route's own log level
  * applies, so health checks and /metrics stay out of the access log. With `writeLine`
  * (the service's own logger and destination) the line is written by hand
  * (lib/access-log.ts); with a logger of the caller's, through it.
+ *
+ * With `observe`, every request is also counted here, whatever its log level: Fastify calls
+ * this once per finished response in an app that has a logger, so the request metrics need
+ * no onResponse hook of their own (a hook run per request; bench/README.md).
  */
 class OneLinePerRequest extends LogController {
-  constructor (private readonly writeLine: AccessLineWriter | undefined) {
+  constructor (private readonly writeLine: AccessLineWriter | undefined, private readonly observe: RequestObserver | undefined) {
     super()
   }
 
@@ -67,14 +74,16 @@ class OneLinePerRequest extends LogController {
     // Fastify builds a fresh routeOptions object on every read: read once.
     const template = request.routeOptions.url
     const route = template ?? '(unmatched)'
+    const responseTime = reply.elapsedTime
+    this.observe?.(route, request.method, reply.statusCode, responseTime / 1000)
     if (error === null || error === undefined) {
       if (this.writeLine === undefined) {
-        reply.log.info({ req: request, route, statusCode: reply.statusCode, responseTime: reply.elapsedTime }, 'request completed')
+        reply.log.info({ req: request, route, statusCode: reply.statusCode, responseTime }, 'request completed')
       } else if (logsInfo(reply.log.level)) {
-        this.writeLine({ reqId: request.id, method: request.method, url: redactUrl(request.url, template), remoteAddress: request.ip, route, statusCode: reply.statusCode, responseTime: reply.elapsedTime })
+        this.writeLine({ reqId: request.id, method: request.method, url: redactUrl(request.url, template), remoteAddress: request.ip, route, statusCode: reply.statusCode, responseTime })
       }
     } else {
-      reply.log.error({ req: request, route, statusCode: reply.statusCode, responseTime: reply.elapsedTime, err: error }, 'request errored')
+      reply.log.error({ req: request, route, statusCode: reply.statusCode, responseTime, err: error }, 'request errored')
     }
   }
 }
@@ -167,6 +176,12 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   const pretty = options.logger === undefined && options.logStream === undefined ? prettyInDevelopment(config) : undefined
   const stream = options.logger !== undefined || pretty !== undefined ? undefined : options.logStream ?? batchedStdout()
   const base: LogBase = { pid: process.pid, hostname: hostname() }
+  // Metrics read the backends lazily, so they exist first and can count the backends' errors.
+  let sources: Backends | undefined
+  const metrics = createMetrics({ hashQueueDepth: () => sources?.hasher.queueDepth() ?? 0, auditDropped: () => sources?.audit.dropped() ?? 0 })
+  // Fastify reports every finished response to the log controller only in an app with a logger
+  // (tests pass `logger: false`); such an app counts its requests with an onResponse hook instead.
+  const hasLogger = options.logger !== false
   const app = Fastify({
     logger: options.logger ?? {
       level: config.logLevel,
@@ -176,7 +191,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
       },
       ...(pretty ?? { stream })
     },
-    logController: new OneLinePerRequest(stream === undefined ? undefined : accessLineWriter(stream, base)),
+    logController: new OneLinePerRequest(stream === undefined ? undefined : accessLineWriter(stream, base), hasLogger ? metrics.observeRequest : undefined),
     // Most requests log only their access line, written without the request's child logger: it is made on first use.
     ...(stream === undefined ? {} : { childLoggerFactory: (logger: FastifyBaseLogger, bindings: Bindings, childOptions: ChildLoggerOptions) => new RequestLogger(logger, bindings, childOptions) }),
     genReqId: requestId,
@@ -211,9 +226,6 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   const ownBackends = options.backends === undefined
-  // Metrics read the backends lazily, so they exist first and can count the backends' errors.
-  let sources: Backends | undefined
-  const metrics = createMetrics({ hashQueueDepth: () => sources?.hasher.queueDepth() ?? 0, auditDropped: () => sources?.audit.dropped() ?? 0 })
   const backends = options.backends ?? await openBackends(config, app.log, metrics.backendError)
   sources = backends
   if (ownBackends) app.addHook('onClose', async () => { await backends.close() })
@@ -238,10 +250,12 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     else done()
   })
 
-  app.addHook('onResponse', (request, reply, done) => {
-    metrics.observeRequest(request.routeOptions.url ?? '(unmatched)', request.method, reply.statusCode, reply.elapsedTime / 1000)
-    done()
-  })
+  if (!hasLogger) {
+    app.addHook('onResponse', (request, reply, done) => {
+      metrics.observeRequest(request.routeOptions.url ?? '(unmatched)', request.method, reply.statusCode, reply.elapsedTime / 1000)
+      done()
+    })
+  }
 
   // A request without a body validates as an empty parameter object where the route has a body
   // schema. Added to those routes only, so that the others (GET Authenticate) run no preValidation hook.

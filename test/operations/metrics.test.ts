@@ -1,8 +1,13 @@
 import t from 'tap'
-import type { FastifyInstance, InjectOptions } from 'fastify'
+import type { FastifyInstance, FastifyServerOptions, InjectOptions } from 'fastify'
+import { buildApp } from '../../src/app.js'
+import { migrate } from '../../src/db/migrate.js'
+import { createMemoryTokenStore } from '../../src/stores/memory-token-store.js'
 import { buildTestApp } from '../helpers/app.js'
+import { testConfig } from '../helpers/config.js'
+import { freshPglite } from '../helpers/pglite.js'
 import { freshRedisPrefix, requireRedis } from '../helpers/servers.js'
-import { freePort, metricType, migratedDatabaseUrl, sample, startService, tempDir } from './support.js'
+import { backendsOf, freePort, LogCapture, metricType, migratedDatabaseUrl, sample, startService, tempDir } from './support.js'
 
 /*
  * Prometheus /metrics (issue 5, Metrics): requests by route, method and status with a
@@ -109,6 +114,39 @@ t.test('counts requests, login outcomes, tokens and hashing, beside the default 
     t.ok(metricType(text, name) !== undefined, `default metric ${name}`)
   }
   t.match(sample(text, 'nodejs_version_info', { version: process.version }), 1, 'the Node version')
+})
+
+t.test('every request is counted once, whatever logger the app has', async (t) => {
+  // With a logger Fastify reports each finished response to the app's log controller, which
+  // counts it; without one (logger: false) an onResponse hook does. Neither may miss a request
+  // nor count one twice, and a route that logs nothing (/health/live) is counted all the same.
+  const loggers: Array<[string, { logger: FastifyServerOptions['logger'] } | { logStream: LogCapture }]> = [
+    ['the service\'s own access log', { logStream: new LogCapture() }],
+    ['a caller\'s logger', { logger: { level: 'silent' } }],
+    ['no logger', { logger: false }]
+  ]
+  for (const [name, logging] of loggers) {
+    // Level info: the access log writes its lines, and the metrics are counted beside them.
+    const config = testConfig({ logLevel: 'info' })
+    const database = await freshPglite()
+    await migrate(database)
+    const app = await buildApp(config, { backends: backendsOf(t, config, database, createMemoryTokenStore({ denyTtlMs: 60_000 })), ...logging })
+    t.teardown(async () => { await app.close() })
+    t.equal((await app.inject({ url: '/auth/Authenticate' })).statusCode, 403)
+    for (let i = 0; i < 2; i++) t.equal((await app.inject({ method: 'POST', url: '/auth/Authenticate/not-a-token' })).statusCode, 403)
+    t.equal((await app.inject({ url: '/nowhere' })).statusCode, 404)
+    t.equal((await app.inject({ url: '/health/live' })).statusCode, 200)
+    const text = await scrape(app)
+    t.equal(sample(text, 'http_requests_total', { route: '/auth/Authenticate', method: 'GET', status: '403' }), 1, `${name}: GET once`)
+    t.equal(sample(text, 'http_requests_total', { route: '/auth/Authenticate/:token', method: 'POST', status: '403' }), 2, `${name}: POST twice`)
+    t.equal(sample(text, 'http_requests_total', { route: '(unmatched)', method: 'GET', status: '404' }), 1, `${name}: an unmatched path`)
+    t.equal(sample(text, 'http_requests_total', { route: '/health/live', method: 'GET', status: '200' }), 1, `${name}: a route that logs nothing`)
+    t.equal(sample(text, 'http_request_duration_seconds_count', { route: '/auth/Authenticate/:token', method: 'POST', status: '403' }), 2, `${name}: latency observed per request`)
+    if ('logStream' in logging) {
+      const lines = logging.logStream.since(0).filter((line) => line.includes('"request completed"'))
+      t.equal(lines.length, 4, 'the access log still has its line per request (not /health/live)')
+    }
+  }
 })
 
 t.test('the hash queue depth shows logins waiting for argon2', async (t) => {
