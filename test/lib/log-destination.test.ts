@@ -18,18 +18,33 @@ async function run (body: string): Promise<{ stdout: string, code: number | null
 const lines = (n: number, tag: string): string => `for (let i = 0; i < ${n}; i++) log.write('${tag} ' + i + '\\n')`
 const count = (text: string, tag: string): number => text.split('\n').filter((line) => line.startsWith(`${tag} `)).length
 
-t.test('lines of one turn go out together, in order, at the end of the turn', async (t) => {
-  const { stdout, code } = await run(`${lines(1000, 'a')}\nsetTimeout(() => { ${lines(3, 'b')} }, 20)`)
+t.test('lines of one turn go out together, in order', async (t) => {
+  const { stdout, code } = await run(`${lines(1000, 'a')}\nsetTimeout(() => { ${lines(3, 'b')} }, 50)`)
   t.equal(code, 0)
   t.equal(count(stdout, 'a'), 1000, 'every line of the first turn')
   t.equal(count(stdout, 'b'), 3, 'and of a later one')
   t.equal(stdout.split('\n')[999], 'a 999', 'in order')
 })
 
+t.test('lines of several turns within a few milliseconds share one write', async (t) => {
+  // Five turns of the event loop in a row, a line each: under load, a turn serves a few requests only.
+  const { stdout, writes } = await run(`let n = 0\nconst next = () => { log.write('t ' + n + '\\n'); if (++n < 5) setImmediate(next) }\nnext()`)
+  t.equal(count(stdout, 't'), 5)
+  t.equal(writes, 1, 'one write for all five')
+})
+
 t.test('a lone line is written without waiting for more', async (t) => {
-  // Written at the end of its turn: before anything the process writes 100 ms later, not at exit.
+  // Written within LOG_FLUSH_MS: before anything the process writes 100 ms later, not at exit.
   const { stdout } = await run(`log.write('alone\\n')\nsetTimeout(() => { process.stdout.write('later\\n') }, 100)`)
   t.equal(stdout, 'alone\nlater\n')
+})
+
+t.test('a large backlog is written at once, without waiting', async (t) => {
+  // 2,000 lines of 40 bytes (80 KB): the first 64 KiB are written before the turn goes on.
+  const { stdout } = await run(`for (let i = 0; i < 2000; i++) log.write(String(i).padStart(39, '.') + '\\n')\nprocess.stdout.write('marker\\n')`)
+  const before = stdout.slice(0, stdout.indexOf('marker\n'))
+  t.ok(before.length >= 64 * 1024, `${before.length} bytes before a write made later in the same turn`)
+  t.equal(stdout.split('\n').filter((line) => line.length === 39).length, 2000, 'and every line, in the end')
 })
 
 t.test('buffered lines are written when the process exits, also after an uncaught error', async (t) => {
