@@ -3,6 +3,8 @@ import { escapeControlCharacters } from './text.js'
 const SECRET_KEYS = new Set(['password', 'token', 'authtoken', 'authtoken1'])
 
 function decodedKey (raw: string): string {
+  // Most names are plain: nothing to decode (decodeURIComponent was most of a query's redaction).
+  if (!raw.includes('%') && !raw.includes('+')) return raw.toLowerCase()
   try {
     return decodeURIComponent(raw.replaceAll('+', ' ')).toLowerCase()
   } catch {
