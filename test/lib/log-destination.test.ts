@@ -27,10 +27,19 @@ t.test('lines of one turn go out together, in order', async (t) => {
 })
 
 t.test('lines of several turns within a few milliseconds share one write', async (t) => {
-  // Five turns of the event loop in a row, a line each: under load, a turn serves a few requests only.
-  const { stdout, writes } = await run(`let n = 0\nconst next = () => { log.write('t ' + n + '\\n'); if (++n < 5) setImmediate(next) }\nnext()`)
+  // Five turns of the event loop in a row, a line each (under load, a turn serves a few requests
+  // only). The child counts its own write(2)s to stdout; one, or two if the machine stalled it
+  // for over 10 ms between turns; a write per turn would be five.
+  const { stdout } = await run(`import fs from 'node:fs'
+const writeSync = fs.writeSync
+let calls = 0
+fs.writeSync = (...args) => { if (args[0] === 1) calls++; return writeSync(...args) }
+let n = 0
+const next = () => { log.write('t ' + n + '\\n'); if (++n < 5) setImmediate(next); else setTimeout(() => { log.flushSync(); fs.writeSync = writeSync; process.stdout.write('writes ' + calls + '\\n') }, 50) }
+next()`)
   t.equal(count(stdout, 't'), 5)
-  t.equal(writes, 1, 'one write for all five')
+  const writes = Number(/^writes (\d+)$/m.exec(stdout)?.[1])
+  t.ok(writes >= 1 && writes <= 2, `${writes} write(s) for five turns`)
 })
 
 t.test('a lone line is written without waiting for more', async (t) => {
