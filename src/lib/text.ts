@@ -26,8 +26,7 @@ export function isAcceptablePassword (password: string): boolean {
 
 // eslint-disable-next-line no-control-regex
 const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/
-// eslint-disable-next-line no-control-regex
-const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g
+const CONTROL_CHARACTERS = new RegExp(CONTROL_CHARACTER.source, 'g')
 
 /** Escape CR, LF and other control characters before user text reaches a log line. */
 export function escapeControlCharacters (text: string): string {

@@ -1,6 +1,7 @@
 import t from 'tap'
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { LOG_FLUSH_BYTES } from '../../src/lib/log-destination.js'
 
 const MODULE = fileURLToPath(new URL('../../dist/lib/log-destination.js', import.meta.url))
 
@@ -49,11 +50,12 @@ t.test('a lone line is written without waiting for more', async (t) => {
 })
 
 t.test('a large backlog is written at once, without waiting', async (t) => {
-  // 2,000 lines of 40 bytes (80 KB): the first 64 KiB are written before the turn goes on.
-  const { stdout } = await run(`for (let i = 0; i < 2000; i++) log.write(String(i).padStart(39, '.') + '\\n')\nprocess.stdout.write('marker\\n')`)
+  // Lines of 40 bytes, a quarter more than LOG_FLUSH_BYTES: the first LOG_FLUSH_BYTES are written before the turn goes on.
+  const lineCount = Math.ceil(LOG_FLUSH_BYTES * 1.25 / 40)
+  const { stdout } = await run(`for (let i = 0; i < ${lineCount}; i++) log.write(String(i).padStart(39, '.') + '\\n')\nprocess.stdout.write('marker\\n')`)
   const before = stdout.slice(0, stdout.indexOf('marker\n'))
-  t.ok(before.length >= 64 * 1024, `${before.length} bytes before a write made later in the same turn`)
-  t.equal(stdout.split('\n').filter((line) => line.length === 39).length, 2000, 'and every line, in the end')
+  t.ok(before.length >= LOG_FLUSH_BYTES, `${before.length} bytes before a write made later in the same turn`)
+  t.equal(stdout.split('\n').filter((line) => line.length === 39).length, lineCount, 'and every line, in the end')
 })
 
 t.test('buffered lines are written when the process exits, also after an uncaught error', async (t) => {
