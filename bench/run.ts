@@ -18,6 +18,7 @@ import { runInterleaved, runLoad, runUnderLoad, type LoadSettings, type Sample }
 import { describeMachine } from './lib/machine.js'
 import { measureTokenMemory, type MemoryFigure } from './lib/redis-memory.js'
 import { checkTargets, compareBindings, renderMarkdown, renderSvg, renderText, summarize, type BenchReport, type ScenarioRuns } from './lib/report.js'
+import { readCpuTimes, stolenShare } from './lib/steal.js'
 import { defineScenarios, type Binding, type Scenario, type ServerName } from './scenarios.js'
 
 /*
@@ -234,7 +235,10 @@ async function main (): Promise<void> {
     if (settings.warmupSeconds > 0) {
       for (const scenario of scenarios) await runScenario(scenario, settings.warmupSeconds)
     }
+    const measuringFrom = readCpuTimes()
+    const stolenByRound: number[] = []
     for (let round = 1; round <= settings.runs; round++) {
+      const roundFrom = readCpuTimes()
       for (const scenario of scenarios) {
         const partners = partnersOf(scenario)
         if (scenario.background === undefined && partners.length > 0) {
@@ -263,7 +267,13 @@ async function main (): Promise<void> {
         if (scenario.background !== undefined && background !== undefined) record(scenario.background.id, background)
         logRun(round, scenario.id, primary)
       }
+      const stolen = stolenShare(roundFrom, readCpuTimes())
+      if (stolen !== undefined) {
+        stolenByRound.push(stolen)
+        log(`round ${round}: ${(stolen * 100).toFixed(1)} % of the machine's CPU time stolen by the hypervisor`)
+      }
     }
+    const stolenInRun = stolenShare(measuringFrom, readCpuTimes())
 
     let memory: MemoryFigure | undefined
     if (only === undefined || only.has('memory')) {
@@ -292,6 +302,7 @@ async function main (): Promise<void> {
       targets: checkTargets(rows, memory),
       notes: compareBindings(rows),
       memory,
+      ...(stolenInRun === undefined ? {} : { stolen: { run: stolenInRun, rounds: stolenByRound } }),
       wallSeconds: (performance.now() - startedAt) / 1000
     }
     const text = renderText(report)

@@ -43,6 +43,8 @@ export interface BenchReport {
   /** Same-round comparisons that are not targets (the two argon2 bindings on the Login route). */
   notes: string[]
   memory: MemoryFigure | undefined
+  /** Share of the machine's CPU time the hypervisor gave to others while the rounds ran (Linux). */
+  stolen?: { run: number, rounds: number[] }
   wallSeconds: number
 }
 
@@ -185,7 +187,15 @@ function machineLine (report: BenchReport): string {
   return `${machine.date} · ${machine.cores} cores (${machine.cpu}), ${machine.memoryGiB} GiB · ${machine.os} · Node ${machine.node} · ` +
     `Redis ${machine.redis} · PostgreSQL ${machine.postgres} · autocannon ${machine.autocannon} · load average at start ${machine.loadAverage.join(' / ')}\n` +
     `${settings.connections} connections, pipelining ${settings.pipelining}, ${settings.warmupSeconds} s warm-up, ` +
-    `${settings.runs} × ${settings.durationSeconds} s runs per scenario (interleaved rounds${settings.slices === undefined ? '' : `; a scenario and its paired baselines in ${settings.slices} slices each, taken in turns`}), medians; whole bench ${Math.round(report.wallSeconds)} s`
+    `${settings.runs} × ${settings.durationSeconds} s runs per scenario (interleaved rounds${settings.slices === undefined ? '' : `; a scenario and its paired baselines in ${settings.slices} slices each, taken in turns`}), medians; whole bench ${Math.round(report.wallSeconds)} s${stolenText(report.stolen)}`
+}
+
+const percent = (share: number): string => `${(share * 100).toFixed(1)} %`
+
+/** A busy neighbour on the VM's host: every figure of the run moved with it. */
+function stolenText (stolen: BenchReport['stolen']): string {
+  if (stolen === undefined) return ''
+  return `; CPU time stolen by the hypervisor while the rounds ran ${percent(stolen.run)} (rounds ${stolen.rounds.map(percent).join(', ')})`
 }
 
 function memoryLines (memory: MemoryFigure | undefined): string[] {
