@@ -186,7 +186,10 @@ async function main (): Promise<void> {
       password: PASSWORD,
       accounts: ACCOUNTS
     })
-    const scenarios = allScenarios.filter((scenario) => only === undefined || only.has(scenario.id) || (scenario.background !== undefined && only.has(scenario.background.id)))
+    // The smoke run takes every scenario, the optional ones too, so that none of them can rot.
+    const scenarios = allScenarios.filter((scenario) => only === undefined
+      ? smoke || scenario.optional !== true
+      : only.has(scenario.id) || (scenario.background !== undefined && only.has(scenario.background.id)))
     // A paired scenario runs only beside a selected one whose ratio it serves.
     const selectedIds = new Set(scenarios.map((scenario) => scenario.id))
     const partnersOf = (scenario: Scenario): Scenario[] => (scenario.paired ?? []).flatMap((id) => {

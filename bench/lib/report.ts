@@ -157,6 +157,14 @@ export function compareBindings (rows: Row[]): string[] {
     const ratio = roundRatio(other.runs, own.runs, (sample) => sample.requestsPerSecond)
     notes.push(`${other.title} ÷ the service's own Login, req/s in the same round: ${fixed(ratio)}`)
   }
+  const form = byId.get('auth-form-post')
+  const formCeiling = form?.paired?.['one-get-form']
+  if (form !== undefined && formCeiling !== undefined) {
+    const againstForm = roundRatio(form.runs, formCeiling, (sample) => sample.requestsPerSecond)
+    const body = roundRatio(formCeiling, form.paired?.['one-get'] ?? [], (sample) => sample.requestsPerSecond)
+    notes.push(`Authenticate by form body ÷ the one-GET route taking the same form POST, in the same slices: ${fixed(againstForm)} req/s; ` +
+      `that route's form POST ÷ its GET: ${fixed(body)} (the cost of a request body in Fastify and Node, which the one-GET ceiling does not pay)`)
+  }
   const twin = byId.get('aa-one-get')
   if (twin?.ratio !== undefined) {
     const perRound = twin.runs.map((sample, round) => sample.requestsPerSecond / (twin.paired?.['one-get']?.[round]?.requestsPerSecond ?? Number.NaN))
