@@ -18,7 +18,7 @@ import { runInterleaved, runLoad, runUnderLoad, type LoadSettings, type Sample }
 import { describeMachine } from './lib/machine.js'
 import { measureTokenMemory, type MemoryFigure } from './lib/redis-memory.js'
 import { checkTargets, compareBindings, renderMarkdown, renderSvg, renderText, summarize, type BenchReport, type ScenarioRuns } from './lib/report.js'
-import { readCpuTimes, stolenShare } from './lib/steal.js'
+import { formatShare, readCpuTimes, stolenShare } from './lib/steal.js'
 import { defineScenarios, type Binding, type Scenario, type ServerName } from './scenarios.js'
 
 /*
@@ -274,7 +274,7 @@ async function main (): Promise<void> {
       const stolen = stolenShare(roundFrom, readCpuTimes())
       if (stolen !== undefined) {
         stolenByRound.push(stolen)
-        log(`round ${round}: ${(stolen * 100).toFixed(1)} % of the machine's CPU time stolen by the hypervisor`)
+        log(`round ${round}: ${formatShare(stolen)} of the machine's CPU time stolen by the hypervisor`)
       }
     }
     const stolenInRun = stolenShare(measuringFrom, readCpuTimes())

@@ -1,6 +1,7 @@
 import type { Machine } from './machine.js'
 import type { LoadSettings, Sample } from './load.js'
 import type { MemoryFigure } from './redis-memory.js'
+import { formatShare } from './steal.js'
 import { median } from './stats.js'
 
 /** One scenario over every round: medians of its runs, and ratios to its baseline taken round by round. */
@@ -198,12 +199,10 @@ function machineLine (report: BenchReport): string {
     `${settings.runs} × ${settings.durationSeconds} s runs per scenario (interleaved rounds${settings.slices === undefined ? '' : `; a scenario and its paired baselines in ${settings.slices} slices each, taken in turns`}), medians; whole bench ${Math.round(report.wallSeconds)} s${stolenText(report.stolen)}`
 }
 
-const percent = (share: number): string => `${(share * 100).toFixed(1)} %`
-
 /** A busy neighbour on the VM's host: every figure of the run moved with it. */
 function stolenText (stolen: BenchReport['stolen']): string {
   if (stolen === undefined) return ''
-  return `; CPU time stolen by the hypervisor while the rounds ran ${percent(stolen.run)} (rounds ${stolen.rounds.map(percent).join(', ')})`
+  return `; CPU time stolen by the hypervisor while the rounds ran ${formatShare(stolen.run)} (rounds ${stolen.rounds.map(formatShare).join(', ')})`
 }
 
 function memoryLines (memory: MemoryFigure | undefined): string[] {

@@ -29,3 +29,8 @@ export function stolenShare (from: CpuTimes | undefined, to: CpuTimes | undefine
   if (from === undefined || to === undefined || to.total <= from.total) return undefined
   return (to.steal - from.steal) / (to.total - from.total)
 }
+
+/** A share (0-1) as the bench prints it: `12.3 %`. */
+export function formatShare (share: number): string {
+  return `${(share * 100).toFixed(1)} %`
+}
