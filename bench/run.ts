@@ -24,8 +24,8 @@ import { defineScenarios, type Binding, type Scenario, type ServerName } from '.
 
 /*
  * npm run bench [-- --duration 1.8 --warmup 1 --runs 3 --slices 16 --connections 50 --tokens 100000 --only a,b --profile service --root DIR]
- * npm run bench:smoke   (on the dist/ there is: 0.5 s runs (1 s for hashing), 10 connections, no warm-up, one
- *                        round, 2,000 tokens, results in a temporary directory; CI runs it after npm test
+ * npm run bench:smoke   (on the dist/ there is: 0.5 s runs (1 s for hashing and the stopped log reader), 10
+ *                        connections, no warm-up, one round, 10,000 tokens, results in a temporary directory; CI runs it after npm test
  *                        has built dist/)
  *
  * The service (dist/, production settings, its log on stdout to a pipe a reader process
@@ -84,7 +84,7 @@ const settings: LoadSettings & { runs: number, warmupSeconds: number, slices: nu
   warmupSeconds: numberArg(args.warmup, smoke ? 0 : 1, true),
   slices: Math.max(1, Math.round(numberArg(args.slices, smoke ? 2 : 16)))
 }
-const tokenCount = Math.round(numberArg(args.tokens, smoke ? 2_000 : 100_000))
+const tokenCount = Math.round(numberArg(args.tokens, smoke ? 10_000 : 100_000))
 const outDir = args.out ?? (smoke ? join(tmpdir(), 'ats-bench-smoke') : join(ROOT, 'bench', 'results'))
 const only = args.only === undefined ? undefined : new Set(args.only.split(','))
 const STORM_LEAD_SECONDS = Math.min(1, settings.durationSeconds / 2)
@@ -245,16 +245,18 @@ async function main (): Promise<void> {
       const reader = logReaders.get(server.name)
       return { cpuSeconds: () => cpuSeconds(server.pid), ...(reader === undefined ? {} : { logBytes: () => reader.bytesRead() }) }
     }
-    // The log reader's stop: about a second in the middle of the run (at most 60 % of it).
-    const readerStopSeconds = Math.min(1, Math.round(settings.durationSeconds * 0.6 * 10) / 10)
+    const durationOf = (scenario: Scenario): number => Math.max(settings.durationSeconds, scenario.minSeconds ?? 0)
+    // The log reader's stop: a second in the middle of the run (60 % of a shorter one).
     const readerStop = (scenario: Scenario): Pause | undefined => {
       if (scenario.stopsLogReader !== true) return undefined
       const reader = logReaders.get(servers[scenario.server].name)
       if (reader === undefined) throw new Error(`${scenario.id}: its server has no log reader`)
-      return { atSeconds: (settings.durationSeconds - readerStopSeconds) / 2, forSeconds: readerStopSeconds, stop: () => { reader.pause() }, resume: () => { reader.resume() } }
+      const duration = durationOf(scenario)
+      const forSeconds = Math.min(1, Math.round(duration * 0.6 * 10) / 10)
+      return { atSeconds: (duration - forSeconds) / 2, forSeconds, stop: () => { reader.pause() }, resume: () => { reader.resume() } }
     }
     const runScenario = async (scenario: Scenario, durationSeconds: number, pause?: Pause): Promise<{ primary: Sample, background?: Sample }> => {
-      const runSettings = { ...settings, durationSeconds: Math.max(durationSeconds, scenario.minSeconds ?? 0) }
+      const runSettings = { ...settings, durationSeconds }
       await quiesce()
       // Two loads on one server: its CPU time cannot be split between them.
       if (scenario.background !== undefined) return await runUnderLoad(scenario.load, scenario.background.load, runSettings, STORM_LEAD_SECONDS)
@@ -273,15 +275,15 @@ async function main (): Promise<void> {
       // A ceiling whose process a scenario of its own warms too (the one-GET server: the same
       // handler) has only its route's request path to warm, and half the time does that.
       const warmedServers = new Set(scenarios.map((scenario) => scenario.server))
-      for (const scenario of besideOnly) await runScenario(scenario, settings.warmupSeconds / (warmedServers.has(scenario.server) ? 2 : 1))
-      for (const scenario of scenarios) await runScenario(scenario, settings.warmupSeconds)
+      for (const scenario of besideOnly) await runScenario(scenario, Math.max(settings.warmupSeconds / (warmedServers.has(scenario.server) ? 2 : 1), scenario.minSeconds ?? 0))
+      for (const scenario of scenarios) await runScenario(scenario, Math.max(settings.warmupSeconds, scenario.minSeconds ?? 0))
     }
     const measuringFrom = readCpuTimes()
     const stolenByRound: number[] = []
     for (let round = 1; round <= settings.runs; round++) {
       const roundFrom = readCpuTimes()
       // The unsliced run made last, when nothing ran after it: a scenario whose partner it is takes it as its run right before.
-      let lastRun: { id: string, sample: Sample } | undefined
+      let lastRun: { id: string, seconds: number, sample: Sample } | undefined
       for (const scenario of scenarios) {
         const partners = partnersOf(scenario)
         const pause = readerStop(scenario)
@@ -305,23 +307,24 @@ async function main (): Promise<void> {
         // the hash queues, the stop lasts a second): the partners run right before it, and after
         // a stop again, the same seconds of their runs marked as the scenario's window.
         const window = pause === undefined ? undefined : { atSeconds: pause.atSeconds, forSeconds: pause.forSeconds }
+        const duration = durationOf(scenario)
         for (const partner of partners) {
-          const reused = lastRun?.id === partner.id ? lastRun.sample : undefined
-          const sample = reused ?? (await runScenario(partner, settings.durationSeconds, window)).primary
+          const reused = lastRun?.id === partner.id && lastRun.seconds === duration ? lastRun.sample : undefined
+          const sample = reused ?? (await runScenario(partner, duration, window)).primary
           recordPaired(scenario.id, partner.id, sample)
           logRun(round, `${partner.id} (beside ${scenario.id}${reused === undefined ? '' : ': the run right before'})`, sample)
         }
-        const { primary, background } = await runScenario(scenario, settings.durationSeconds, pause)
+        const { primary, background } = await runScenario(scenario, duration, pause)
         record(scenario.id, primary)
         if (scenario.background !== undefined && background !== undefined) record(scenario.background.id, background)
         logRun(round, scenario.id, primary)
         lastRun = undefined
         if (pause === undefined) continue
         for (const partner of partners) {
-          const { primary: after } = await runScenario(partner, settings.durationSeconds, window)
+          const { primary: after } = await runScenario(partner, duration, window)
           recordPaired(scenario.id, `${partner.id}${AFTER}`, after)
           logRun(round, `${partner.id} (after ${scenario.id})`, after)
-          lastRun = { id: partner.id, sample: after }
+          lastRun = { id: partner.id, seconds: duration, sample: after }
         }
       }
       const stolen = stolenShare(roundFrom, readCpuTimes())
