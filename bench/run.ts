@@ -14,20 +14,23 @@ import { SERVING_V8_FLAGS } from '../src/lib/v8-tuning.js'
 import { accountName } from './lib/accounts.js'
 import { cpuSeconds, startChild, type Child } from './lib/children.js'
 import { createBenchDatabase, migrateWithCli, seedAccounts, type BenchDatabase } from './lib/fixture.js'
-import { runInterleaved, runLoad, runUnderLoad, type LoadSettings, type Sample } from './lib/load.js'
+import { runInterleaved, runLoad, runUnderLoad, type LoadSettings, type Pause, type Sample, type ServerClocks } from './lib/load.js'
+import { openLogPipe, type LogReader, type LogTotals } from './lib/log-pipe.js'
 import { describeMachine } from './lib/machine.js'
 import { measureTokenMemory, type MemoryFigure } from './lib/redis-memory.js'
-import { checkTargets, compareBindings, renderMarkdown, renderSvg, renderText, summarize, type BenchReport, type ScenarioRuns } from './lib/report.js'
+import { AFTER, checkTargets, compareBindings, logNotes, renderMarkdown, renderSvg, renderText, summarize, type BenchReport, type ScenarioRuns } from './lib/report.js'
 import { formatShare, readCpuTimes, stolenShare } from './lib/steal.js'
 import { defineScenarios, type Binding, type Scenario, type ServerName } from './scenarios.js'
 
 /*
  * npm run bench [-- --duration 1.8 --warmup 1 --runs 3 --slices 16 --connections 50 --tokens 100000 --only a,b --profile service --root DIR]
- * npm run bench:smoke   (on the dist/ there is: 1 s runs, no warm-up, one round, 10,000 tokens, results in a
- *                        temporary directory; CI runs it after npm test has built dist/)
+ * npm run bench:smoke   (on the dist/ there is: 0.5 s runs (1 s for hashing and the stopped log reader), 10
+ *                        connections, no warm-up, one round, 10,000 tokens, results in a temporary directory; CI runs it after npm test
+ *                        has built dist/)
  *
- * The service (dist/, production settings) and every baseline run as child processes on
- * 127.0.0.1; autocannon runs here with one set of settings for all. Every round runs every
+ * The service (dist/, production settings, its log on stdout to a pipe a reader process
+ * drains) and every baseline run as child processes on 127.0.0.1; autocannon runs here with
+ * one set of settings for all. Every round runs every
  * scenario once, so a noisy minute hits a scenario and its baseline alike; ratios are taken
  * within a round, then the median over rounds is reported. The bench never fails on a
  * missed target: it prints PASS/FAIL.
@@ -70,10 +73,12 @@ const numberArg = (value: string | undefined, fallback: number, allowZero = fals
 // Another checkout's dist/ may be measured with this bench (--root DIR), to compare two builds.
 const ROOT = args.root ?? packageRoot()
 const settings: LoadSettings & { runs: number, warmupSeconds: number, slices: number } = {
-  connections: numberArg(args.connections, 50),
+  // The smoke run only proves that every scenario still gets its answers: 10 connections
+  // drain the Login queues between scenarios in a fifth of the time 50 take.
+  connections: numberArg(args.connections, smoke ? 10 : 50),
   pipelining: 1,
   // 1.8 s keeps the default run under five minutes on a slow or busy VM (2 s took 297-311 s).
-  durationSeconds: numberArg(args.duration, smoke ? 1 : 1.8),
+  durationSeconds: numberArg(args.duration, smoke ? 0.5 : 1.8),
   timeoutSeconds: 10,
   runs: Math.round(numberArg(args.runs, smoke ? 1 : 3)),
   warmupSeconds: numberArg(args.warmup, smoke ? 0 : 1, true),
@@ -144,17 +149,22 @@ async function main (): Promise<void> {
     const profiled = (name: string): string[] => args.profile?.split(',').includes(name) === true
       ? ['--cpu-prof', '--cpu-prof-interval=100', `--cpu-prof-dir=${join(outDir, 'profiles')}`]
       : []
+    // The servers that log write to a pipe a reader process of their own drains, as under a
+    // container runtime or `| cat`: never to /dev/null (bench/README.md, "How it measures").
+    const logReaders = new Map<string, LogReader>()
     // Every baseline runs with the V8 flags the service sets for itself (src/lib/v8-tuning.ts), so
     // both sides of a ratio run on the same engine settings; and every server, the service too,
     // with the young generation's floor at the size each one reaches under sustained load.
-    const start = async (name: string, script: string, env: Record<string, string>, readyPath: string, scriptArgs: string[] = []): Promise<Child> => {
+    const start = async (name: string, script: string, env: Record<string, string>, readyPath: string, options: { args?: string[], logs?: boolean } = {}): Promise<Child> => {
       const engineFlags = [...BENCH_V8_FLAGS, ...(name === 'service' ? [] : SERVING_V8_FLAGS)]
-      const child = await startChild({ name, script, args: scriptArgs, env, readyPath, nodeFlags: [...engineFlags, ...profiled(name)] })
+      const pipe = options.logs === true ? await openLogPipe(compiled('./servers/log-reader.js')) : undefined
+      if (pipe !== undefined) logReaders.set(name, pipe.reader)
+      const child = await startChild({ name, script, args: options.args ?? [], env, readyPath, nodeFlags: [...engineFlags, ...profiled(name)], ...(pipe === undefined ? {} : { stdoutFd: pipe.writeFd }) })
       children.push(child)
       return child
     }
 
-    const service = await start('service', join(ROOT, 'dist', 'cli', 'main.js'), serviceEnv, '/health/ready', ['serve'])
+    const service = await start('service', join(ROOT, 'dist', 'cli', 'main.js'), serviceEnv, '/health/ready', { args: ['serve'], logs: true })
     const login = await fetch(`${service.origin}/auth/Login`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
@@ -162,10 +172,12 @@ async function main (): Promise<void> {
     })
     const { token } = await login.json() as { token?: string }
     if (login.status !== 200 || token === undefined) throw new Error(`the service refused the bench's Login: ${login.status}`)
+    const { account_id: accountId, username } = await (await fetch(`${service.origin}/auth/Authenticate?token=${token}`)).json() as { account_id: string, username: string }
+    log('service up, its stdout a pipe to a log reader of its own; starting the baselines')
 
     const argon2Env = { BENCH_HASH: passwordHash, BENCH_PASSWORD: PASSWORD, BENCH_CONCURRENCY: String(config.hashing.concurrency), BENCH_QUEUE_MAX: String(config.hashing.maxQueued) }
     const oneGetEnv = { BENCH_REDIS_URL: REDIS_URL, BENCH_KEY: `${KEY_PREFIX}t:${hashToken(token)}` }
-    const [bare, oneGet, oneGetTwin, jwt, argon2, argon2NodeRs, ordersDirect, ordersCached, serviceOtherBinding] = await Promise.all([
+    const [bare, oneGet, oneGetTwin, jwt, argon2, argon2NodeRs, ordersDirect, ordersCached, ordersUnguarded, serviceOtherBinding] = await Promise.all([
       start('bare', compiled('./servers/bare.js'), {}, '/'),
       start('one-get', compiled('./servers/one-get.js'), oneGetEnv, '/'),
       start('one-get-twin', compiled('./servers/one-get.js'), oneGetEnv, '/'),
@@ -174,12 +186,15 @@ async function main (): Promise<void> {
       start('argon2-node-rs', compiled('./servers/argon2-verify.js'), { ...argon2Env, BENCH_BINDING: 'node-rs' }, '/health'),
       start('orders-direct', compiled('./servers/orders.js'), { BENCH_REDIS_URL: REDIS_URL, BENCH_KEY_PREFIX: KEY_PREFIX, BENCH_CACHE: 'off' }, '/health'),
       start('orders-cached', compiled('./servers/orders.js'), { BENCH_REDIS_URL: REDIS_URL, BENCH_KEY_PREFIX: KEY_PREFIX, BENCH_CACHE: 'on' }, '/health'),
-      start('service-other-binding', compiled('./servers/service-with-binding.js'), { ...serviceEnv, BENCH_ROOT: ROOT, BENCH_BINDING: OTHER_BINDING }, '/health/ready')
+      start('orders-unguarded', compiled('./servers/orders-unguarded.js'), { BENCH_ACCOUNT_ID: accountId, BENCH_USERNAME: username }, '/health'),
+      start('service-other-binding', compiled('./servers/service-with-binding.js'), { ...serviceEnv, BENCH_ROOT: ROOT, BENCH_BINDING: OTHER_BINDING }, '/health/ready', { logs: true })
     ])
     const { token: jwtToken } = await (await fetch(`${jwt.origin}/token`)).json() as { token: string }
+    await assertSameAnswer(`${ordersCached.origin}/orders`, `${ordersUnguarded.origin}/orders`, token)
+    log(`${children.length} servers up`)
 
     const allScenarios = defineScenarios({
-      origins: { service: service.origin, bare: bare.origin, oneGet: oneGet.origin, oneGetTwin: oneGetTwin.origin, jwt: jwt.origin, argon2: argon2.origin, argon2NodeRs: argon2NodeRs.origin, ordersDirect: ordersDirect.origin, ordersCached: ordersCached.origin, serviceOtherBinding: serviceOtherBinding.origin },
+      origins: { service: service.origin, bare: bare.origin, oneGet: oneGet.origin, oneGetTwin: oneGetTwin.origin, jwt: jwt.origin, argon2: argon2.origin, argon2NodeRs: argon2NodeRs.origin, ordersDirect: ordersDirect.origin, ordersCached: ordersCached.origin, ordersUnguarded: ordersUnguarded.origin, serviceOtherBinding: serviceOtherBinding.origin },
       serviceBinding: SERVICE_BINDING,
       token,
       unknownToken: generateToken(),
@@ -187,16 +202,20 @@ async function main (): Promise<void> {
       password: PASSWORD,
       accounts: ACCOUNTS
     })
-    // The smoke run takes every scenario, the optional ones too, so that none of them can rot.
-    const scenarios = allScenarios.filter((scenario) => only === undefined
-      ? smoke || scenario.optional !== true
-      : only.has(scenario.id) || (scenario.background !== undefined && only.has(scenario.background.id)))
-    // A paired scenario runs only beside a selected one whose ratio it serves.
-    const selectedIds = new Set(scenarios.map((scenario) => scenario.id))
+    const byId = new Map(allScenarios.map((scenario) => [scenario.id, scenario]))
+    for (const id of only ?? []) {
+      if (!byId.has(id) && ![...byId.values()].some((scenario) => scenario.background?.id === id) && id !== 'memory') throw new Error(`--only: no scenario ${id}`)
+      if (byId.get(id)?.besideOnly === true) log(`--only: ${id} runs only beside the scenarios it is the ceiling of; name one of them`)
+    }
+    // The smoke run takes every scenario too, so that none of them can rot.
+    const scenarios = allScenarios.filter((scenario) => scenario.besideOnly !== true && (only === undefined ||
+      only.has(scenario.id) || (scenario.background !== undefined && only.has(scenario.background.id))))
+    // The scenarios a ratio is taken against run beside it, whether or not they were chosen themselves.
     const partnersOf = (scenario: Scenario): Scenario[] => (scenario.paired ?? []).flatMap((id) => {
-      const partner = allScenarios.find((candidate) => candidate.id === id)
-      return partner !== undefined && selectedIds.has(id) ? [partner] : []
+      const partner = byId.get(id)
+      return partner === undefined ? [] : [partner]
     })
+    const besideOnly = [...new Map(scenarios.flatMap(partnersOf).filter((partner) => partner.besideOnly === true).map((partner) => [partner.id, partner])).values()]
 
     // Hashes of Logins that autocannon stopped waiting for still run: each scenario starts on empty queues.
     const hashQueues = [
@@ -213,42 +232,65 @@ async function main (): Promise<void> {
 
     const samples = new Map<string, Sample[]>()
     const record = (id: string, sample: Sample): void => { samples.set(id, [...samples.get(id) ?? [], sample]) }
-    // scenario id -> partner id -> the partner's runs right before that scenario's, one per round
+    // scenario id -> partner id -> the partner's runs beside that scenario's, one per round
     const pairedSamples = new Map<string, Record<string, Sample[]>>()
     const recordPaired = (id: string, partner: string, sample: Sample): void => {
       const byPartner = pairedSamples.get(id) ?? {}
       byPartner[partner] = [...byPartner[partner] ?? [], sample]
       pairedSamples.set(id, byPartner)
     }
-    const pids: Record<ServerName, number> = {
-      service: service.pid, bare: bare.pid, oneGet: oneGet.pid, oneGetTwin: oneGetTwin.pid, jwt: jwt.pid, argon2: argon2.pid, argon2NodeRs: argon2NodeRs.pid, ordersDirect: ordersDirect.pid, ordersCached: ordersCached.pid, serviceOtherBinding: serviceOtherBinding.pid
+    const servers: Record<ServerName, Child> = { service, bare, oneGet, oneGetTwin, jwt, argon2, argon2NodeRs, ordersDirect, ordersCached, ordersUnguarded, serviceOtherBinding }
+    const clocksOf = (scenario: Scenario): ServerClocks => {
+      const server = servers[scenario.server]
+      const reader = logReaders.get(server.name)
+      return { cpuSeconds: () => cpuSeconds(server.pid), ...(reader === undefined ? {} : { logBytes: () => reader.bytesRead() }) }
     }
-    const cpuClock = (scenario: Scenario) => () => cpuSeconds(pids[scenario.server])
-    const runScenario = async (scenario: Scenario, durationSeconds: number): Promise<{ primary: Sample, background?: Sample }> => {
+    const durationOf = (scenario: Scenario): number => Math.max(settings.durationSeconds, scenario.minSeconds ?? 0)
+    // The log reader's stop: a second in the middle of the run (60 % of a shorter one).
+    const readerStop = (scenario: Scenario): Pause | undefined => {
+      if (scenario.stopsLogReader !== true) return undefined
+      const reader = logReaders.get(servers[scenario.server].name)
+      if (reader === undefined) throw new Error(`${scenario.id}: its server has no log reader`)
+      const duration = durationOf(scenario)
+      const forSeconds = Math.min(1, Math.round(duration * 0.6 * 10) / 10)
+      return { atSeconds: (duration - forSeconds) / 2, forSeconds, stop: () => { reader.pause() }, resume: () => { reader.resume() } }
+    }
+    const runScenario = async (scenario: Scenario, durationSeconds: number, pause?: Pause): Promise<{ primary: Sample, background?: Sample }> => {
       const runSettings = { ...settings, durationSeconds }
       await quiesce()
       // Two loads on one server: its CPU time cannot be split between them.
       if (scenario.background !== undefined) return await runUnderLoad(scenario.load, scenario.background.load, runSettings, STORM_LEAD_SECONDS)
-      return { primary: await runLoad(scenario.load, runSettings, cpuClock(scenario)) }
+      return { primary: await runLoad(scenario.load, runSettings, clocksOf(scenario), pause) }
     }
     const logRun = (round: number, label: string, sample: Sample): void => {
-      log(`round ${round} ${label}: ${Math.round(sample.requestsPerSecond)} req/s, p99 ${sample.p99Ms.toFixed(2)} ms, ${sample.cpuMicrosPerRequest.toFixed(0)} µs CPU/req${sample.unexpected > 0 ? `, ${sample.unexpected} unexpected ${JSON.stringify(sample.statuses)}` : ''}`)
+      const window = sample.window === undefined
+        ? ''
+        : `; sent ${sample.window.startSeconds.toFixed(2)}-${(sample.window.startSeconds + sample.window.seconds).toFixed(2)} s${sample.window.stopped ? ' (log reader stopped)' : ''}: ${sample.window.answered} answered, p99 ${sample.window.p99Ms.toFixed(2)} ms, max ${sample.window.maxMs.toFixed(2)} ms`
+      const logBytes = Number.isFinite(sample.logBytesPerRequest) ? `, log ${sample.logBytesPerRequest.toFixed(0)} B/req` : ''
+      log(`round ${round} ${label}: ${Math.round(sample.requestsPerSecond)} req/s, p99 ${sample.p99Ms.toFixed(2)} ms, ${sample.cpuMicrosPerRequest.toFixed(0)} µs CPU/req${logBytes}${window}${sample.unexpected > 0 ? `, ${sample.unexpected} unexpected ${JSON.stringify(sample.statuses)}` : ''}`)
     }
 
-    log(`${scenarios.length} scenarios: warm-up ${settings.warmupSeconds} s each, then ${settings.runs} rounds of ${settings.durationSeconds} s each`)
+    log(`${scenarios.length} scenarios (${besideOnly.length} ceilings beside them): warm-up ${settings.warmupSeconds} s each, then ${settings.runs} rounds of ${settings.durationSeconds} s each`)
     if (settings.warmupSeconds > 0) {
-      for (const scenario of scenarios) await runScenario(scenario, settings.warmupSeconds)
+      // A ceiling whose process a scenario of its own warms too (the one-GET server: the same
+      // handler) has only its route's request path to warm, and half the time does that.
+      const warmedServers = new Set(scenarios.map((scenario) => scenario.server))
+      for (const scenario of besideOnly) await runScenario(scenario, Math.max(settings.warmupSeconds / (warmedServers.has(scenario.server) ? 2 : 1), scenario.minSeconds ?? 0))
+      for (const scenario of scenarios) await runScenario(scenario, Math.max(settings.warmupSeconds, scenario.minSeconds ?? 0))
     }
     const measuringFrom = readCpuTimes()
     const stolenByRound: number[] = []
     for (let round = 1; round <= settings.runs; round++) {
       const roundFrom = readCpuTimes()
+      // The unsliced run made last, when nothing ran after it: a scenario whose partner it is takes it as its run right before.
+      let lastRun: { id: string, seconds: number, sample: Sample } | undefined
       for (const scenario of scenarios) {
         const partners = partnersOf(scenario)
-        if (scenario.background === undefined && partners.length > 0) {
+        const pause = readerStop(scenario)
+        if (scenario.background === undefined && pause === undefined && partners.length > 0) {
           // The scenario and the baselines it is divided by, in short slices taken in turns.
           await quiesce()
-          const [primary, ...beside] = await runInterleaved([scenario, ...partners].map((entry) => ({ spec: entry.load, cpuSeconds: cpuClock(entry) })), settings, settings.slices)
+          const [primary, ...beside] = await runInterleaved([scenario, ...partners].map((entry) => ({ spec: entry.load, clocks: clocksOf(entry) })), settings, settings.slices)
           if (primary === undefined) throw new Error(`no sample of ${scenario.id}`)
           partners.forEach((partner, index) => {
             const sample = beside[index]
@@ -258,18 +300,32 @@ async function main (): Promise<void> {
           })
           record(scenario.id, primary)
           logRun(round, scenario.id, primary)
+          lastRun = undefined
           continue
         }
-        // A storm cannot be sliced (its hash queues take seconds to fill and drain): its partners run right before it.
+        // A storm or a stopped reader cannot be sliced (a storm takes seconds to fill and drain
+        // the hash queues, the stop lasts a second): the partners run right before it, and after
+        // a stop again, the same seconds of their runs marked as the scenario's window.
+        const window = pause === undefined ? undefined : { atSeconds: pause.atSeconds, forSeconds: pause.forSeconds }
+        const duration = durationOf(scenario)
         for (const partner of partners) {
-          const { primary } = await runScenario(partner, settings.durationSeconds)
-          recordPaired(scenario.id, partner.id, primary)
-          logRun(round, `${partner.id} (beside ${scenario.id})`, primary)
+          const reused = lastRun?.id === partner.id && lastRun.seconds === duration ? lastRun.sample : undefined
+          const sample = reused ?? (await runScenario(partner, duration, window)).primary
+          recordPaired(scenario.id, partner.id, sample)
+          logRun(round, `${partner.id} (beside ${scenario.id}${reused === undefined ? '' : ': the run right before'})`, sample)
         }
-        const { primary, background } = await runScenario(scenario, settings.durationSeconds)
+        const { primary, background } = await runScenario(scenario, duration, pause)
         record(scenario.id, primary)
         if (scenario.background !== undefined && background !== undefined) record(scenario.background.id, background)
         logRun(round, scenario.id, primary)
+        lastRun = undefined
+        if (pause === undefined) continue
+        for (const partner of partners) {
+          const { primary: after } = await runScenario(partner, duration, window)
+          recordPaired(scenario.id, `${partner.id}${AFTER}`, after)
+          logRun(round, `${partner.id} (after ${scenario.id})`, after)
+          lastRun = { id: partner.id, seconds: duration, sample: after }
+        }
       }
       const stolen = stolenShare(roundFrom, readCpuTimes())
       if (stolen !== undefined) {
@@ -291,21 +347,42 @@ async function main (): Promise<void> {
       })
     }
 
-    const measured: ScenarioRuns[] = scenarios.flatMap((scenario) => [
-      { id: scenario.id, title: scenario.title, group: scenario.group, baseline: scenario.baseline, requestsPerUnit: scenario.requestsPerUnit, runs: samples.get(scenario.id) ?? [], paired: pairedSamples.get(scenario.id) },
-      ...(scenario.background === undefined
-        ? []
-        : [{ id: scenario.background.id, title: scenario.background.title, group: scenario.group, baseline: scenario.background.baseline, runs: samples.get(scenario.background.id) ?? [] }])
-    ])
+    // The servers stop first, so that each log reader reaches the end of its pipe and says what it got.
+    await Promise.allSettled(children.map(async (child) => { await child.stop() }))
+    const logTotals: Record<string, LogTotals> = {}
+    for (const [name, reader] of logReaders) {
+      const totals = await reader.finish()
+      if (totals !== undefined) logTotals[name] = totals
+    }
+
+    // A ceiling measured only beside others: its row is its runs beside the first scenario that paired it.
+    const besideRuns = (id: string): Sample[] => scenarios.map((scenario) => pairedSamples.get(scenario.id)?.[id]).find((runs) => runs !== undefined) ?? []
+    const measured: ScenarioRuns[] = [
+      ...besideOnly.map((scenario) => ({ id: scenario.id, title: scenario.title, group: scenario.group, baseline: scenario.baseline, runs: besideRuns(scenario.id) })),
+      ...scenarios.flatMap((scenario) => [
+        { id: scenario.id, title: scenario.title, group: scenario.group, baseline: scenario.baseline, requestsPerUnit: scenario.requestsPerUnit, runs: samples.get(scenario.id) ?? [], paired: pairedSamples.get(scenario.id) },
+        ...(scenario.background === undefined
+          ? []
+          : [{ id: scenario.background.id, title: scenario.background.title, group: scenario.group, baseline: scenario.background.baseline, runs: samples.get(scenario.background.id) ?? [] }])
+      ])
+    ]
+    const order = new Map(allScenarios.flatMap((scenario) => [scenario.id, ...(scenario.background === undefined ? [] : [scenario.background.id])]).map((id, index) => [id, index]))
+    measured.sort((a, b) => (order.get(a.id) ?? 0) - (order.get(b.id) ?? 0))
     const rows = summarize(measured)
     const report: BenchReport = {
       machine,
       settings,
-      service: { ...serviceEnv, DATABASE_URL: '(a database of its own)', stdout: '/dev/null (access log on, written and discarded)', AUTH_HASH_CONCURRENCY: String(config.hashing.concurrency) },
+      service: {
+        ...serviceEnv,
+        DATABASE_URL: '(a database of its own)',
+        stdout: 'a pipe drained by a reader process of its own (bench/servers/log-reader.ts); the same for service-other-binding',
+        AUTH_HASH_CONCURRENCY: String(config.hashing.concurrency)
+      },
       rows,
       targets: checkTargets(rows, memory),
-      notes: compareBindings(rows),
+      notes: [...compareBindings(rows), ...logNotes(logTotals)],
       memory,
+      logReaders: logTotals,
       ...(stolenInRun === undefined ? {} : { stolen: { run: stolenInRun, rounds: stolenByRound } }),
       wallSeconds: (performance.now() - startedAt) / 1000
     }
@@ -348,3 +425,16 @@ async function keepInReadme (markdown: string): Promise<void> {
 }
 
 await main()
+
+/**
+ * The guarded route and its unguarded ceiling must answer the same bytes, or their ratio
+ * compares two different routes (bench/servers/orders-unguarded.ts copies the example's).
+ */
+async function assertSameAnswer (guardedUrl: string, unguardedUrl: string, token: string): Promise<void> {
+  const answer = async (url: string): Promise<string> => {
+    const response = await fetch(url, { headers: { authorization: `Bearer ${token}` } })
+    return `${response.status} ${response.headers.get('content-type') ?? ''} ${await response.text()}`
+  }
+  const [guarded, unguarded] = await Promise.all([answer(guardedUrl), answer(unguardedUrl)])
+  if (guarded !== unguarded) throw new Error(`orders-unguarded answers «${unguarded}» where the example's guarded GET /orders answers «${guarded}»: make bench/servers/orders-unguarded.ts follow examples/orders-service/src/app.ts`)
+}

@@ -15,6 +15,8 @@ export interface ScenarioContext {
     argon2NodeRs: string
     ordersDirect: string
     ordersCached: string
+    /** The example's GET /orders without the guard: the ceiling of the guarded route. */
+    ordersUnguarded: string
     /** A copy of the service whose hasher runs on the other argon2 binding. */
     serviceOtherBinding: string
   }
@@ -32,7 +34,7 @@ export interface ScenarioContext {
 
 export type Binding = 'argon2' | 'node-rs'
 
-export type Group = 'baselines' | 'authenticate' | 'login' | 'guard' | 'storm'
+export type Group = 'baselines' | 'ceilings' | 'authenticate' | 'login' | 'guard' | 'logs' | 'storm'
 
 export type ServerName = keyof ScenarioContext['origins']
 
@@ -51,8 +53,23 @@ export interface Scenario {
    * the drift. The ratios to these ids use those adjacent runs.
    */
   paired?: string[]
-  /** Left out of a default run (which stays under five minutes); runs when `--only` names it, and in the smoke run. */
-  optional?: boolean
+  /**
+   * A ceiling measured only beside the scenarios that pair it (never on its own): its row
+   * shows its runs beside the first of them that ran.
+   */
+  besideOnly?: boolean
+  /**
+   * Stop the server's log reader (SIGSTOP) for part of each measured run, then resume it
+   * (SIGCONT), and report the requests sent meanwhile apart. Its paired scenarios run right
+   * before it and again right after it, the same seconds of their runs marked.
+   */
+  stopsLogReader?: boolean
+  /**
+   * The shortest run that still measures it (hashing: node-argon2 verifies in 0.1-0.35 s
+   * here; a stopped log reader: the pipe must fill, and the stop outlast the noise); only a
+   * smoke run's shorter runs are raised to it, its partners' unsliced runs with it.
+   */
+  minSeconds?: number
   /** Requests per unit of work compared with the baseline (Logout + Login: two requests a cycle). */
   requestsPerUnit?: number
   load: LoadSpec
@@ -108,48 +125,76 @@ function logoutLoginSpec (context: ScenarioContext): LoadSpec {
 export function defineScenarios (context: ScenarioContext): Scenario[] {
   const { origins, token } = context
   const authenticate = `${origins.service}/auth/Authenticate`
+  const oneGetAuthenticate = `${origins.oneGet}/auth/Authenticate`
   const bearer = { authorization: `Bearer ${token}` }
   const cookie = { cookie: `AuthToken1=${token}` }
   const other: Binding = context.serviceBinding === 'argon2' ? 'node-rs' : 'argon2'
   const ownArgon2 = context.serviceBinding === 'argon2' ? 'argon2' : 'argon2-node-rs'
   const authenticateQuery: LoadSpec = { url: `${authenticate}?token=${token}`, expectedStatuses: [200] }
 
+  // Each token source's request, sent to the service or to the one-GET route of its ceiling.
+  const shapes = {
+    'path-get': (base: string): LoadSpec => ({ url: `${base}/${token}`, expectedStatuses: [200] }),
+    'path-post': (base: string): LoadSpec => ({ url: `${base}/${token}`, method: 'POST', expectedStatuses: [200] }),
+    query: (base: string): LoadSpec => ({ url: `${base}?token=${token}`, expectedStatuses: [200] }),
+    form: (base: string): LoadSpec => ({ url: base, method: 'POST', headers: FORM, body: `token=${token}`, expectedStatuses: [200] }),
+    'cookie-get': (base: string): LoadSpec => ({ url: base, headers: cookie, expectedStatuses: [200] }),
+    'cookie-post': (base: string): LoadSpec => ({ url: base, method: 'POST', headers: cookie, expectedStatuses: [200] })
+  }
+  const ceiling = (id: string, what: string, load: LoadSpec): Scenario =>
+    ({ id, server: 'oneGet', group: 'ceilings', besideOnly: true, title: `Ceiling: the one-GET route taking ${what}`, baseline: 'one-get', load })
+  const source = (id: string, what: string, ceilingId: string, load: LoadSpec): Scenario =>
+    ({ id, server: 'service', group: 'authenticate', paired: [ceilingId, 'jwt'], title: `Authenticate, ${what}`, baseline: ceilingId, load })
+
   return [
     { id: 'bare', server: 'bare', group: 'baselines', title: 'Bare Fastify route, small JSON', load: { url: `${origins.bare}/`, expectedStatuses: [200] } },
-    { id: 'one-get', server: 'oneGet', group: 'baselines', title: 'Fastify route, one ioredis GET (ceiling of Authenticate)', baseline: 'bare', load: { url: `${origins.oneGet}/`, expectedStatuses: [200] } },
+    { id: 'one-get', server: 'oneGet', group: 'baselines', title: 'Fastify route, one ioredis GET', baseline: 'bare', load: { url: `${origins.oneGet}/`, expectedStatuses: [200] } },
     { id: 'aa-one-get', server: 'oneGetTwin', group: 'baselines', paired: ['one-get'], title: 'A/A check: a second one-GET server, same code', baseline: 'one-get', load: { url: `${origins.oneGetTwin}/`, expectedStatuses: [200] } },
     { id: 'jwt', server: 'jwt', group: 'baselines', title: 'Peer: @fastify/jwt HS256 verify', baseline: 'one-get', load: { url: `${origins.jwt}/`, headers: { authorization: `Bearer ${context.jwtToken}` }, expectedStatuses: [200] } },
-    { id: 'one-get-form', server: 'oneGet', group: 'baselines', optional: true, paired: ['one-get'], title: 'The one-GET route taking a form POST (auth-form-post\'s body)', baseline: 'one-get', load: { url: `${origins.oneGet}/`, method: 'POST', headers: FORM, body: `token=${token}`, expectedStatuses: [200] } },
-    { id: 'argon2', server: 'argon2', group: 'baselines', title: `Raw verify, node-argon2${ownArgon2 === 'argon2' ? ' (ceiling of Login)' : ''}`, load: { url: `${origins.argon2}/`, method: 'POST', expectedStatuses: [200] } },
-    { id: 'argon2-node-rs', server: 'argon2NodeRs', group: 'baselines', title: `Raw verify, @node-rs/argon2${ownArgon2 === 'argon2-node-rs' ? ' (ceiling of Login)' : ''}`, baseline: 'argon2', load: { url: `${origins.argon2NodeRs}/`, method: 'POST', expectedStatuses: [200] } },
+    { id: 'argon2', server: 'argon2', group: 'baselines', minSeconds: 1, title: `Raw verify, node-argon2${ownArgon2 === 'argon2' ? ' (ceiling of Login)' : ''}`, load: { url: `${origins.argon2}/`, method: 'POST', expectedStatuses: [200] } },
+    { id: 'argon2-node-rs', server: 'argon2NodeRs', group: 'baselines', minSeconds: 1, title: `Raw verify, @node-rs/argon2${ownArgon2 === 'argon2-node-rs' ? ' (ceiling of Login)' : ''}`, baseline: 'argon2', load: { url: `${origins.argon2NodeRs}/`, method: 'POST', expectedStatuses: [200] } },
 
-    { id: 'auth-path-get', server: 'service', group: 'authenticate', paired: ['one-get', 'jwt'], title: 'Authenticate, token in path, GET', baseline: 'one-get', load: { url: `${authenticate}/${token}`, expectedStatuses: [200] } },
-    { id: 'auth-path-post', server: 'service', group: 'authenticate', paired: ['one-get', 'jwt'], title: 'Authenticate, token in path, POST', baseline: 'one-get', load: { url: `${authenticate}/${token}`, method: 'POST', expectedStatuses: [200] } },
-    { id: 'auth-query-get', server: 'service', group: 'authenticate', paired: ['one-get', 'jwt'], title: 'Authenticate, token in query, GET', baseline: 'one-get', load: authenticateQuery },
-    { id: 'auth-form-post', server: 'service', group: 'authenticate', paired: ['one-get', 'jwt', 'one-get-form'], title: 'Authenticate, token in form body, POST', baseline: 'one-get', load: { url: authenticate, method: 'POST', headers: FORM, body: `token=${token}`, expectedStatuses: [200] } },
-    { id: 'auth-cookie-get', server: 'service', group: 'authenticate', paired: ['one-get', 'jwt'], title: 'Authenticate, token in cookie, GET', baseline: 'one-get', load: { url: authenticate, headers: cookie, expectedStatuses: [200] } },
-    { id: 'auth-cookie-post', server: 'service', group: 'authenticate', paired: ['one-get', 'jwt'], title: 'Authenticate, token in cookie, POST', baseline: 'one-get', load: { url: authenticate, method: 'POST', headers: cookie, expectedStatuses: [200] } },
-    { id: 'auth-unknown', server: 'service', group: 'authenticate', paired: ['one-get'], title: 'Authenticate, unknown token (403)', baseline: 'one-get', load: { url: `${authenticate}?token=${context.unknownToken}`, expectedStatuses: [403] } },
+    ceiling('one-get-path-get', 'GET /auth/Authenticate/{token}', shapes['path-get'](oneGetAuthenticate)),
+    ceiling('one-get-path-post', 'POST /auth/Authenticate/{token}', shapes['path-post'](oneGetAuthenticate)),
+    ceiling('one-get-query', 'GET /auth/Authenticate?token=', shapes.query(oneGetAuthenticate)),
+    ceiling('one-get-form', 'POST /auth/Authenticate with the form body token=', shapes.form(oneGetAuthenticate)),
+    ceiling('one-get-cookie-get', 'GET /auth/Authenticate with the cookie', shapes['cookie-get'](oneGetAuthenticate)),
+    ceiling('one-get-cookie-post', 'POST /auth/Authenticate with the cookie, no body', shapes['cookie-post'](oneGetAuthenticate)),
+    { id: 'orders-unguarded', server: 'ordersUnguarded', group: 'ceilings', besideOnly: true, title: 'Ceiling: orders-service GET /orders without the guard', baseline: 'bare', load: { url: `${origins.ordersUnguarded}/orders`, headers: bearer, expectedStatuses: [200] } },
 
-    { id: 'login-success', server: 'service', group: 'login', title: 'Login, right password', baseline: ownArgon2, load: loginSpec(context, context.password, 200) },
-    { id: 'login-failure', server: 'service', group: 'login', title: 'Login, wrong password (401)', baseline: ownArgon2, load: loginSpec(context, `${context.password}-wrong`, 401) },
+    source('auth-path-get', 'token in path, GET', 'one-get-path-get', shapes['path-get'](authenticate)),
+    source('auth-path-post', 'token in path, POST', 'one-get-path-post', shapes['path-post'](authenticate)),
+    source('auth-query-get', 'token in query, GET', 'one-get-query', authenticateQuery),
+    source('auth-form-post', 'token in form body, POST', 'one-get-form', shapes.form(authenticate)),
+    source('auth-cookie-get', 'token in cookie, GET', 'one-get-cookie-get', shapes['cookie-get'](authenticate)),
+    source('auth-cookie-post', 'token in cookie, POST', 'one-get-cookie-post', shapes['cookie-post'](authenticate)),
+    { id: 'auth-unknown', server: 'service', group: 'authenticate', paired: ['one-get-query'], title: 'Authenticate, unknown token (403)', baseline: 'one-get-query', load: { url: `${authenticate}?token=${context.unknownToken}`, expectedStatuses: [403] } },
+
+    { id: 'login-success', server: 'service', group: 'login', minSeconds: 1, title: 'Login, right password', baseline: ownArgon2, load: loginSpec(context, context.password, 200) },
+    { id: 'login-failure', server: 'service', group: 'login', minSeconds: 1, title: 'Login, wrong password (401)', baseline: ownArgon2, load: loginSpec(context, `${context.password}-wrong`, 401) },
     {
       id: 'login-other-binding',
       server: 'serviceOtherBinding',
       group: 'login',
+      minSeconds: 1,
       title: `Login, service on ${other === 'node-rs' ? '@node-rs/argon2' : 'node-argon2'} instead`,
       baseline: other === 'node-rs' ? 'argon2-node-rs' : 'argon2',
       load: loginSpec(context, context.password, 200, origins.serviceOtherBinding)
     },
-    { id: 'logout-login', server: 'service', group: 'login', title: 'Logout + Login cycle (ratio per cycle)', baseline: ownArgon2, requestsPerUnit: 2, load: logoutLoginSpec(context) },
+    { id: 'logout-login', server: 'service', group: 'login', minSeconds: 1, title: 'Logout + Login cycle (ratio per cycle)', baseline: ownArgon2, requestsPerUnit: 2, load: logoutLoginSpec(context) },
 
     { id: 'guard-direct', server: 'ordersDirect', group: 'guard', paired: ['one-get'], title: 'orders-service GET /orders, guard direct, no cache', baseline: 'one-get', load: { url: `${origins.ordersDirect}/orders`, headers: bearer, expectedStatuses: [200] } },
-    { id: 'guard-cached', server: 'ordersCached', group: 'guard', paired: ['bare'], title: 'orders-service GET /orders, guard direct, warm cache', baseline: 'bare', load: { url: `${origins.ordersCached}/orders`, headers: bearer, expectedStatuses: [200] } },
+    { id: 'guard-cached', server: 'ordersCached', group: 'guard', paired: ['orders-unguarded'], title: 'orders-service GET /orders, guard direct, warm cache', baseline: 'orders-unguarded', load: { url: `${origins.ordersCached}/orders`, headers: bearer, expectedStatuses: [200] } },
+
+    // A stall cannot be sliced (the stop lasts a second): the same load with the reader running
+    // runs right before and right after it. The storm comes next and takes the run after as its own.
+    { id: 'auth-reader-stopped', server: 'service', group: 'logs', minSeconds: 1, stopsLogReader: true, paired: ['auth-query-get'], title: 'Authenticate (query, GET), its log reader stopped mid-run', baseline: 'auth-query-get', load: authenticateQuery },
 
     {
       id: 'auth-storm',
       server: 'service',
       group: 'storm',
+      minSeconds: 1,
       title: 'Authenticate (query, GET) during a login storm',
       baseline: 'auth-query-get',
       paired: ['auth-query-get'],

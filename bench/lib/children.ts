@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
-import { readFileSync } from 'node:fs'
+import { closeSync, readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 
@@ -24,6 +24,11 @@ export interface ChildSpec {
   readyPath: string
   /** Extra node flags (e.g. --cpu-prof). */
   nodeFlags?: readonly string[]
+  /**
+   * Its stdout: a file descriptor (the write end of a log pipe, lib/log-pipe.ts), handed to
+   * the child and closed here, so that the child holds the only copy; /dev/null when absent.
+   */
+  stdoutFd?: number
 }
 
 const running = new Set<ChildProcess>()
@@ -45,16 +50,22 @@ export async function freePort (): Promise<number> {
 
 /**
  * Starts the server with BENCH_PORT and PORT set to a free port and HOST=127.0.0.1.
- * Its stdout goes to /dev/null (the service's access log is written, then discarded);
- * the tail of its stderr is kept for the error if it dies.
+ * Its stdout goes to `stdoutFd` (the servers that log: a pipe to a reader process) or to
+ * /dev/null; the tail of its stderr is kept for the error if it dies.
  */
 export async function startChild (spec: ChildSpec): Promise<Child> {
-  const port = await freePort()
+  let port: number
+  let child: ChildProcess
+  try {
+    port = await freePort()
+    child = spawn(process.execPath, [...(spec.nodeFlags ?? []), spec.script, ...(spec.args ?? [])], {
+      env: { ...process.env, ...spec.env, BENCH_PORT: String(port), PORT: String(port), HOST: '127.0.0.1' },
+      stdio: ['ignore', spec.stdoutFd ?? 'ignore', 'pipe']
+    })
+  } finally {
+    if (spec.stdoutFd !== undefined) closeSync(spec.stdoutFd)
+  }
   const origin = `http://127.0.0.1:${port}`
-  const child = spawn(process.execPath, [...(spec.nodeFlags ?? []), spec.script, ...(spec.args ?? [])], {
-    env: { ...process.env, ...spec.env, BENCH_PORT: String(port), PORT: String(port), HOST: '127.0.0.1' },
-    stdio: ['ignore', 'ignore', 'pipe']
-  })
   running.add(child)
   let stderr = ''
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { stderr = (stderr + chunk).slice(-4000) })

@@ -32,72 +32,169 @@ export interface Sample {
   statuses: Record<string, number>
   /** CPU time (user + system, all threads) the server under load spent per response; NaN when not known. */
   cpuMicrosPerRequest: number
+  /** Bytes of log its stdout's reader received per response (a logging server only); NaN when not known. */
+  logBytesPerRequest: number
+  /** The requests sent within a window of the run (a run with a `Pause`). */
+  window?: WindowStats
+}
+
+/** The requests a run sent between two instants (while the log reader was stopped, or the same seconds of a run where it was not). */
+export interface WindowStats {
+  /** Whether the reader was really stopped in the window (false: the same seconds of a reference run). */
+  stopped: boolean
+  /** When the window opened, seconds after the run began; how long it lasted. */
+  startSeconds: number
+  seconds: number
+  /** Requests sent in the window that were answered before the run ended. */
+  answered: number
+  answeredPerSecond: number
+  p99Ms: number
+  maxMs: number
+}
+
+/** Where a server's figures are read: its CPU clock, and the bytes its log reader received. */
+export interface ServerClocks {
+  cpuSeconds?: () => number
+  logBytes?: () => number
+}
+
+/**
+ * A window in a run: `stop` is called `atSeconds` after the run begins, `resume`
+ * `forSeconds` later (and at the latest when the run ends). Without them the window only
+ * marks the same seconds in a reference run.
+ */
+export interface Pause {
+  atSeconds: number
+  forSeconds: number
+  stop?: () => void
+  resume?: () => void
 }
 
 /** What one autocannon run saw, before it is reduced to a Sample (runs can be merged first). */
 interface RawRun {
   latencies: Float64Array
+  /** When each answered request was sent (performance.now(), ms); kept in a run with a window only. */
+  sentAt?: Float64Array
   statuses: Record<string, number>
   unexpected: number
   elapsedSeconds: number
   /** CPU seconds the server under load spent during the run; NaN when not known. */
   cpuSeconds: number
+  window?: { stopped: boolean, startedAt: number, from: number, to: number }
 }
+
+/** The reader takes a batch of lines a few ms after the server wrote it (the service writes every 10 ms). */
+const LOG_SETTLE_MS = 30
 
 /**
  * One autocannon run. Latencies are recorded from autocannon's `response` events, in
  * fractional milliseconds, because its own histogram keeps whole milliseconds only,
- * too coarse for sub-millisecond answers.
+ * too coarse for sub-millisecond answers. With a `pause`, each answered request's send time
+ * is kept too (its answer's time less its latency), to pick out the requests sent in the window.
  */
-async function measure (spec: LoadSpec, settings: LoadSettings, cpuSeconds: () => number = () => Number.NaN): Promise<RawRun> {
+async function measure (spec: LoadSpec, settings: LoadSettings, cpuSeconds: () => number = () => Number.NaN, pause?: Pause): Promise<RawRun> {
   let latencies = new Float64Array(1 << 16)
+  let sentAt = pause === undefined ? undefined : new Float64Array(1 << 16)
   let count = 0
   const statuses: Record<string, number> = {}
   const expected = new Set(spec.expectedStatuses)
   let unexpected = 0
   const cpuBefore = cpuSeconds()
   const started = performance.now()
-  const result = await new Promise<autocannon.Result>((resolve, reject) => {
-    const instance = autocannon({
-      url: spec.url,
-      method: spec.method ?? 'GET',
-      headers: spec.headers ?? {},
-      ...(spec.body === undefined ? {} : { body: spec.body }),
-      ...(spec.requests === undefined ? {} : { requests: spec.requests }),
-      connections: settings.connections,
-      pipelining: settings.pipelining,
-      duration: settings.durationSeconds,
-      // autocannon checks its stop flag only when it takes a sample (every second by default),
-      // so a run shorter than that would last a whole second.
-      sampleInt: Math.min(1000, Math.max(5, settings.durationSeconds * 100)),
-      timeout: settings.timeoutSeconds
-    }, (error: unknown, done: autocannon.Result) => {
-      if (error !== null && error !== undefined) reject(error instanceof Error ? error : new Error(String(error)))
-      else resolve(done)
-    })
-    instance.on('response', (_client, statusCode, _bytes, responseTime) => {
-      if (count === latencies.length) {
-        const grown = new Float64Array(latencies.length * 2)
-        grown.set(latencies)
-        latencies = grown
+  const window = pause === undefined ? undefined : { stopped: pause.stop !== undefined, startedAt: started, from: Number.NaN, to: Number.NaN }
+  const timers: NodeJS.Timeout[] = []
+  let stopped = false
+  const resume = (): void => {
+    if (window === undefined || !Number.isNaN(window.to)) return
+    window.to = performance.now()
+    if (stopped) pause?.resume?.()
+    stopped = false
+  }
+  try {
+    const result = await new Promise<autocannon.Result>((resolve, reject) => {
+      const instance = autocannon({
+        url: spec.url,
+        method: spec.method ?? 'GET',
+        headers: spec.headers ?? {},
+        ...(spec.body === undefined ? {} : { body: spec.body }),
+        ...(spec.requests === undefined ? {} : { requests: spec.requests }),
+        connections: settings.connections,
+        pipelining: settings.pipelining,
+        duration: settings.durationSeconds,
+        // autocannon checks its stop flag only when it takes a sample (every second by default),
+        // so a run shorter than that would last a whole second.
+        sampleInt: Math.min(1000, Math.max(5, settings.durationSeconds * 100)),
+        timeout: settings.timeoutSeconds
+      }, (error: unknown, done: autocannon.Result) => {
+        if (error !== null && error !== undefined) reject(error instanceof Error ? error : new Error(String(error)))
+        else resolve(done)
+      })
+      if (pause !== undefined && window !== undefined) {
+        timers.push(setTimeout(() => {
+          window.from = performance.now()
+          pause.stop?.()
+          stopped = true
+        }, pause.atSeconds * 1000))
+        timers.push(setTimeout(resume, (pause.atSeconds + pause.forSeconds) * 1000))
       }
-      latencies[count++] = responseTime
-      statuses[statusCode] = (statuses[statusCode] ?? 0) + 1
-      if (!expected.has(statusCode)) unexpected++
+      instance.on('response', (_client, statusCode, _bytes, responseTime) => {
+        if (count === latencies.length) {
+          latencies = grow(latencies)
+          if (sentAt !== undefined) sentAt = grow(sentAt)
+        }
+        if (sentAt !== undefined) sentAt[count] = performance.now() - responseTime
+        latencies[count++] = responseTime
+        statuses[statusCode] = (statuses[statusCode] ?? 0) + 1
+        if (!expected.has(statusCode)) unexpected++
+      })
     })
-  })
-  const elapsedSeconds = (result.finish.getTime() - result.start.getTime()) / 1000 || (performance.now() - started) / 1000
+    const elapsedSeconds = (result.finish.getTime() - result.start.getTime()) / 1000 || (performance.now() - started) / 1000
+    return {
+      latencies: latencies.subarray(0, count),
+      ...(sentAt === undefined ? {} : { sentAt: sentAt.subarray(0, count) }),
+      statuses,
+      unexpected: unexpected + result.errors + result.timeouts,
+      elapsedSeconds,
+      cpuSeconds: cpuSeconds() - cpuBefore,
+      ...(window === undefined ? {} : { window })
+    }
+  } finally {
+    for (const timer of timers) clearTimeout(timer)
+    // A reader stopped when the run ended (or failed) is never left stopped.
+    if (window !== undefined && !Number.isNaN(window.from)) resume()
+  }
+}
+
+function grow (values: Float64Array<ArrayBuffer>): Float64Array<ArrayBuffer> {
+  const grown = new Float64Array(values.length * 2)
+  grown.set(values)
+  return grown
+}
+
+/** The answered requests a run sent inside its window; undefined when it had none or the window never opened. */
+function windowStats (run: RawRun): WindowStats | undefined {
+  const { window, sentAt } = run
+  if (window === undefined || sentAt === undefined || Number.isNaN(window.from) || Number.isNaN(window.to)) return undefined
+  const inside: number[] = []
+  for (let index = 0; index < sentAt.length; index++) {
+    const sent = sentAt[index] ?? Number.NaN
+    if (sent >= window.from && sent < window.to) inside.push(run.latencies[index] ?? Number.NaN)
+  }
+  const sorted = Float64Array.from(inside).sort()
+  const seconds = (window.to - window.from) / 1000
   return {
-    latencies: latencies.subarray(0, count),
-    statuses,
-    unexpected: unexpected + result.errors + result.timeouts,
-    elapsedSeconds,
-    cpuSeconds: cpuSeconds() - cpuBefore
+    stopped: window.stopped,
+    startSeconds: (window.from - window.startedAt) / 1000,
+    seconds,
+    answered: sorted.length,
+    answeredPerSecond: sorted.length / seconds,
+    p99Ms: percentile(sorted, 99),
+    maxMs: sorted.length === 0 ? Number.NaN : sorted[sorted.length - 1] ?? Number.NaN
   }
 }
 
 /** Several runs of one load as if they were one: responses and seconds summed, percentiles over every response. */
-function toSample (runs: readonly RawRun[]): Sample {
+function toSample (runs: readonly RawRun[], logBytes = Number.NaN): Sample {
   const responses = runs.reduce((sum, run) => sum + run.latencies.length, 0)
   const all = new Float64Array(responses)
   let offset = 0
@@ -109,6 +206,7 @@ function toSample (runs: readonly RawRun[]): Sample {
   }
   const sorted = all.sort()
   const seconds = runs.reduce((sum, run) => sum + run.elapsedSeconds, 0)
+  const window = runs.length === 1 && runs[0] !== undefined ? windowStats(runs[0]) : undefined
   return {
     requestsPerSecond: responses / seconds,
     p50Ms: percentile(sorted, 50),
@@ -116,19 +214,37 @@ function toSample (runs: readonly RawRun[]): Sample {
     responses,
     unexpected: runs.reduce((sum, run) => sum + run.unexpected, 0),
     statuses,
-    cpuMicrosPerRequest: runs.reduce((sum, run) => sum + run.cpuSeconds, 0) * 1e6 / responses
+    cpuMicrosPerRequest: runs.reduce((sum, run) => sum + run.cpuSeconds, 0) * 1e6 / responses,
+    logBytesPerRequest: logBytes / responses,
+    ...(window === undefined ? {} : { window })
   }
 }
 
-/** One autocannon run of `spec`; `cpuSeconds` reads the server's CPU clock (for CPU µs per request). */
-export async function runLoad (spec: LoadSpec, settings: LoadSettings, cpuSeconds?: () => number): Promise<Sample> {
-  return toSample([await measure(spec, settings, cpuSeconds)])
+/**
+ * Bytes the reader got while `body` ran, the lines of its last moments included: read
+ * LOG_SETTLE_MS after it. Only the server under load writes to its reader meanwhile (each
+ * logging server has a reader of its own), so the count is that load's.
+ */
+async function withLogBytes<T> (clocks: readonly ServerClocks[], body: () => Promise<T>): Promise<{ result: T, bytes: number[] }> {
+  const before = clocks.map((clock) => clock.logBytes?.() ?? Number.NaN)
+  const result = await body()
+  if (clocks.some((clock) => clock.logBytes !== undefined)) await sleep(LOG_SETTLE_MS)
+  return { result, bytes: clocks.map((clock, index) => (clock.logBytes?.() ?? Number.NaN) - (before[index] ?? Number.NaN)) }
 }
 
-/** A load to interleave with others: what to send, and the CPU clock of the server it goes to. */
+/**
+ * One autocannon run of `spec` on the server `clocks` reads (CPU µs and log bytes per
+ * request); with `pause`, its window's requests are reported apart (Sample.window).
+ */
+export async function runLoad (spec: LoadSpec, settings: LoadSettings, clocks: ServerClocks = {}, pause?: Pause): Promise<Sample> {
+  const { result, bytes } = await withLogBytes([clocks], async () => await measure(spec, settings, clocks.cpuSeconds, pause))
+  return toSample([result], bytes[0])
+}
+
+/** A load to interleave with others: what to send, and the clocks of the server it goes to. */
 export interface InterleavedLoad {
   spec: LoadSpec
-  cpuSeconds?: () => number
+  clocks?: ServerClocks
 }
 
 /**
@@ -137,18 +253,21 @@ export interface InterleavedLoad {
  * here moves a load's rate by tens of percent within seconds, falls on all of them alike.
  * Each load's slices are merged into one Sample (responses over seconds, percentiles over
  * every response, CPU summed). bench/README.md has the A/A figures that chose the slicing.
+ * The loads go to different servers, so each log reader's bytes are its own load's.
  */
 export async function runInterleaved (loads: readonly InterleavedLoad[], settings: LoadSettings, slices: number): Promise<Sample[]> {
   const sliceSettings = { ...settings, durationSeconds: settings.durationSeconds / slices }
   const runs: RawRun[][] = loads.map(() => [])
-  for (let slice = 0; slice < slices; slice++) {
-    const order = loads.map((_, index) => slice % 2 === 0 ? index : loads.length - 1 - index)
-    for (const index of order) {
-      const load = loads[index]
-      if (load !== undefined) runs[index]?.push(await measure(load.spec, sliceSettings, load.cpuSeconds))
+  const { bytes } = await withLogBytes(loads.map((load) => load.clocks ?? {}), async () => {
+    for (let slice = 0; slice < slices; slice++) {
+      const order = loads.map((_, index) => slice % 2 === 0 ? index : loads.length - 1 - index)
+      for (const index of order) {
+        const load = loads[index]
+        if (load !== undefined) runs[index]?.push(await measure(load.spec, sliceSettings, load.clocks?.cpuSeconds))
+      }
     }
-  }
-  return runs.map(toSample)
+  })
+  return runs.map((loadRuns, index) => toSample(loadRuns, bytes[index]))
 }
 
 /**
