@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox'
+import { PARAMETER_LIMITS } from './lib/bad-request.js'
 
 /**
  * Request and response schemas of the three operations. Parameters are strings
@@ -11,20 +12,25 @@ export const PADDING_FUNCTION_PATTERN = '^[A-Za-z_$][A-Za-z0-9_$]{0,63}$'
 
 const Param = (maxLength: number) => Type.Optional(Type.String({ maxLength, pattern: NO_NUL }))
 
-/** Long enough for a 1024-byte password; the byte limit itself is checked before hashing. */
-const PASSWORD_MAX_CHARS = 1024
-const TOKEN_MAX_CHARS = 2048
+/** The limits of README's answers table (lib/bad-request.ts keeps them, lib/text.ts checks them after NFC). */
+const USERNAME_MAX_CHARS = PARAMETER_LIMITS.username.max
+/** A password over this many characters is over as many bytes; the byte limit itself is checked before hashing. */
+const PASSWORD_MAX_CHARS = PARAMETER_LIMITS.password.max
+const TOKEN_MAX_CHARS = PARAMETER_LIMITS.token.max
+
+const Username = (options = {}) => Type.String({ minLength: 1, maxLength: USERNAME_MAX_CHARS, pattern: NO_NUL, ...options })
+const Password = (options = {}) => Type.String({ minLength: 1, maxLength: PASSWORD_MAX_CHARS, pattern: NO_NUL, ...options })
 
 export const LoginParamsSchema = Type.Object({
-  username: Param(1024),
-  password: Param(PASSWORD_MAX_CHARS),
+  username: Type.Optional(Username()),
+  password: Type.Optional(Password()),
   token: Param(TOKEN_MAX_CHARS)
 })
 export type LoginParams = Static<typeof LoginParamsSchema>
 
 export const LegacyLoginPathSchema = Type.Object({
-  username: Type.String({ pattern: NO_NUL }),
-  password: Type.String({ pattern: NO_NUL })
+  username: Username(),
+  password: Password()
 })
 export type LegacyLoginPath = Static<typeof LegacyLoginPathSchema>
 
@@ -55,7 +61,8 @@ export const PADDING_PARAMETER_NAMES = ['jsonpFunction', 'jsopFunction', 'jsonpF
 
 export const StatusMessageSchema = Type.Object({
   status: Type.Integer(),
-  message: Type.String()
+  message: Type.String(),
+  detail: Type.Optional(Type.String())
 })
 
 export const LoginSuccessSchema = Type.Object({

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AuthService } from '../auth.js'
 import type { TokenRecord } from '../stores/token-store.js'
+import { reasons } from '../lib/bad-request.js'
 import { badRequest, StatusError, SUCCESS, type StatusBody } from '../lib/status.js'
 import { formatExpirationDate } from '../lib/time.js'
 import { AuthenticateParamsSchema, AuthenticateSuccessSchema, errorResponses, PADDING_PARAMETER_NAMES, TokenPathSchema, type AuthenticateParams } from '../schemas.js'
@@ -26,7 +27,8 @@ function paddingFunction (params: AuthenticateParams): string | undefined {
   for (const key of PADDING_PARAMETER_NAMES) {
     const value = params[key]
     if (value === undefined) continue
-    if ((name !== undefined && name !== value) || RESERVED.has(value)) throw badRequest()
+    if (RESERVED.has(value)) throw badRequest(reasons.paddingReserved(key))
+    if (name !== undefined && name !== value) throw badRequest(reasons.paddingNamesDiffer())
     name = value
   }
   return name

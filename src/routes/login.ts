@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AuthService } from '../auth.js'
 import type { Config } from '../config.js'
+import { reasons } from '../lib/bad-request.js'
 import { badRequest } from '../lib/status.js'
 import { formatExpirationDate } from '../lib/time.js'
 import { errorResponses, LegacyLoginPathSchema, LoginParamsSchema, LoginSuccessSchema } from '../schemas.js'
@@ -21,7 +22,8 @@ export const loginRoutes: FastifyPluginAsyncTypebox<LoginRoutesOptions> = async 
   const response = { 200: LoginSuccessSchema, ...errorResponses }
 
   async function login (request: FastifyRequest, reply: FastifyReply, username: string | undefined, password: string | undefined, presentedToken: string | undefined) {
-    if (username === undefined || password === undefined) throw badRequest()
+    if (username === undefined) throw badRequest(reasons.required('username'))
+    if (password === undefined) throw badRequest(reasons.required('password'))
     const issued = await auth.login({ username, password, presentedToken, client: clientOf(request) })
     reply.setCookie(TOKEN_COOKIE, issued.token, {
       ...cookie,
@@ -76,7 +78,7 @@ export const loginRoutes: FastifyPluginAsyncTypebox<LoginRoutesOptions> = async 
       request.query.token ?? request.cookies[TOKEN_COOKIE]))
     refuseOtherMethods(app, '/auth/Login/:username/:password', ['POST'])
     // A legacy client that left out the password: a bad request, not an unknown route.
-    app.post('/auth/Login/:username', { schema: { hide: true } }, async () => { throw badRequest() })
+    app.post('/auth/Login/:username', { schema: { hide: true } }, async () => { throw badRequest(reasons.required('password')) })
     refuseOtherMethods(app, '/auth/Login/:username', ['POST'])
   }
 }
