@@ -50,7 +50,8 @@ function sendPadded (reply: FastifyReply, name: string, body: StatusBody) {
 
 /** GET or POST /auth/Authenticate[/{token}]: is the token active? The hot path: one store read, no writes. */
 export const authenticateRoutes: FastifyPluginAsyncTypebox<AuthenticateRoutesOptions> = async (app, { auth }) => {
-  const response = { 200: AuthenticateSuccessSchema, ...errorResponses }
+  const response = { 200: AuthenticateSuccessSchema, ...errorResponses(reasons.formatNotJson(), 403, 404, 405, 503) }
+  const responseWithBody = { 200: AuthenticateSuccessSchema, ...errorResponses(reasons.formatNotJson(), 403, 404, 405, 413, 415, 503) }
   const docs = {
     tags: ['tokens'],
     summary: 'Authenticate: is the token active?',
@@ -96,9 +97,9 @@ export const authenticateRoutes: FastifyPluginAsyncTypebox<AuthenticateRoutesOpt
     (request, reply) => answer(request, reply, request.query, undefined))
   app.get('/auth/Authenticate/:token', { schema: { ...docs, params: TokenPathSchema, querystring: AuthenticateParamsSchema, response } },
     (request, reply) => answer(request, reply, request.query, request.params.token))
-  app.post('/auth/Authenticate', { schema: { ...docs, querystring: AuthenticateParamsSchema, body: AuthenticateParamsSchema, response } },
+  app.post('/auth/Authenticate', { schema: { ...docs, querystring: AuthenticateParamsSchema, body: AuthenticateParamsSchema, response: responseWithBody } },
     (request, reply) => answer(request, reply, merged(request.query, request.body), undefined))
-  app.post('/auth/Authenticate/:token', { schema: { ...docs, params: TokenPathSchema, querystring: AuthenticateParamsSchema, body: AuthenticateParamsSchema, response } },
+  app.post('/auth/Authenticate/:token', { schema: { ...docs, params: TokenPathSchema, querystring: AuthenticateParamsSchema, body: AuthenticateParamsSchema, response: responseWithBody } },
     (request, reply) => answer(request, reply, merged(request.query, request.body), request.params.token))
   refuseOtherMethods(app, '/auth/Authenticate', ['GET', 'POST'])
   refuseOtherMethods(app, '/auth/Authenticate/:token', ['GET', 'POST'])

@@ -19,7 +19,7 @@ export const loginRoutes: FastifyPluginAsyncTypebox<LoginRoutesOptions> = async 
   // The cookie plugin's hooks run only in this scope: the routes that set or clear the cookie.
   await app.register(fastifyCookie)
   const cookie = tokenCookieOptions(config)
-  const response = { 200: LoginSuccessSchema, ...errorResponses }
+  const response = { 200: LoginSuccessSchema, ...errorResponses(reasons.required('password'), 401, 404, 405, 413, 415, 429, 503) }
 
   async function login (request: FastifyRequest, reply: FastifyReply, username: string | undefined, password: string | undefined, presentedToken: string | undefined) {
     if (username === undefined) throw badRequest(reasons.required('username'))
@@ -43,9 +43,10 @@ export const loginRoutes: FastifyPluginAsyncTypebox<LoginRoutesOptions> = async 
     schema: {
       tags: ['tokens'],
       summary: 'Login: a username and password for a token',
-      description: 'username and password from the query string, a form body or a JSON body (a body value wins). ' +
+      description: 'username and password from the query string, a form body or a JSON body (a body value wins over the query). ' +
         'Presenting an active token of the same account (token parameter or AuthToken1 cookie) refreshes it. ' +
-        'Sets the AuthToken1 cookie. Bad credentials: HTTP 401 with status 701; too many failures: 429 with Retry-After.',
+        'Sets the AuthToken1 cookie (in this page too: Authenticate and Logout then work without a token). ' +
+        'Bad credentials: HTTP 401 with status 701; too many failures: 429 with Retry-After.',
       querystring: LoginParamsSchema,
       body: LoginParamsSchema,
       response
