@@ -1,6 +1,7 @@
 import type { PasswordHasher } from './lib/passwords.js'
+import { passwordProblem, reasons, usernameProblem } from './lib/bad-request.js'
 import { badRequest, StatusError } from './lib/status.js'
-import { isAcceptablePassword, isAcceptableUsername, normalizePassword, normalizeUsername } from './lib/text.js'
+import { normalizePassword, normalizeUsername } from './lib/text.js'
 import type { AuditLog } from './stores/audit-log.js'
 import type { TokenStore } from './stores/token-store.js'
 import type { UserRecord, UserStore } from './stores/user-store.js'
@@ -38,12 +39,14 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, actor = 'adm
   }
   const validUsername = (raw: string): string => {
     const username = normalizeUsername(raw)
-    if (!isAcceptableUsername(username)) throw badRequest()
+    const problem = usernameProblem(username)
+    if (problem !== undefined) throw badRequest(problem)
     return username
   }
   const validPassword = (raw: string): string => {
     const password = normalizePassword(raw)
-    if (!isAcceptablePassword(password)) throw badRequest()
+    const problem = passwordProblem(password)
+    if (problem !== undefined) throw badRequest(problem)
     return password
   }
   const existing = async (username: string): Promise<UserRecord> => {
@@ -56,7 +59,7 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, actor = 'adm
   const admin: AccountAdmin = {
     async add (username, password, federated) {
       const name = validUsername(username)
-      if (password === undefined && !federated) throw badRequest()
+      if (password === undefined && !federated) throw badRequest(reasons.required('password'))
       const passwordHash = password === undefined ? null : await hasher.hash(validPassword(password))
       const account = await users.create({ username: name, passwordHash, federated })
       record('user.add', account, 0)

@@ -10,6 +10,7 @@ import { accessLineWriter, logsInfo, RequestLogger, type AccessLineWriter, type 
 import { batchedStdout } from './lib/log-destination.js'
 import { MalformedFormError, parseFormEncoded, type FormParams } from './lib/form-encoding.js'
 import { redactUrl } from './lib/redact.js'
+import { fastifyErrorReason, httpParserReason, malformedFormReason, reasons, type Reason } from './lib/bad-request.js'
 import { badRequest, internalError, notFound, StatusError, statusErrorForHttp } from './lib/status.js'
 import { authenticateRoutes } from './routes/authenticate.js'
 import { EMPTY_BODY, refuseOtherMethods } from './routes/http.js'
@@ -77,10 +78,13 @@ class OneLinePerRequest extends LogController {
     const responseTime = reply.elapsedTime
     this.observe?.(route, request.method, reply.statusCode, responseTime / 1000)
     if (error === null || error === undefined) {
+      const statusCode = reply.statusCode
+      // Looked up for a 400 only: the other answers carry no detail.
+      const detail = statusCode === 400 ? BAD_REQUEST_DETAILS.get(request) : undefined
       if (this.writeLine === undefined) {
-        reply.log.info({ req: request, route, statusCode: reply.statusCode, responseTime }, 'request completed')
+        reply.log.info({ req: request, route, statusCode, detail, responseTime }, 'request completed')
       } else if (logsInfo(reply.log.level)) {
-        this.writeLine({ reqId: request.id, method: request.method, url: redactUrl(request.url, template), remoteAddress: request.ip, route, statusCode: reply.statusCode, responseTime })
+        this.writeLine({ reqId: request.id, method: request.method, url: redactUrl(request.url, template), remoteAddress: request.ip, route, statusCode, detail, responseTime })
       }
     } else {
       reply.log.error({ req: request, route, statusCode: reply.statusCode, responseTime, err: error }, 'request errored')
@@ -114,32 +118,44 @@ function requestId (request: IncomingMessage): string {
   return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
 }
 
-/** Marks a query string the strict parser refused; the router cannot throw, so the first hook does. */
-const MALFORMED_QUERY: FormParams = Object.freeze(Object.create(null) as FormParams)
+/**
+ * Marks a query string the strict parser refused, with why; the router cannot throw, so the
+ * first hook does. (A parsed query holds no symbol key, so looking this up finds nothing.)
+ */
+const REFUSED_QUERY = Symbol('refused query')
+type ParsedQuery = FormParams & { [REFUSED_QUERY]?: Reason }
 
-function parseQuery (text: string): FormParams {
+function parseQuery (text: string): ParsedQuery {
   try {
     return parseFormEncoded(text)
-  } catch {
-    return MALFORMED_QUERY
+  } catch (error) {
+    if (!(error instanceof MalformedFormError)) throw error
+    return Object.freeze({ [REFUSED_QUERY]: malformedFormReason(error, 'query string') }) as ParsedQuery
   }
 }
 
-function toStatusError (error: FastifyError | StatusError | Error): StatusError {
+function toStatusError (error: FastifyError | StatusError | Error, request: FastifyRequest): StatusError {
   if (error instanceof StatusError) return error
-  if (error instanceof MalformedFormError) return badRequest()
-  if ('validation' in error && error.validation !== undefined) return badRequest()
+  if (error instanceof MalformedFormError) return badRequest(malformedFormReason(error, 'form body'))
   const httpStatus = 'statusCode' in error && typeof error.statusCode === 'number' ? error.statusCode : 500
+  if (httpStatus === 400 || ('validation' in error && error.validation !== undefined)) return badRequest(fastifyErrorReason(error, request))
   return httpStatus >= 500 && httpStatus !== 503 ? internalError() : statusErrorForHttp(httpStatus)
 }
 
+/** The detail of each 400 answered, for its access-log line (weak: gone with the request). */
+const BAD_REQUEST_DETAILS = new WeakMap<FastifyRequest, Reason>()
+
 function sendStatusError (reply: FastifyReply, error: StatusError): FastifyReply {
+  if (error.detail !== undefined) BAD_REQUEST_DETAILS.set(reply.request, error.detail)
   return reply.code(error.httpStatus).headers(error.headers).send(error.toBody())
 }
 
-/** Headers for answers Node writes straight to the socket (malformed requests, over-long headers, timeouts). */
-function writeRawError (socket: Socket, error: StatusError): void {
-  if (!socket.writable) return
+/**
+ * Headers for answers Node writes straight to the socket (malformed requests, over-long headers,
+ * timeouts). False when the socket can no longer be written to (nothing was answered).
+ */
+function writeRawError (socket: Socket, error: StatusError): boolean {
+  if (!socket.writable) return false
   const body = JSON.stringify(error.toBody())
   socket.end([
     `HTTP/1.1 ${error.httpStatus} ${error.message}`,
@@ -151,12 +167,16 @@ function writeRawError (socket: Socket, error: StatusError): void {
     '',
     body
   ].join('\r\n'))
+  return true
 }
 
 /** Trust the nearest `hops` proxies, as Fastify's numeric `trustProxy` does. */
 function hopsTrusted (hops: number): (address: string, hop: number) => boolean {
   return (_address, hop) => hop < hops
 }
+
+/** Path segments may be long (legacy path-style passwords): the router takes up to this many characters. */
+const MAX_PATH_SEGMENT = 2048
 
 function clientErrorStatus (code: string | undefined): number {
   switch (code) {
@@ -208,7 +228,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     routerOptions: {
       ignoreTrailingSlash: true,
       // Legacy path-style passwords can be long.
-      maxParamLength: 2048,
+      maxParamLength: MAX_PATH_SEGMENT,
       querystringParser: parseQuery
     },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
@@ -216,12 +236,17 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
       // Bad percent-encoding in the path, over-long segments: never echo the path back. These run
       // before any hook, so the headers every answer carries, and the access-log line, are made here.
       reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer')
-      const status = error.statusCode === 404 ? notFound() : badRequest()
-      request.log.info({ req: request, route: '(unmatched)', statusCode: status.httpStatus }, 'request completed')
+      const status = error.statusCode === 404
+        ? notFound()
+        : badRequest(error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? reasons.pathSegmentTooLong(MAX_PATH_SEGMENT) : reasons.badPercentEncoding('path'))
+      request.log.info({ req: request, route: '(unmatched)', statusCode: status.httpStatus, detail: status.detail }, 'request completed')
       sendStatusError(reply, status)
     },
     clientErrorHandler: (error: Error & { code?: string }, socket: Socket) => {
-      writeRawError(socket, statusErrorForHttp(clientErrorStatus(error.code)))
+      const httpStatus = clientErrorStatus(error.code)
+      const status = httpStatus === 400 ? badRequest(httpParserReason(error.code)) : statusErrorForHttp(httpStatus)
+      // No request was read, so no access line will be: this line says who was refused and why.
+      if (writeRawError(socket, status)) app.log.info({ remoteAddress: socket.remoteAddress, statusCode: status.httpStatus, detail: status.detail }, 'request refused')
     }
   }).withTypeProvider<TypeBoxTypeProvider>()
 
@@ -246,7 +271,9 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
       .header('referrer-policy', 'no-referrer')
       .header('x-request-id', request.id)
     // HTTP/1.1 requires Host (RFC 9112 §3.2); answered with our 400 rather than Node's empty one.
-    if (request.query === MALFORMED_QUERY || (request.headers.host === undefined && request.raw.httpVersion === '1.1')) done(badRequest())
+    const refused = (request.query as ParsedQuery)[REFUSED_QUERY]
+    if (refused !== undefined) done(badRequest(refused))
+    else if (request.headers.host === undefined && request.raw.httpVersion === '1.1') done(badRequest(reasons.hostRequired()))
     else done()
   })
 
@@ -270,7 +297,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   })
 
   app.setErrorHandler((error: FastifyError | StatusError, request, reply) => {
-    const status = toStatusError(error)
+    const status = toStatusError(error, request)
     if (status.httpStatus >= 500) {
       request.log.error({ err: status.cause ?? error }, status.message)
     }

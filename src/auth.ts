@@ -1,7 +1,8 @@
 import type { Config } from './config.js'
 import type { PasswordHasher } from './lib/passwords.js'
+import { passwordProblem, usernameProblem } from './lib/bad-request.js'
 import { badRequest, loginFailed, tooManyRequests, unauthorized } from './lib/status.js'
-import { isAcceptablePassword, isAcceptableUsername, normalizePassword, normalizeUsername } from './lib/text.js'
+import { normalizePassword, normalizeUsername } from './lib/text.js'
 import { expiryInstant } from './lib/time.js'
 import { generateToken, hashToken, isTokenShaped } from './lib/tokens.js'
 import type { Directory } from './federation/ldap-directory.js'
@@ -148,7 +149,8 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
       const username = normalizeUsername(request.username)
       const password = normalizePassword(request.password)
       // Refused before any hashing or counting: a megabyte password must not cost a hash.
-      if (!isAcceptableUsername(username) || !isAcceptablePassword(password)) throw badRequest()
+      const problem = usernameProblem(username) ?? passwordProblem(password)
+      if (problem !== undefined) throw badRequest(problem)
       const { client } = request
       const context = { username, clientIp: client.ip, userAgent: client.userAgent }
 

@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox'
+import { PARAMETER_LIMITS, type Reason } from './lib/bad-request.js'
 
 /**
  * Request and response schemas of the three operations. Parameters are strings
@@ -9,74 +10,167 @@ import { Type, type Static } from 'typebox'
 const NO_NUL = '^[^\\u0000]*$'
 export const PADDING_FUNCTION_PATTERN = '^[A-Za-z_$][A-Za-z0-9_$]{0,63}$'
 
-const Param = (maxLength: number) => Type.Optional(Type.String({ maxLength, pattern: NO_NUL }))
+/** The limits of README's answers table (lib/bad-request.ts keeps them, lib/text.ts checks them after NFC). */
+const USERNAME_MAX_CHARS = PARAMETER_LIMITS.username.max
+/** A password over this many characters is over as many bytes; the byte limit itself is checked before hashing. */
+const PASSWORD_MAX_CHARS = PARAMETER_LIMITS.password.max
+const TOKEN_MAX_CHARS = PARAMETER_LIMITS.token.max
 
-/** Long enough for a 1024-byte password; the byte limit itself is checked before hashing. */
-const PASSWORD_MAX_CHARS = 1024
-const TOKEN_MAX_CHARS = 2048
+/** Examples /docs shows (routes/openapi.ts), each what a person would type or get. */
+export const EXAMPLE_USERNAME = 'alice'
+export const EXAMPLE_PASSWORD = 'correct horse battery staple'
+export const EXAMPLE_TOKEN = 'q3VZr9wQ0hM5c1xT8bYpLd2Fj7sNnAeUo4iGtHyW6Ek'
+export const EXAMPLE_EXPIRATION = '2026-11-22T23:41:48'
+
+const Username = () => Type.String({
+  minLength: 1,
+  maxLength: USERNAME_MAX_CHARS,
+  pattern: NO_NUL,
+  description: `The account's name: 1–${USERNAME_MAX_CHARS} characters (after Unicode NFC), case kept.`
+})
+const Password = () => Type.String({
+  minLength: 1,
+  maxLength: PASSWORD_MAX_CHARS,
+  pattern: NO_NUL,
+  description: `The password: 1–${PARAMETER_LIMITS.password.max} bytes of UTF-8 (after Unicode NFC); any character but NUL, checked exactly as sent.`
+})
+const Token = (description: string) => Type.String({ maxLength: TOKEN_MAX_CHARS, pattern: NO_NUL, description })
 
 export const LoginParamsSchema = Type.Object({
-  username: Param(1024),
-  password: Param(PASSWORD_MAX_CHARS),
-  token: Param(TOKEN_MAX_CHARS)
+  username: Type.Optional(Username()),
+  password: Type.Optional(Password()),
+  token: Type.Optional(Token('An active token of the same account, to refresh it: the answer is that token with its full lifetime again.'))
 })
 export type LoginParams = Static<typeof LoginParamsSchema>
 
 export const LegacyLoginPathSchema = Type.Object({
-  username: Type.String({ pattern: NO_NUL }),
-  password: Type.String({ pattern: NO_NUL })
+  username: Username(),
+  password: Password()
 })
 export type LegacyLoginPath = Static<typeof LegacyLoginPathSchema>
 
+const TOKEN_GIVEN = 'The token Login gave (43 characters).'
+
 export const TokenPathSchema = Type.Object({
-  token: Type.String({ maxLength: TOKEN_MAX_CHARS, pattern: NO_NUL })
+  token: Token(TOKEN_GIVEN)
 })
 export type TokenPath = Static<typeof TokenPathSchema>
 
-const PaddingName = Type.Optional(Type.String({ pattern: PADDING_FUNCTION_PATTERN }))
+const PaddingName = (description: string) => Type.Optional(Type.String({ pattern: PADDING_FUNCTION_PATTERN, description }))
+const SAME_AS_JSONP_FUNCTION = 'The same as jsonpFunction, spelt otherwise.'
 
 export const TokenParamsSchema = Type.Object({
-  token: Param(TOKEN_MAX_CHARS)
+  token: Type.Optional(Token(TOKEN_GIVEN))
 })
 export type TokenParams = Static<typeof TokenParamsSchema>
 
 export const AuthenticateParamsSchema = Type.Object({
-  token: Param(TOKEN_MAX_CHARS),
-  format: Type.Optional(Type.Literal('json')),
-  jsonpFunction: PaddingName,
-  jsopFunction: PaddingName,
-  jsonpFormat: PaddingName,
-  callback: PaddingName
+  token: Type.Optional(Token(TOKEN_GIVEN)),
+  format: Type.Optional(Type.Literal('json', { description: 'Only json (the default) is accepted.' })),
+  jsonpFunction: PaddingName('Answer as `function <name>() {return <status object>;}` (JavaScript, always HTTP 200): ' +
+    'a JavaScript identifier of 1–64 characters, not a reserved word.'),
+  jsopFunction: PaddingName(SAME_AS_JSONP_FUNCTION),
+  jsonpFormat: PaddingName(SAME_AS_JSONP_FUNCTION),
+  callback: PaddingName(SAME_AS_JSONP_FUNCTION)
 })
 export type AuthenticateParams = Static<typeof AuthenticateParamsSchema>
 
 /** The padding-function parameter's four spellings, all accepted (contract). */
 export const PADDING_PARAMETER_NAMES = ['jsonpFunction', 'jsopFunction', 'jsonpFormat', 'callback'] as const
 
+/** Every error is this object; a 400 adds `detail`, what is wrong with the request. */
 export const StatusMessageSchema = Type.Object({
   status: Type.Integer(),
-  message: Type.String()
+  message: Type.String(),
+  detail: Type.Optional(Type.String())
 })
+
+const EXPIRATION_DATE = Type.String({
+  description: 'When the token stops authenticating: UTC, YYYY-MM-DDTHH:MM:SS, no zone and no fraction.',
+  examples: [EXAMPLE_EXPIRATION]
+})
+
+export const SuccessSchema = Type.Object({
+  status: Type.Literal(0),
+  message: Type.Literal('Success')
+}, { description: 'Success: status 0', examples: [{ status: 0, message: 'Success' }] })
 
 export const LoginSuccessSchema = Type.Object({
   status: Type.Literal(0),
   message: Type.Literal('Success'),
-  token: Type.String(),
-  AuthToken: Type.String(),
-  expiration_date: Type.String()
+  token: Type.String({ description: 'The token (also set as the AuthToken1 cookie).' }),
+  AuthToken: Type.String({ description: 'The same token, under the name older clients read.' }),
+  expiration_date: EXPIRATION_DATE
+}, {
+  description: 'Success: status 0, the token, and the AuthToken1 cookie set',
+  examples: [{ status: 0, message: 'Success', token: EXAMPLE_TOKEN, AuthToken: EXAMPLE_TOKEN, expiration_date: EXAMPLE_EXPIRATION }]
 })
 
 /** Beyond the contract's two fields: who the token belongs to, for verifiers that act on it (the guard). */
 export const AuthenticateSuccessSchema = Type.Object({
   status: Type.Literal(0),
   message: Type.Literal('Success'),
-  expiration_date: Type.String(),
+  expiration_date: EXPIRATION_DATE,
   account_id: Type.String(),
   username: Type.String(),
   federated: Type.Boolean()
+}, {
+  description: 'Success: status 0, the token is active',
+  examples: [{ status: 0, message: 'Success', expiration_date: EXAMPLE_EXPIRATION, account_id: '1', username: EXAMPLE_USERNAME, federated: false }]
 })
 
-export const errorResponses = {
-  '4xx': StatusMessageSchema,
-  '5xx': StatusMessageSchema
+/** One error answer as /docs shows it: what it means, an example body, the headers it carries. */
+function errorAnswer (description: string, example: { status: number, message: string, detail?: string }, headers?: Record<string, { type: 'string', description: string }>) {
+  return Type.Object({
+    status: Type.Integer(),
+    message: Type.String(),
+    ...(example.detail === undefined ? {} : { detail: Type.String({ description: 'What is wrong: a parameter and the problem, never a value sent.' }) })
+  }, { description, examples: [example], ...(headers === undefined ? {} : { headers }) })
+}
+
+const RETRY_AFTER = { type: 'string' as const, description: 'Seconds to wait before trying again.' }
+
+/** A 400, with an example of a detail the operation gives. */
+const badRequestAnswer = (detail: Reason) => errorAnswer('Bad Request: `detail` names the parameter and what is wrong with it (never a value sent)',
+  { status: 400, message: 'Bad Request', detail })
+
+/** The other error answers of the operations, each with its own example (README, Answers). */
+export const ERROR_ANSWERS = {
+  401: errorAnswer('Login Failed (status 701): unknown user, wrong password or disabled account, answered alike',
+    { status: 701, message: 'Login Failed' }),
+  403: errorAnswer('Unauthorized: the token is missing, unknown, expired or ended',
+    { status: 403, message: 'Unauthorized' }),
+  404: errorAnswer('Not Found: no such route (an extra path segment, another spelling: paths are case-sensitive)',
+    { status: 404, message: 'Not Found' }),
+  405: errorAnswer('Method Not Allowed: another method on this path; Allow names the right ones',
+    { status: 405, message: 'Method Not Allowed' }, { Allow: { type: 'string', description: 'The methods this path takes, e.g. POST.' } }),
+  413: errorAnswer('Payload Too Large: a body over the limit (16 KiB unless AUTH_BODY_LIMIT_BYTES says otherwise)',
+    { status: 413, message: 'Payload Too Large' }),
+  415: errorAnswer('Unsupported Media Type: a body that is neither application/x-www-form-urlencoded nor application/json',
+    { status: 415, message: 'Unsupported Media Type' }),
+  429: errorAnswer('Too Many Requests: too many failed logins for the account or from the client address (even the right password waits)',
+    { status: 429, message: 'Too Many Requests' }, { 'Retry-After': RETRY_AFTER }),
+  503: errorAnswer('Service Unavailable: Redis, Postgres or the directory cannot be reached, or too many logins are waiting for a hash (then with Retry-After); never a false Success',
+    { status: 503, message: 'Service Unavailable' }, { 'Retry-After': RETRY_AFTER })
 } as const
+export type ErrorStatus = keyof typeof ERROR_ANSWERS
+
+/**
+ * The response schemas of an operation that answers 400 (shown with `badRequestExample`) and
+ * `statuses`: each with its own example, and a status-message object for any other error (the
+ * 4xx and 5xx ranges).
+ */
+export function errorResponses (badRequestExample: Reason, ...statuses: ErrorStatus[]) {
+  return {
+    400: badRequestAnswer(badRequestExample),
+    ...Object.fromEntries(statuses.map((status) => [status, ERROR_ANSWERS[status]])) as Partial<typeof ERROR_ANSWERS>,
+    '4xx': Type.Object(StatusMessageSchema.properties, {
+      description: 'Another client error, answered before any route: 408 Request Timeout, 431 Request Header Fields Too Large',
+      examples: [{ status: 431, message: 'Request Header Fields Too Large' }]
+    }),
+    '5xx': Type.Object(StatusMessageSchema.properties, {
+      description: 'A fault of the service: 500 Internal Server Error, never with a stack trace',
+      examples: [{ status: 500, message: 'Internal Server Error' }]
+    })
+  }
+}

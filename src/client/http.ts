@@ -8,7 +8,7 @@ export type FetchFunction = typeof globalThis.fetch
 
 export type AuthClientError =
   /** The service (or something in front of it) answered with an error: the body's status when it is a status-message. */
-  | { kind: 'status', status: number, message: string, httpStatus: number, retryAfterSeconds?: number }
+  | { kind: 'status', status: number, message: string, httpStatus: number, retryAfterSeconds?: number, detail?: string }
   /** No answer: refused connection, reset, DNS failure, timeout (`timedOut`), a redirect (never followed). */
   | { kind: 'network', cause: unknown, timedOut: boolean }
   /** A success status with a body that is not the contract's. */
@@ -128,6 +128,8 @@ export function errorOf (answer: Answer): Failure {
     message: statusMessage ? body.message as string : `HTTP ${answer.httpStatus}`,
     httpStatus: answer.httpStatus
   }
+  // A 400 says what is wrong with the request.
+  if (statusMessage && typeof body.detail === 'string') error.detail = body.detail
   const retryAfter = answer.headers.get('retry-after')
   if (retryAfter !== null && /^\d+$/.test(retryAfter.trim())) error.retryAfterSeconds = Number(retryAfter.trim())
   return { ok: false, error }

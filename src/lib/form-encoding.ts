@@ -8,7 +8,11 @@
 export type FormParams = Record<string, string | string[]>
 
 export class MalformedFormError extends Error {
-  constructor () {
+  /**
+   * @param problem undecodable percent-encoding, or a `__proto__` key
+   * @param parameter the (decoded) name whose value could not be decoded; absent when the name itself could not be
+   */
+  constructor (readonly problem: 'percent-encoding' | 'proto', readonly parameter?: string) {
     super('malformed form encoding')
     this.name = 'MalformedFormError'
   }
@@ -24,9 +28,9 @@ export function parseFormEncoded (text: string): FormParams {
     if (end > start) {
       const eq = text.indexOf('=', start)
       const hasValue = eq >= 0 && eq < end
-      const key = interned(decode(text.slice(start, hasValue ? eq : end)))
-      const value = hasValue ? decode(text.slice(eq + 1, end)) : ''
-      if (key === '__proto__') throw new MalformedFormError()
+      const key = interned(decode(text.slice(start, hasValue ? eq : end), undefined))
+      const value = hasValue ? decode(text.slice(eq + 1, end), key) : ''
+      if (key === '__proto__') throw new MalformedFormError('proto')
       const seen = params[key]
       if (seen === undefined) params[key] = value
       else if (typeof seen === 'string') params[key] = [seen, value]
@@ -56,12 +60,13 @@ function interned (name: string): string {
   return propertyName
 }
 
-function decode (text: string): string {
+/** `text` percent-decoded; `key` names the parameter whose value it is (undefined for a name). */
+function decode (text: string, key: string | undefined): string {
   const spaced = text.includes('+') ? text.replaceAll('+', ' ') : text
   if (!spaced.includes('%')) return spaced
   try {
     return decodeURIComponent(spaced)
   } catch {
-    throw new MalformedFormError()
+    throw new MalformedFormError('percent-encoding', key)
   }
 }

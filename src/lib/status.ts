@@ -1,13 +1,17 @@
+import { reasons, type Reason } from './bad-request.js'
+
 /**
  * The status-message model of the contract: every answer, success or error, is
- * `{ status, message }`. Errors are values of `StatusError`, mapped to HTTP in one
- * place (the app's error handler); nothing below the routes knows HTTP beyond the
- * `httpStatus` carried here.
+ * `{ status, message }`, and a 400 adds `detail`, what is wrong with the request.
+ * Errors are values of `StatusError`, mapped to HTTP in one place (the app's error
+ * handler); nothing below the routes knows HTTP beyond the `httpStatus` carried here.
  */
 
 export interface StatusBody {
   status: number
   message: string
+  /** Why a request is bad (400 only): a parameter and a problem, never a value sent. */
+  detail?: string
 }
 
 export const SUCCESS: StatusBody = Object.freeze({ status: 0, message: 'Success' })
@@ -16,27 +20,32 @@ export class StatusError extends Error {
   readonly status: number
   readonly httpStatus: number
   readonly headers: Readonly<Record<string, string>>
+  readonly detail: Reason | undefined
 
   constructor (
     status: number,
     message: string,
     httpStatus: number,
     headers: Record<string, string> = {},
-    options?: { cause?: unknown }
+    options?: { cause?: unknown, detail?: Reason }
   ) {
     super(message, options)
     this.name = 'StatusError'
     this.status = status
     this.httpStatus = httpStatus
     this.headers = headers
+    this.detail = options?.detail
   }
 
   toBody (): StatusBody {
-    return { status: this.status, message: this.message }
+    return this.detail === undefined
+      ? { status: this.status, message: this.message }
+      : { status: this.status, message: this.message, detail: this.detail }
   }
 }
 
-export const badRequest = (): StatusError => new StatusError(400, 'Bad Request', 400)
+/** A request the service cannot act on; `reason` (lib/bad-request.ts) says what is wrong with it. */
+export const badRequest = (reason: Reason): StatusError => new StatusError(400, 'Bad Request', 400, {}, { detail: reason })
 export const unauthorized = (): StatusError => new StatusError(403, 'Unauthorized', 403)
 export const notFound = (): StatusError => new StatusError(404, 'Not Found', 404)
 export const methodNotAllowed = (allow: readonly string[]): StatusError =>
@@ -62,6 +71,6 @@ export function statusErrorForHttp (httpStatus: number): StatusError {
     case 408: return new StatusError(408, 'Request Timeout', 408)
     case 431: return new StatusError(431, 'Request Header Fields Too Large', 431)
     default:
-      return httpStatus >= 400 && httpStatus < 500 ? badRequest() : internalError()
+      return httpStatus >= 400 && httpStatus < 500 ? badRequest(reasons.requestNotValid()) : internalError()
   }
 }

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AuthService } from '../auth.js'
 import type { TokenRecord } from '../stores/token-store.js'
+import { reasons } from '../lib/bad-request.js'
 import { badRequest, StatusError, SUCCESS, type StatusBody } from '../lib/status.js'
 import { formatExpirationDate } from '../lib/time.js'
 import { AuthenticateParamsSchema, AuthenticateSuccessSchema, errorResponses, PADDING_PARAMETER_NAMES, TokenPathSchema, type AuthenticateParams } from '../schemas.js'
@@ -26,7 +27,8 @@ function paddingFunction (params: AuthenticateParams): string | undefined {
   for (const key of PADDING_PARAMETER_NAMES) {
     const value = params[key]
     if (value === undefined) continue
-    if ((name !== undefined && name !== value) || RESERVED.has(value)) throw badRequest()
+    if (RESERVED.has(value)) throw badRequest(reasons.paddingReserved(key))
+    if (name !== undefined && name !== value) throw badRequest(reasons.paddingNamesDiffer())
     name = value
   }
   return name
@@ -48,7 +50,8 @@ function sendPadded (reply: FastifyReply, name: string, body: StatusBody) {
 
 /** GET or POST /auth/Authenticate[/{token}]: is the token active? The hot path: one store read, no writes. */
 export const authenticateRoutes: FastifyPluginAsyncTypebox<AuthenticateRoutesOptions> = async (app, { auth }) => {
-  const response = { 200: AuthenticateSuccessSchema, ...errorResponses }
+  const response = { 200: AuthenticateSuccessSchema, ...errorResponses(reasons.formatNotJson(), 403, 404, 405, 503) }
+  const responseWithBody = { 200: AuthenticateSuccessSchema, ...errorResponses(reasons.formatNotJson(), 403, 404, 405, 413, 415, 503) }
   const docs = {
     tags: ['tokens'],
     summary: 'Authenticate: is the token active?',
@@ -94,9 +97,9 @@ export const authenticateRoutes: FastifyPluginAsyncTypebox<AuthenticateRoutesOpt
     (request, reply) => answer(request, reply, request.query, undefined))
   app.get('/auth/Authenticate/:token', { schema: { ...docs, params: TokenPathSchema, querystring: AuthenticateParamsSchema, response } },
     (request, reply) => answer(request, reply, request.query, request.params.token))
-  app.post('/auth/Authenticate', { schema: { ...docs, querystring: AuthenticateParamsSchema, body: AuthenticateParamsSchema, response } },
+  app.post('/auth/Authenticate', { schema: { ...docs, querystring: AuthenticateParamsSchema, body: AuthenticateParamsSchema, response: responseWithBody } },
     (request, reply) => answer(request, reply, merged(request.query, request.body), undefined))
-  app.post('/auth/Authenticate/:token', { schema: { ...docs, params: TokenPathSchema, querystring: AuthenticateParamsSchema, body: AuthenticateParamsSchema, response } },
+  app.post('/auth/Authenticate/:token', { schema: { ...docs, params: TokenPathSchema, querystring: AuthenticateParamsSchema, body: AuthenticateParamsSchema, response: responseWithBody } },
     (request, reply) => answer(request, reply, merged(request.query, request.body), request.params.token))
   refuseOtherMethods(app, '/auth/Authenticate', ['GET', 'POST'])
   refuseOtherMethods(app, '/auth/Authenticate/:token', ['GET', 'POST'])

@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AuthService } from '../auth.js'
 import type { Config } from '../config.js'
+import { reasons } from '../lib/bad-request.js'
 import { badRequest } from '../lib/status.js'
 import { formatExpirationDate } from '../lib/time.js'
 import { errorResponses, LegacyLoginPathSchema, LoginParamsSchema, LoginSuccessSchema } from '../schemas.js'
@@ -18,10 +19,11 @@ export const loginRoutes: FastifyPluginAsyncTypebox<LoginRoutesOptions> = async 
   // The cookie plugin's hooks run only in this scope: the routes that set or clear the cookie.
   await app.register(fastifyCookie)
   const cookie = tokenCookieOptions(config)
-  const response = { 200: LoginSuccessSchema, ...errorResponses }
+  const response = { 200: LoginSuccessSchema, ...errorResponses(reasons.required('password'), 401, 404, 405, 413, 415, 429, 503) }
 
   async function login (request: FastifyRequest, reply: FastifyReply, username: string | undefined, password: string | undefined, presentedToken: string | undefined) {
-    if (username === undefined || password === undefined) throw badRequest()
+    if (username === undefined) throw badRequest(reasons.required('username'))
+    if (password === undefined) throw badRequest(reasons.required('password'))
     const issued = await auth.login({ username, password, presentedToken, client: clientOf(request) })
     reply.setCookie(TOKEN_COOKIE, issued.token, {
       ...cookie,
@@ -41,9 +43,10 @@ export const loginRoutes: FastifyPluginAsyncTypebox<LoginRoutesOptions> = async 
     schema: {
       tags: ['tokens'],
       summary: 'Login: a username and password for a token',
-      description: 'username and password from the query string, a form body or a JSON body (a body value wins). ' +
+      description: 'username and password from the query string, a form body or a JSON body (a body value wins over the query). ' +
         'Presenting an active token of the same account (token parameter or AuthToken1 cookie) refreshes it. ' +
-        'Sets the AuthToken1 cookie. Bad credentials: HTTP 401 with status 701; too many failures: 429 with Retry-After.',
+        'Sets the AuthToken1 cookie (in this page too: Authenticate and Logout then work without a token). ' +
+        'Bad credentials: HTTP 401 with status 701; too many failures: 429 with Retry-After.',
       querystring: LoginParamsSchema,
       body: LoginParamsSchema,
       response
@@ -76,7 +79,7 @@ export const loginRoutes: FastifyPluginAsyncTypebox<LoginRoutesOptions> = async 
       request.query.token ?? request.cookies[TOKEN_COOKIE]))
     refuseOtherMethods(app, '/auth/Login/:username/:password', ['POST'])
     // A legacy client that left out the password: a bad request, not an unknown route.
-    app.post('/auth/Login/:username', { schema: { hide: true } }, async () => { throw badRequest() })
+    app.post('/auth/Login/:username', { schema: { hide: true } }, async () => { throw badRequest(reasons.required('password')) })
     refuseOtherMethods(app, '/auth/Login/:username', ['POST'])
   }
 }

@@ -3,8 +3,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AuthService } from '../auth.js'
 import type { Config } from '../config.js'
+import { reasons } from '../lib/bad-request.js'
 import { SUCCESS } from '../lib/status.js'
-import { errorResponses, StatusMessageSchema, TokenParamsSchema, TokenPathSchema } from '../schemas.js'
+import { errorResponses, SuccessSchema, TokenParamsSchema, TokenPathSchema } from '../schemas.js'
 import { clientOf, refuseOtherMethods, TOKEN_COOKIE, tokenCookieOptions } from './http.js'
 
 export interface LogoutRoutesOptions {
@@ -17,7 +18,7 @@ export const logoutRoutes: FastifyPluginAsyncTypebox<LogoutRoutesOptions> = asyn
   // The cookie plugin's hooks run only in this scope: the routes that set or clear the cookie.
   await app.register(fastifyCookie)
   const cookie = tokenCookieOptions(config)
-  const response = { 200: StatusMessageSchema, ...errorResponses }
+  const response = { 200: SuccessSchema, ...errorResponses(reasons.givenMoreThanOnce('token'), 403, 404, 405, 413, 415, 503) }
   const docs = {
     tags: ['tokens'],
     summary: 'Logout: end a token now',

@@ -1,57 +1,90 @@
 import fastifySwagger from '@fastify/swagger'
 import fastifySwaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
+import { EXAMPLE_PASSWORD, EXAMPLE_TOKEN, EXAMPLE_USERNAME } from '../schemas.js'
 
 /**
  * The OpenAPI 3.1 document, generated from the routes' TypeBox schemas. Registered
  * before the routes (it collects them as they are added); the 405 fallbacks are
  * hidden, being the absence of an operation rather than one.
  */
+type Schema = { type?: string, properties?: Record<string, unknown>, description?: string }
+type Media = { schema?: Schema, example?: unknown, examples?: Record<string, { summary?: string, value: unknown }> }
 type Operation = {
-  requestBody?: { required?: boolean, content?: Record<string, unknown> }
+  parameters?: Array<{ in: string, name: string }>
+  requestBody?: { required?: boolean, content?: Record<string, Media> }
   responses?: Record<string, { description?: string, content?: Record<string, unknown> }>
-  security?: Array<Record<string, string[]>>
 }
 type Document = { paths?: Record<string, Record<string, Operation>> }
 
 const STATUS_BODY = { type: 'object', properties: { status: { type: 'integer' }, message: { type: 'string' } }, required: ['status', 'message'] }
-const RESPONSE_DESCRIPTIONS: Record<string, string> = {
-  200: 'Success: status 0',
-  '4XX': 'A status-message object: 400 Bad Request, 401/701 Login Failed, 403 Unauthorized, 404, 405 (with Allow), 413, 415, 429 (with Retry-After)',
-  '5XX': 'A status-message object: 503 Service Unavailable when Redis, Postgres or the directory cannot be reached'
+
+/**
+ * What a person fills in a body, by path: the parameters that make the operation work, with
+ * an example of each. (Swagger UI sends every field of a form, empty or pre-filled, and a body
+ * value wins over the query: a field for each optional parameter would send text nobody typed.)
+ */
+const BODY_EXAMPLES: Record<string, Record<string, string>> = {
+  '/auth/Login': { username: EXAMPLE_USERNAME, password: EXAMPLE_PASSWORD },
+  '/auth/Authenticate': { token: EXAMPLE_TOKEN },
+  // The token is in the path: a body carries only the other parameters.
+  '/auth/Authenticate/{token}': { format: 'json' },
+  '/auth/Logout': { token: EXAMPLE_TOKEN }
+}
+
+/**
+ * A request body as /docs offers it. JSON first, pre-filled with `{}`: Swagger UI always sends
+ * the body it shows and a body value wins over the query, so an example pair there would
+ * override the query fields a person filled in (Execute answered 701 with what they typed).
+ * The real-looking pair is the second JSON example; a form body with the usual fields follows.
+ */
+function documentBody (path: string, body: NonNullable<Operation['requestBody']>): void {
+  const json = body.content?.['application/json']
+  const schema = json?.schema
+  if (json === undefined || schema === undefined) return
+  body.required = false
+  const example = BODY_EXAMPLES[path] ?? {}
+  const fields = Object.keys(example)
+  json.examples = {
+    none: { summary: 'No body: the query fields above are used', value: {} },
+    ...(fields.length === 0 ? {} : { pair: { summary: `A body with ${fields.join(' and ')}`, value: example } })
+  }
+  delete json.example
+  const properties = Object.fromEntries(Object.entries(example).map(([name, value]) => {
+    const property = schema.properties?.[name]
+    return [name, { ...(typeof property === 'object' ? property : {}), examples: [value] }]
+  }))
+  const form: Media = {
+    schema: { type: 'object', description: 'The same parameters as the JSON body, form-encoded; the usual ones are shown.', properties }
+  }
+  body.content = { 'application/json': json, 'application/x-www-form-urlencoded': form }
 }
 
 /**
  * What the route schemas cannot say by themselves: bodies are optional and may be a form or
- * JSON, the token may come as the AuthToken1 cookie, Authenticate may answer as a padding
- * function, readiness may answer 503.
+ * JSON, Authenticate may answer as a padding function, readiness may answer 503.
  */
 function completeDocument (document: Document): Document {
   for (const [path, operations] of Object.entries(document.paths ?? {})) {
     for (const operation of Object.values(operations)) {
-      const body = operation.requestBody
-      if (body?.content !== undefined) {
-        body.required = false
-        const json = body.content['application/json']
-        if (json !== undefined) body.content['application/x-www-form-urlencoded'] = json
-      }
-      for (const [status, response] of Object.entries(operation.responses ?? {})) {
-        const description = RESPONSE_DESCRIPTIONS[status]
-        if (description !== undefined && response.description === 'Default Response') response.description = description
-      }
-      if (path.startsWith('/auth/')) operation.security = [{ tokenCookie: [] }, {}]
-      if (path.startsWith('/auth/Authenticate')) {
-        const ok = operation.responses?.['200']
-        if (ok?.content !== undefined) {
-          ok.content['application/javascript'] = {
-            schema: { type: 'string', examples: ['function onAuth() {return {"status":0,"message":"Success"};}'] }
-          }
+      if (operation.requestBody !== undefined) documentBody(path, operation.requestBody)
+      // A path segment wins over the query parameter of its name: no field for the one never read.
+      const inPath = new Set(operation.parameters?.filter((p) => p.in === 'path').map((p) => p.name))
+      operation.parameters = operation.parameters?.filter((p) => !(p.in === 'query' && inPath.has(p.name)))
+      const ok = operation.responses?.['200']
+      if (ok?.description === 'Default Response') ok.description = 'Success: status 0'
+      if (path.startsWith('/auth/Authenticate') && ok?.content !== undefined) {
+        ok.content['application/javascript'] = {
+          schema: { type: 'string', examples: ['function onAuth() {return {"status":0,"message":"Success"};}'] }
         }
       }
       if (path === '/health/ready') {
         operation.responses = {
           ...operation.responses,
-          503: { description: 'Not ready: the checks name what failed', content: { 'application/json': { schema: STATUS_BODY } } }
+          503: {
+            description: 'Not ready: the checks name what failed',
+            content: { 'application/json': { schema: STATUS_BODY, example: { status: 503, message: 'Service Unavailable', checks: { redis: 'down', postgres: 'ok', accepting: 'yes' } } } }
+          }
         }
       }
     }
@@ -74,18 +107,14 @@ export async function registerOpenApi (app: FastifyInstance, version: string): P
         version,
         description: 'Login trades a username and password for a token (12 h; 24 h for federated accounts); ' +
           'Authenticate says whether a token is active; Logout ends one at once. Every error is a status-message ' +
-          'object `{"status": <int>, "message": <string>}`; see the README for the full error table.'
+          'object `{"status": <int>, "message": <string>}`, and a 400 adds `detail`, what is wrong with the request; ' +
+          'each operation lists its answers with an example. The token may also come as the AuthToken1 cookie, which ' +
+          'Login sets (in this page too). See the README for the full error table.'
       },
       tags: [
         { name: 'tokens', description: 'Login, Authenticate, Logout (token services v1.4)' },
         { name: 'operations', description: 'Health, metrics and the revocation feed' }
-      ],
-      components: {
-        securitySchemes: {
-          tokenCookie: { type: 'apiKey', in: 'cookie', name: 'AuthToken1', description: 'The token, as Login sets it' },
-          tokenQuery: { type: 'apiKey', in: 'query', name: 'token' }
-        }
-      }
+      ]
     }
   })
 }

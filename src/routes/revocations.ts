@@ -42,7 +42,8 @@ export const revocationRoutes: FastifyPluginAsync<RevocationRoutesOptions> = asy
       tags: ['operations'],
       summary: 'Server-sent events: hashes of tokens as they are ended',
       description: 'First event `ready`; then `revoked` events whose data is space-separated SHA-256 (base64url) token hashes. ' +
-        'Closed when this instance loses its own feed: clients drop cached answers and reconnect.'
+        'Closed when this instance loses its own feed: clients drop cached answers and reconnect. ' +
+        'The stream never ends by itself, so Try it out here keeps waiting: watch it with `curl -N <service>/auth/revocations`.'
     }
   }, async (_request, reply) => {
     if (!live) throw serviceUnavailable()

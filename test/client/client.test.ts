@@ -65,7 +65,7 @@ t.test('against the real service', async (t) => {
   })
 
   t.test('400, 701 and 429 are values with the body\'s status', async (t) => {
-    t.same(await client.login('', 'x'), { ok: false, error: { kind: 'status', status: 400, message: 'Bad Request', httpStatus: 400 } })
+    t.same(await client.login('', 'x'), { ok: false, error: { kind: 'status', status: 400, message: 'Bad Request', httpStatus: 400, detail: 'username is empty' } }, 'a 400 carries its detail')
     t.same(await client.login('bob', 'wrong'), { ok: false, error: { kind: 'status', status: 701, message: 'Login Failed', httpStatus: 401 } })
     t.same(await client.login(USER.username, 'wrong'), { ok: false, error: { kind: 'status', status: 701, message: 'Login Failed', httpStatus: 401 } })
     await client.login(USER.username, 'wrong again')

@@ -16,8 +16,8 @@ const sameTime = (line: string): string => line.replace(/"time":\d+/, '"time":0'
 function pinoLine (entry: AccessEntry): string {
   const sink = capture()
   const logger = pino({ base }, sink)
-  const { reqId, method, url, remoteAddress, route, statusCode, responseTime } = entry
-  logger.child({ reqId }).info({ req: { method, url, remoteAddress }, route, statusCode, responseTime }, 'request completed')
+  const { reqId, method, url, remoteAddress, route, statusCode, detail, responseTime } = entry
+  logger.child({ reqId }).info({ req: { method, url, remoteAddress }, route, statusCode, detail, responseTime }, 'request completed')
   return sink.writes.join('')
 }
 
@@ -29,7 +29,10 @@ t.test('the hand-written line is the one pino writes, byte for byte', async (t) 
     { ...plain, method: 'POST', url: '/auth/Login?username=ann&password=[redacted]', route: '/auth/Login', statusCode: 401, responseTime: 27 },
     { ...plain, remoteAddress: undefined, url: '/[redacted]', route: '(unmatched)', statusCode: 404, responseTime: 1e-7 },
     { ...plain, reqId: 'caller.id:7', url: '/x\\u000d\\u000ainjected?a="b"', remoteAddress: '::ffff:10.0.0.1', responseTime: 123456.5 },
-    { ...plain, responseTime: Number.NaN }
+    { ...plain, responseTime: Number.NaN },
+    { ...plain, method: 'POST', url: '/auth/Login?username=ann&password=[redacted]&password=[redacted]', route: '/auth/Login', statusCode: 400, detail: 'password given more than once' },
+    { ...plain, statusCode: 400, detail: 'a "quoted" \\ detail\n' },
+    { ...plain, statusCode: 400, detail: undefined }
   ]
   for (const entry of entries) {
     const sink = capture()

@@ -1,7 +1,9 @@
 import { Validator } from '@seriousme/openapi-schema-validator'
 import diagnostics from 'node:diagnostics_channel'
 import type { FastifyInstance, HTTPMethods, InjectOptions, RouteOptions } from 'fastify'
+import { readFile } from 'node:fs/promises'
 import t, { type Test } from 'tap'
+import { PASSWORD_MAX_BYTES, USERNAME_MAX_CHARS } from '../../src/lib/text.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 
 /*
@@ -34,14 +36,14 @@ async function buildRecording (t: Test): Promise<{ testApp: TestApp, routes: Reg
 /** `/auth/Logout/:token` as OpenAPI writes it: `/auth/Logout/{token}`. */
 const openApiPath = (url: string): string => url.replace(/:([A-Za-z0-9_]+)/g, '{$1}')
 
-interface Parameter { in: string, name: string, required?: boolean, schema?: unknown }
+interface Parameter { in: string, name: string, required?: boolean, schema?: unknown, description?: string }
 interface Operation {
   summary?: string
   description?: string
   tags?: string[]
   parameters?: Parameter[]
   requestBody?: { content: Record<string, { schema: { properties?: Record<string, unknown> } }> }
-  responses: Record<string, { description: string, content?: Record<string, { schema: { properties?: Record<string, unknown>, required?: string[] } }> }>
+  responses: Record<string, { description: string, headers?: Record<string, unknown>, content?: Record<string, { schema: { properties?: Record<string, unknown>, required?: string[] } }> }>
 }
 interface Document {
   openapi: string
@@ -157,6 +159,90 @@ t.test('Logout documents its parameters (query, body, path) and answers', async 
   const byPath = doc.paths['/auth/Logout/{token}']?.post
   t.match(param(byPath, 'path', 'token'), { required: true }, 'path token')
   assertAnswers(t, byPath, 'Logout/{token}', ['status', 'message'])
+})
+
+/** The errors each operation documents (README, Answers), 401 being Login Failed with body status 701. */
+const ERRORS: Record<string, string[]> = {
+  'post /auth/Login': ['400', '401', '404', '405', '413', '415', '429', '503'],
+  'post /auth/Login/{username}/{password}': ['400', '401', '404', '405', '413', '415', '429', '503'],
+  'get /auth/Authenticate': ['400', '403', '404', '405', '503'],
+  'get /auth/Authenticate/{token}': ['400', '403', '404', '405', '503'],
+  'post /auth/Authenticate': ['400', '403', '404', '405', '413', '415', '503'],
+  'post /auth/Authenticate/{token}': ['400', '403', '404', '405', '413', '415', '503'],
+  'post /auth/Logout': ['400', '403', '404', '405', '413', '415', '503'],
+  'post /auth/Logout/{token}': ['400', '403', '404', '405', '413', '415', '503']
+}
+const MESSAGES: Record<string, string> = {
+  400: 'Bad Request', 401: 'Login Failed', 403: 'Unauthorized', 404: 'Not Found', 405: 'Method Not Allowed',
+  413: 'Payload Too Large', 415: 'Unsupported Media Type', 429: 'Too Many Requests', 503: 'Service Unavailable'
+}
+
+interface Media { schema?: { properties?: Record<string, { maxLength?: number, minLength?: number, examples?: unknown[] }> }, example?: unknown, examples?: Record<string, { summary?: string, value: unknown }> }
+
+t.test('each error an operation gives is documented with its own example body', async (t) => {
+  for (const [key, statuses] of Object.entries(ERRORS)) {
+    const [method = '', path = ''] = key.split(' ')
+    const responses = doc.paths[path]?.[method]?.responses ?? {}
+    for (const status of statuses) {
+      const response = responses[status]
+      const media = response?.content?.['application/json'] as Media | undefined
+      const example = media?.example as { status?: number, message?: string, detail?: string } | undefined
+      t.ok(response?.description !== undefined && response.description.length > 20, `${key} ${status}: says when`)
+      t.equal(example?.status, status === '401' ? 701 : Number(status), `${key} ${status}: the example's status`)
+      t.equal(example?.message, MESSAGES[status], `${key} ${status}: the example's message`)
+      if (status === '400') t.match(example?.detail, /^[a-z_A-Z][\w ]+ (is|given|must|has|contains)\b/, `${key} 400: the example has a detail`)
+      else t.equal(example?.detail, undefined, `${key} ${status}: no detail`)
+    }
+    t.match(responses['405'], { headers: { Allow: {} } }, `${key} 405: the Allow header`)
+    if (statuses.includes('429')) t.match(responses['429'], { headers: { 'Retry-After': {} } }, `${key} 429: the Retry-After header`)
+  }
+  const zeroes = Object.entries(doc.paths).flatMap(([path, operations]) => Object.entries(operations).flatMap(([method, operation]) =>
+    Object.entries(operation.responses).filter(([status, response]) => status !== '200' && (response.content?.['application/json'] as Media | undefined)?.example !== undefined &&
+      ((response.content?.['application/json'] as Media).example as { status?: number }).status === 0).map(([status]) => `${method} ${path} ${status}`)))
+  t.same(zeroes, [], 'no error example shows status 0')
+  const login = doc.paths['/auth/Login']?.post?.responses['200']?.content?.['application/json'] as Media | undefined
+  t.match(login?.example, { status: 0, message: 'Success', token: /^[A-Za-z0-9_-]{43}$/, expiration_date: /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$/ }, 'the Login success example looks like one')
+})
+
+t.test('Try it out starts from fields a person fills: nothing pre-filled that would be sent unasked', async (t) => {
+  for (const [path, operations] of Object.entries(doc.paths)) {
+    for (const [method, operation] of Object.entries(operations)) {
+      for (const parameter of operation.parameters ?? []) {
+        t.notOk('example' in parameter || 'examples' in parameter, `${method} ${path}: ${parameter.in} ${parameter.name} is not pre-filled`)
+      }
+      const content = operation.requestBody?.content as Record<string, Media> | undefined
+      if (content === undefined) continue
+      t.same(Object.keys(content), ['application/json', 'application/x-www-form-urlencoded'], `${method} ${path}: JSON first, then a form`)
+      const examples = Object.values(content['application/json']?.examples ?? {})
+      t.same(examples[0]?.value, {}, `${method} ${path}: the body first shown adds nothing to the query fields`)
+    }
+  }
+  const pair = Object.values((doc.paths['/auth/Login']?.post?.requestBody?.content as Record<string, Media>)['application/json']?.examples ?? {})[1]?.value
+  t.match(pair, { username: /^[a-z]+$/, password: /^[a-z ]{8,}$/ }, 'Login\'s second body example is a real-looking pair')
+  const form = (doc.paths['/auth/Login']?.post?.requestBody?.content as Record<string, Media>)['application/x-www-form-urlencoded']?.schema?.properties
+  t.same(Object.keys(form ?? {}), ['username', 'password'], 'Login\'s form: a username field and a password field')
+})
+
+t.test('the limits in the document are README\'s and the code\'s', async (t) => {
+  const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8')
+  const usernameMax = Number(/username over (\d+) characters/.exec(readme)?.[1])
+  const passwordMax = Number(/password over (\d+) bytes/.exec(readme)?.[1])
+  t.equal(usernameMax, USERNAME_MAX_CHARS, 'README\'s username limit is the code\'s')
+  t.equal(passwordMax, PASSWORD_MAX_BYTES, 'README\'s password limit is the code\'s')
+  const login = doc.paths['/auth/Login']?.post
+  const legacy = doc.paths['/auth/Login/{username}/{password}']?.post
+  const body = (login?.requestBody?.content as Record<string, Media> | undefined)?.['application/json']?.schema?.properties
+  const places: Array<[string, { maxLength?: number, minLength?: number } | undefined, { maxLength?: number, minLength?: number } | undefined]> = [
+    ['query', param(login, 'query', 'username')?.schema as object, param(login, 'query', 'password')?.schema as object],
+    ['JSON body', body?.username, body?.password],
+    ['path', param(legacy, 'path', 'username')?.schema as object, param(legacy, 'path', 'password')?.schema as object]
+  ]
+  for (const [where, username, password] of places) {
+    t.match(username, { minLength: 1, maxLength: usernameMax }, `${where}: username 1–${usernameMax} characters`)
+    // A password over 1024 characters is over 1024 bytes; the byte limit itself is the code's, before hashing.
+    t.match(password, { minLength: 1, maxLength: passwordMax }, `${where}: password at most ${passwordMax} characters`)
+  }
+  t.match(param(login, 'query', 'password'), { description: new RegExp(`1–${passwordMax} bytes`) }, 'the password\'s byte limit is said')
 })
 
 t.test('every operation has a summary and a tag', async (t) => {

@@ -6,7 +6,7 @@ import { createRedisTokenStore } from '../../src/stores/redis-token-store.js'
 import { createSqlUserStore } from '../../src/stores/user-store.js'
 import { buildTestApp } from '../helpers/app.js'
 import {
-  allowed, assertNoLeak, assertPrivacyHeaders, assertStatus, BODIES, form, FORM, JSON_HEADERS, statusBody, tokenFor,
+  allowed, assertNoLeak, assertPrivacyHeaders, assertStatus, BODIES, badRequestBody, form, FORM, JSON_HEADERS, statusBody, tokenFor,
   unknownToken, type InjectOptions
 } from './support.js'
 
@@ -82,55 +82,60 @@ t.test('bodies that are neither form nor JSON: 415', async (t) => {
   t.equal((await app.inject({ method: 'GET', url: `/auth/Authenticate/${victim}` })).statusCode, 200, 'the token was never ended')
 })
 
-t.test('malformed bodies: 400', async (t) => {
-  const cases: Array<[string, string, string]> = [
-    ['truncated JSON', 'application/json', '{"username":"alice",'],
-    ['JSON with a trailing comma', 'application/json', '{"username":"alice","password":"pw",}'],
-    ['empty JSON body', 'application/json', ''],
-    ['JSON string', 'application/json', '"alice"'],
-    ['JSON array', 'application/json', '["alice","pw"]'],
-    ['JSON number', 'application/json', '42'],
-    ['JSON __proto__', 'application/json', '{"__proto__":{"admin":true},"username":"alice","password":"pw"}'],
-    ['JSON nested __proto__', 'application/json', '{"username":"alice","password":"pw","x":{"__proto__":{"admin":true}}}'],
-    ['form __proto__', 'application/x-www-form-urlencoded', '__proto__=1&username=alice&password=pw'],
-    ['form __proto__, percent-encoded', 'application/x-www-form-urlencoded', '%5F%5Fproto%5F%5F=1&username=alice&password=pw'],
-    ['form __proto__ as the last key', 'application/x-www-form-urlencoded', 'username=alice&password=pw&__proto__=admin'],
-    ['form with undecodable percent-encoding', 'application/x-www-form-urlencoded', 'username=alice&password=%E0%A4%A'],
-    ['form with a stray %', 'application/x-www-form-urlencoded', 'username=alice&password=100%'],
-    ['form with bad UTF-8', 'application/x-www-form-urlencoded', 'username=alice&password=%C3%28']
+t.test('malformed bodies: 400 saying what is wrong', async (t) => {
+  const notJson = 'body is not valid JSON, or holds a __proto__ key'
+  const cases: Array<[string, string, string, string]> = [
+    ['truncated JSON', 'application/json', '{"username":"alice",', notJson],
+    ['JSON with a trailing comma', 'application/json', '{"username":"alice","password":"pw",}', notJson],
+    ['empty JSON body', 'application/json', '', 'body is empty but Content-Type is application/json'],
+    ['JSON string', 'application/json', '"alice"', 'body must be an object of parameters'],
+    ['JSON array', 'application/json', '["alice","pw"]', 'body must be an object of parameters'],
+    ['JSON number', 'application/json', '42', 'body must be an object of parameters'],
+    ['JSON __proto__', 'application/json', '{"__proto__":{"admin":true},"username":"alice","password":"pw"}', notJson],
+    ['JSON nested __proto__', 'application/json', '{"username":"alice","password":"pw","x":{"__proto__":{"admin":true}}}', notJson],
+    ['form __proto__', 'application/x-www-form-urlencoded', '__proto__=1&username=alice&password=pw', 'form body has a __proto__ parameter'],
+    ['form __proto__, percent-encoded', 'application/x-www-form-urlencoded', '%5F%5Fproto%5F%5F=1&username=alice&password=pw', 'form body has a __proto__ parameter'],
+    ['form __proto__ as the last key', 'application/x-www-form-urlencoded', 'username=alice&password=pw&__proto__=admin', 'form body has a __proto__ parameter'],
+    ['form with undecodable percent-encoding', 'application/x-www-form-urlencoded', 'username=alice&password=%E0%A4%A', 'password has undecodable percent-encoding'],
+    ['form with a stray %', 'application/x-www-form-urlencoded', 'username=alice&password=100%', 'password has undecodable percent-encoding'],
+    ['form with bad UTF-8', 'application/x-www-form-urlencoded', 'username=alice&password=%C3%28', 'password has undecodable percent-encoding'],
+    ['form with a bad parameter name', 'application/x-www-form-urlencoded', 'username=alice&pass%ZZ=pw', 'a parameter name in the form body has undecodable percent-encoding'],
+    ['form with a bad unknown parameter', 'application/x-www-form-urlencoded', 'username=alice&password=pw&x=%ZZ', 'form body has undecodable percent-encoding']
   ]
-  for (const [what, type, payload] of cases) {
+  for (const [what, type, payload, detail] of cases) {
     // An empty JSON body is only certainly malformed where parameters are required.
     const urls = what === 'empty JSON body' ? ['/auth/Login'] : ['/auth/Login', '/auth/Authenticate', '/auth/Logout']
     for (const url of urls) {
       const res = await app.inject({ method: 'POST', url, headers: { 'content-type': type }, payload })
-      assertStatus(t, res, 400, BODIES.badRequest, `${what} to ${url}`)
+      assertStatus(t, res, 400, badRequestBody(detail), `${what} to ${url}`)
     }
   }
   t.equal(({} as Record<string, unknown>).admin, undefined, 'no prototype was polluted')
   t.equal((await app.inject({ method: 'GET', url: `/auth/Authenticate/${good}` })).statusCode, 200, 'the token was never ended')
 })
 
-t.test('undecodable percent-encoding in the path or the query: 400', async (t) => {
-  const cases: Array<[InjectOptions['method'], string]> = [
-    ['GET', '/auth/Authenticate/%E0%A4%A'],
-    ['GET', '/auth/Authenticate/%ZZ'],
-    ['POST', '/auth/Authenticate/%C3%28'],
-    ['POST', '/auth/Logout/%'],
-    ['POST', '/auth/Login/alice/%E0%A4%A'],
-    ['POST', '/auth/Login/%ZZ/pw'],
-    ['GET', '/auth/Authenticate?token=%ZZ'],
-    ['GET', `/auth/Authenticate/${good}?callback=%E0%A4%A`],
-    ['POST', '/auth/Login?username=alice&password=%E0%A4%A'],
-    ['POST', '/auth/Logout?token=%'],
-    ['GET', '/auth/Authenticate?__proto__=x'],
-    ['POST', '/auth/Login?%5F%5Fproto%5F%5F=x&username=alice&password=pw']
+t.test('undecodable percent-encoding in the path or the query: 400 saying where', async (t) => {
+  const cases: Array<[InjectOptions['method'], string, string]> = [
+    ['GET', '/auth/Authenticate/%E0%A4%A', 'path has undecodable percent-encoding'],
+    ['GET', '/auth/Authenticate/%ZZ', 'path has undecodable percent-encoding'],
+    ['POST', '/auth/Authenticate/%C3%28', 'path has undecodable percent-encoding'],
+    ['POST', '/auth/Logout/%', 'path has undecodable percent-encoding'],
+    ['POST', '/auth/Login/alice/%E0%A4%A', 'path has undecodable percent-encoding'],
+    ['POST', '/auth/Login/%ZZ/pw', 'path has undecodable percent-encoding'],
+    ['GET', '/auth/Authenticate?token=%ZZ', 'token has undecodable percent-encoding'],
+    ['GET', `/auth/Authenticate/${good}?callback=%E0%A4%A`, 'callback has undecodable percent-encoding'],
+    ['POST', '/auth/Login?username=alice&password=%E0%A4%A', 'password has undecodable percent-encoding'],
+    ['POST', '/auth/Logout?token=%', 'token has undecodable percent-encoding'],
+    ['POST', '/auth/Logout?t%ZZken=x', 'a parameter name in the query string has undecodable percent-encoding'],
+    ['GET', '/auth/Authenticate?token=x&other=%ZZ', 'query string has undecodable percent-encoding'],
+    ['GET', '/auth/Authenticate?__proto__=x', 'query string has a __proto__ parameter'],
+    ['POST', '/auth/Login?%5F%5Fproto%5F%5F=x&username=alice&password=pw', 'query string has a __proto__ parameter']
   ]
-  for (const [method, url] of cases) {
-    assertStatus(t, await app.inject({ method, url }), 400, BODIES.badRequest, `${String(method)} ${url.slice(0, 50)}`)
+  for (const [method, url, detail] of cases) {
+    assertStatus(t, await app.inject({ method, url }), 400, badRequestBody(detail), `${String(method)} ${url.slice(0, 50)}`)
   }
   const withBody = await app.inject({ method: 'POST', url: '/auth/Login?password=%ZZ', headers: FORM, payload: form({ username: 'alice', password: 'pw' }) })
-  assertStatus(t, withBody, 400, BODIES.badRequest, 'a bad query is refused even when the body is good')
+  assertStatus(t, withBody, 400, badRequestBody('password has undecodable percent-encoding'), 'a bad query is refused even when the body is good')
 })
 
 t.test('successes and padded answers carry the privacy headers too', async (t) => {

@@ -2,7 +2,7 @@ import t from 'tap'
 import { hashToken } from '../../src/lib/tokens.js'
 import { buildTestApp } from '../helpers/app.js'
 import {
-  assertClearedCookie, assertLoginSuccess, assertStatus, assertTokenCookie, authenticate, BODIES, form, FORM, headerNames, JSON_HEADERS,
+  assertClearedCookie, assertLoginSuccess, assertStatus, assertTokenCookie, authenticate, BODIES, badRequestBody, form, FORM, headerNames, JSON_HEADERS,
   loginForm, setCookies, type InjectOptions, type LoginSuccess
 } from './support.js'
 
@@ -208,37 +208,38 @@ t.test('malformed input is 400, before any password hashing', async (t) => {
 
   const json = (body: unknown): InjectOptions => ({ method: 'POST', url: '/auth/Login', headers: JSON_HEADERS, payload: JSON.stringify(body) })
   const formBody = (payload: string, url = '/auth/Login'): InjectOptions => ({ method: 'POST', url, headers: FORM, payload })
-  const cases: Array<[string, InjectOptions]> = [
-    ['no parameters at all', { method: 'POST', url: '/auth/Login' }],
-    ['empty form body', formBody('')],
-    ['empty JSON object', json({})],
-    ['missing password (form)', formBody('username=plain')],
-    ['missing username (form)', formBody('password=plain-pw')],
-    ['missing password (JSON)', json({ username: 'plain' })],
-    ['missing username (query)', formBody('', '/auth/Login?password=plain-pw')],
-    ['empty username', formBody('username=&password=plain-pw')],
-    ['empty password', formBody('username=plain&password=')],
-    ['username twice (form)', formBody('username=plain&username=plain&password=plain-pw')],
-    ['password twice (form)', formBody('username=plain&password=plain-pw&password=plain-pw')],
-    ['username twice (query)', formBody('password=plain-pw', '/auth/Login?username=plain&username=plain')],
-    ['username as an array (JSON)', json({ username: ['plain'], password: 'plain-pw' })],
-    ['password as an array (JSON)', json({ username: 'plain', password: ['plain-pw'] })],
-    ['username as an object (JSON)', json({ username: { name: 'plain' }, password: 'plain-pw' })],
-    ['password as a number (JSON)', json({ username: 'plain', password: 12345 })],
-    ['username as a number (JSON)', json({ username: 7, password: 'plain-pw' })],
-    ['password as a boolean (JSON)', json({ username: 'plain', password: true })],
-    ['password as null (JSON)', json({ username: 'plain', password: null })],
-    ['NUL byte in the username (form)', formBody('username=pl%00ain&password=plain-pw')],
-    ['NUL byte in the password (JSON)', json({ username: 'plain', password: 'plain\u0000pw' })],
-    ['NUL byte in a legacy path segment', { method: 'POST', url: '/auth/Login/plain/plain%00pw' }],
-    ['password of 1025 ASCII bytes', json({ username: 'plain', password: 'p'.repeat(1025) })],
-    ['password of 1026 bytes in 513 characters', json({ username: 'plain', password: '\u00e9'.repeat(513) })],
-    ['password of 1500 bytes in a legacy path segment', { method: 'POST', url: `/auth/Login/plain/${'p'.repeat(1500)}` }],
-    ['username of 257 characters', json({ username: 'u'.repeat(257), password: 'plain-pw' })],
-    ['legacy path without a password', { method: 'POST', url: '/auth/Login/plain' }]
+  const cases: Array<[string, InjectOptions, string]> = [
+    ['no parameters at all', { method: 'POST', url: '/auth/Login' }, 'username is required'],
+    ['empty form body', formBody(''), 'username is required'],
+    ['empty JSON object', json({}), 'username is required'],
+    ['missing password (form)', formBody('username=plain'), 'password is required'],
+    ['missing username (form)', formBody('password=plain-pw'), 'username is required'],
+    ['missing password (JSON)', json({ username: 'plain' }), 'password is required'],
+    ['missing username (query)', formBody('', '/auth/Login?password=plain-pw'), 'username is required'],
+    ['empty username', formBody('username=&password=plain-pw'), 'username is empty'],
+    ['empty password', formBody('username=plain&password='), 'password is empty'],
+    ['username twice (form)', formBody('username=plain&username=plain&password=plain-pw'), 'username given more than once'],
+    ['password twice (form)', formBody('username=plain&password=plain-pw&password=plain-pw'), 'password given more than once'],
+    ['username twice (query)', formBody('password=plain-pw', '/auth/Login?username=plain&username=plain'), 'username given more than once'],
+    ['username as an array (JSON)', json({ username: ['plain'], password: 'plain-pw' }), 'username must be a string'],
+    ['password as an array (JSON)', json({ username: 'plain', password: ['plain-pw'] }), 'password must be a string'],
+    ['username as an object (JSON)', json({ username: { name: 'plain' }, password: 'plain-pw' }), 'username must be a string'],
+    ['password as a number (JSON)', json({ username: 'plain', password: 12345 }), 'password must be a string'],
+    ['username as a number (JSON)', json({ username: 7, password: 'plain-pw' }), 'username must be a string'],
+    ['password as a boolean (JSON)', json({ username: 'plain', password: true }), 'password must be a string'],
+    ['password as null (JSON)', json({ username: 'plain', password: null }), 'password must be a string'],
+    ['NUL byte in the username (form)', formBody('username=pl%00ain&password=plain-pw'), 'username contains a NUL character'],
+    ['NUL byte in the password (JSON)', json({ username: 'plain', password: 'plain\u0000pw' }), 'password contains a NUL character'],
+    ['NUL byte in a legacy path segment', { method: 'POST', url: '/auth/Login/plain/plain%00pw' }, 'password contains a NUL character'],
+    ['password of 1025 ASCII bytes', json({ username: 'plain', password: 'p'.repeat(1025) }), 'password is longer than 1024 bytes'],
+    ['password of 1026 bytes in 513 characters', json({ username: 'plain', password: '\u00e9'.repeat(513) }), 'password is longer than 1024 bytes'],
+    ['password of 1500 bytes in a legacy path segment', { method: 'POST', url: `/auth/Login/plain/${'p'.repeat(1500)}` }, 'password is longer than 1024 bytes'],
+    ['username of 257 characters', json({ username: 'u'.repeat(257), password: 'plain-pw' }), 'username is longer than 256 characters'],
+    ['username of 257 characters in a legacy path segment', { method: 'POST', url: `/auth/Login/${'u'.repeat(257)}/plain-pw` }, 'username is longer than 256 characters'],
+    ['legacy path without a password', { method: 'POST', url: '/auth/Login/plain' }, 'password is required']
   ]
-  for (const [what, options] of cases) {
-    assertStatus(t, await app.inject(options), 400, BODIES.badRequest, what)
+  for (const [what, options, detail] of cases) {
+    assertStatus(t, await app.inject(options), 400, badRequestBody(detail), what)
   }
   t.equal(hashed, 0, 'no password was hashed or checked for any of them')
 })

@@ -19,14 +19,18 @@ export const JSON_HEADERS = { 'content-type': 'application/json' } as const
 export const TOKEN_SHAPE = /^[A-Za-z0-9_-]{43}$/
 export const EXPIRATION_SHAPE = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$/
 
-/** The exact bytes of a status-message body, key order as the contract writes it. */
-export function statusBody (status: number, message: string): string {
-  return JSON.stringify({ status, message })
+/** The exact bytes of a status-message body, key order as the contract writes it (a 400 adds its detail). */
+export function statusBody (status: number, message: string, detail?: string): string {
+  return JSON.stringify(detail === undefined ? { status, message } : { status, message, detail })
+}
+
+/** The exact bytes of a 400 saying `detail`. */
+export function badRequestBody (detail: string): string {
+  return statusBody(400, 'Bad Request', detail)
 }
 
 export const BODIES = {
   success: statusBody(0, 'Success'),
-  badRequest: statusBody(400, 'Bad Request'),
   unauthorized: statusBody(403, 'Unauthorized'),
   notFound: statusBody(404, 'Not Found'),
   methodNotAllowed: statusBody(405, 'Method Not Allowed'),

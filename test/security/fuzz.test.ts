@@ -2,6 +2,7 @@ import t, { type Test } from 'tap'
 import fc, { type Arbitrary } from 'fast-check'
 import { connect } from 'node:net'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
+import { PARAMETERS, reasons } from '../../src/lib/bad-request.js'
 import { buildTestApp } from '../helpers/app.js'
 import { freshRedisPrefix } from '../helpers/servers.js'
 
@@ -10,12 +11,13 @@ import { freshRedisPrefix } from '../helpers/servers.js'
  * arbitrary strings, full-Unicode strings, bytes and parameter combinations at the
  * three routes through inject, and raw request lines and headers through a real
  * socket. Never a 500, never anything but the contract's bodies, never a stack
- * trace, and a normal Login still works afterwards. Fixed seeds: a failure names
+ * trace, and a normal Login still works afterwards. A 400's detail (issue 17) is one of
+ * the service's own reasons and never holds what was sent. Fixed seeds: a failure names
  * its counterexample and reproduces.
  */
 
 const SEED = 20_240_611
-const RUNS = { strings: 600, unicode: 400, bytes: 400, combinations: 800, socket: 500 }
+const RUNS = { strings: 600, unicode: 400, bytes: 400, combinations: 800, marked: 600, socket: 500 }
 
 const { app } = await buildTestApp(t, 'real', {
   // Fuzzing fails many logins from one address: no limit may turn the final check into a 429.
@@ -71,6 +73,29 @@ function headerSafe (text: string): string {
   return text.replace(/[^\u0020-\u007e]/g, '')
 }
 
+/**
+ * Every detail a 400 can carry: each reason builder with every argument it could be given
+ * (more than the service ever combines; what matters is that each is made of the service's
+ * own words and parameter names only).
+ */
+const DETAILS: ReadonlySet<string> = (() => {
+  const details = new Set<string>()
+  const argumentsTried: unknown[] = [...PARAMETERS, 'query string', 'form body', 'path', 'a parameter name in the query string', 'a parameter name in the form body', 2048]
+  for (const build of Object.values(reasons) as Array<(argument?: unknown) => string>) {
+    if (build.length === 0) {
+      details.add(build())
+      continue
+    }
+    for (const argument of argumentsTried) {
+      try {
+        details.add(build(argument))
+      } catch {}
+    }
+  }
+  return details
+})()
+const detailsSeen = new Map<string, number>()
+
 const JSONP = /^function [A-Za-z_$][A-Za-z0-9_$]{0,63}\(\) \{return \{"status":-?\d+,"message":"[^"]*"\};\}$/
 const STACK = /\n\s*at |\bat [^\s]+ \(|Error:|"stack"/
 const AUTHENTICATE_EXTRAS = new Set(['account_id', 'username', 'federated'])
@@ -101,6 +126,12 @@ function problems (route: Route | undefined, method: string, statusCode: number,
   }
   const record = parsed as Record<string, unknown>
   const keys = Object.keys(record)
+  if (statusCode === 400) {
+    const detail = record.detail
+    if (keys.join() !== 'status,message,detail') found.push(`400 keys ${keys.join()}`)
+    if (typeof detail !== 'string' || !DETAILS.has(detail)) found.push(`a detail that is not one of the service's reasons: ${JSON.stringify(detail)}`)
+    else detailsSeen.set(detail, (detailsSeen.get(detail) ?? 0) + 1)
+  }
   if (!Number.isInteger(record.status)) found.push('status is not an integer')
   if (typeof record.message !== 'string') found.push('message is not a string')
   if (statusCode === 200 && route === '/auth/Login' && 'token' in record) {
@@ -109,7 +140,7 @@ function problems (route: Route | undefined, method: string, statusCode: number,
     if (keys.slice(0, 3).join() !== 'status,message,expiration_date' || !keys.slice(3).every((k) => AUTHENTICATE_EXTRAS.has(k))) {
       found.push(`Authenticate success keys ${keys.join()}`)
     }
-  } else if (keys.join() !== 'status,message') {
+  } else if (statusCode !== 400 && keys.join() !== 'status,message') {
     found.push(`keys ${keys.join()} (HTTP ${statusCode})`)
   }
   const expected = statusCode === 200 ? 0 : statusCode === 401 ? 701 : statusCode
@@ -269,6 +300,46 @@ async function normalLoginWorks (t: Test, app: FastifyInstance, what: string): P
   t.equal((await app.inject({ method: 'GET', url: `/auth/Authenticate/${token}` })).statusCode, 200, `${what}: its token authenticates`)
 }
 
+t.test('a 400 names the parameter and the problem, never a value sent', async (t) => {
+  // Every value and every made-up parameter name sent carries the mark, around what makes a
+  // parameter bad (percent-encoding, NUL, length, not an identifier, a reserved word, …).
+  const MARK = 'Zq9vMk'
+  t.notOk([...DETAILS].some((detail) => detail.includes(MARK)), 'the mark is in none of the service\'s reasons')
+  const trouble = fc.constantFrom('', '%ZZ', '%E0%A4%A', '100%', '\u0000', 'x'.repeat(2100), '\u00e9'.repeat(600), '\u0344'.repeat(200), '1', '(1)', 'eval', 'if', ' ', '.', '__proto__', 'json')
+  const marked = fc.tuple(fc.string({ maxLength: 8 }), trouble, fc.string({ maxLength: 8 }), fc.boolean())
+    .map(([before, bad, after, markFirst]) => markFirst ? `${MARK}${before}${bad}${after}` : `${before}${bad}${MARK}${after}`)
+  const key = fc.oneof({ weight: 5, arbitrary: fc.constantFrom(...PARAM_KEYS) }, { weight: 1, arbitrary: marked })
+  const jsonValue = fc.oneof({ weight: 4, arbitrary: marked }, marked.map((v) => [v]), marked.map((v) => ({ v })), fc.constantFrom(7, true, null))
+  type Where = 'query' | 'raw query' | 'form' | 'raw form' | 'json' | 'path' | 'cookie'
+  const where = fc.constantFrom<Where>('query', 'raw query', 'form', 'raw form', 'json', 'path', 'cookie')
+  const loose = (text: string): string => encodeLoosely(text, /[A-Za-z0-9_.~-]/)
+  let refused = 0
+  await property(t, 'marked values', RUNS.marked,
+    fc.record({ method: fc.constantFrom('POST', 'POST', 'GET'), route, where, params: fc.array(fc.tuple(key, marked), { minLength: 1, maxLength: 4 }), json: fc.dictionary(key, jsonValue, { maxKeys: 3 }) }),
+    async ({ method, route, where, params, json }) => {
+      // `raw`: printable ASCII as it is, so that a stray % reaches the parser undecoded.
+      const pairs = (encode: (text: string) => string): string => params.map(([k, v]) => `${encode(k)}=${encode(v)}`).join('&')
+      const options: FuzzRequest = where === 'query' ? { method, url: `${route}?${pairs(loose)}` }
+        : where === 'raw query' ? { method, url: `${route}?${pairs((text) => encodeLoosely(text))}` }
+          : where === 'form' ? { method, url: route, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: pairs(loose) }
+            : where === 'raw form' ? { method, url: route, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: pairs((text) => encodeLoosely(text)) }
+              : where === 'json' ? { method, url: route, headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ ...Object.fromEntries(params), ...json }) }
+                : where === 'path' ? { method, url: `${route}/${params.map(([, v]) => encodeLoosely(v)).join('/')}` }
+                  : { method, url: route, headers: { cookie: params.map(([k, v]) => `${headerSafe(k)}=${loose(v)}`).join('; ') } }
+      const res = await app.inject({ ...options, method: options.method as InjectOptions['method'] })
+      statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1)
+      const found = problems(route, method, res.statusCode, res.headers['content-type'] as string | undefined, res.body)
+      // A padded answer names the function asked for; every other body holds nothing that was sent.
+      if (res.headers['content-type'] !== 'application/javascript; charset=utf-8' && res.body.includes(MARK)) found.push('the body holds a value sent')
+      if (res.statusCode === 400) refused++
+      if (found.length > 0) throw new Error(`${method} ${options.url.slice(0, 200)} ${typeof options.payload === 'string' ? options.payload.slice(0, 200) : ''}: ${found.join('; ')} — body ${JSON.stringify(res.body.slice(0, 300))}`)
+      return true
+    })
+  t.ok(refused > RUNS.marked / 3, `most marked requests were refused as bad (${refused} of ${RUNS.marked})`)
+  t.comment(`details seen: ${[...detailsSeen].sort(([, a], [, b]) => b - a).map(([detail, n]) => `${detail} ×${n}`).join('; ')}`)
+  t.ok(detailsSeen.size >= 15, `the fuzz met many different reasons (${detailsSeen.size})`)
+})
+
 t.test('after the inject fuzzing', async (t) => {
   t.comment(`answers by HTTP status: ${[...statuses].sort(([a], [b]) => a - b).map(([s, n]) => `${s}×${n}`).join(', ')}`)
   t.ok(statuses.has(200) && statuses.has(400) && statuses.has(404) && statuses.has(405), 'the fuzz reached successes and each kind of refusal')
@@ -415,7 +486,7 @@ t.test('raw request lines and headers through a real socket', async (t) => {
   // Node itself answers an HTTP/1.1 request without Host (an empty, chunked 400) unless the app takes it over.
   const hostless = parseResponses(await exchange(port, Buffer.from('GET /auth/Authenticate HTTP/1.1\r\n\r\n', 'latin1'), 500), false)
   t.equal(hostless[0]?.status, 400, 'an HTTP/1.1 request without Host: 400')
-  t.equal(hostless[0]?.body.toString('utf8'), '{"status":400,"message":"Bad Request"}', 'an HTTP/1.1 request without Host: the status-message body')
+  t.equal(hostless[0]?.body.toString('utf8'), '{"status":400,"message":"Bad Request","detail":"Host header is required"}', 'an HTTP/1.1 request without Host: the status-message body, saying why')
 
   t.ok(server.server.listening, 'the server is still listening')
   const normal = parseResponses(await exchange(port, Buffer.from('GET /auth/Authenticate?token=nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', 'latin1'), 2000), false)

@@ -19,7 +19,7 @@ import { rejection } from '../helpers/rejection.js'
 type Reply = LightMyRequestResponse
 
 const BODY = {
-  badRequest: '{"status":400,"message":"Bad Request"}',
+  badRequest: '{"status":400,"message":"Bad Request","detail":"password is longer than 1024 bytes"}',
   loginFailed: '{"status":701,"message":"Login Failed"}',
   unavailable: '{"status":503,"message":"Service Unavailable"}'
 } as const

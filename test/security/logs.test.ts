@@ -367,6 +367,12 @@ t.test('every captured line: one JSON record, no secret', async (t) => {
     `request lines for ${requestIds.size} of the ${injected} requests sent (${refusedBeforeRouting} refused before routing)`)
   t.notOk(records.some((r) => r.msg === 'forged' || r.level >= 60), 'no record was forged from request text')
 
+  // A 400's line says why (issue 17); the search for secrets below covers the reasons too.
+  const badRequests = requestLines.filter((r) => r.statusCode === 400)
+  t.ok(badRequests.length >= 7, `the 400s were logged (${badRequests.length} lines)`)
+  t.same(badRequests.filter((r) => typeof r.detail !== 'string' || r.detail === '').map((r) => r.req?.url), [], 'every 400 line carries its detail')
+  t.notOk(requestLines.some((r) => r.statusCode !== 400 && 'detail' in r), 'no other line does')
+
   const loggedUrls = new Set(requestLines.map((r) => r.req?.url))
   for (const url of expectedUrls) t.ok(loggedUrls.has(url), `logged as ${url}`)
   const unredacted = [...loggedUrls].filter((url) => url !== undefined && /^\/+auth\/+(Login|Authenticate|Logout)\/+[^[:]/i.test(url.split('?')[0] ?? ''))
