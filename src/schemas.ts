@@ -22,14 +22,16 @@ export const EXAMPLE_PASSWORD = 'correct horse battery staple'
 export const EXAMPLE_TOKEN = 'q3VZr9wQ0hM5c1xT8bYpLd2Fj7sNnAeUo4iGtHyW6Ek'
 export const EXAMPLE_EXPIRATION = '2026-11-22T23:41:48'
 
-const Username = () => Type.String({
-  minLength: 1,
+// Login's query and body values may be empty (a body value wins over an empty query one, contract);
+// an empty value that is used is refused by the auth service with the same detail.
+const Username = (minLength = 0) => Type.String({
+  ...(minLength > 0 ? { minLength } : {}),
   maxLength: USERNAME_MAX_CHARS,
   pattern: NO_NUL,
   description: `The account's name: 1–${USERNAME_MAX_CHARS} characters (after Unicode NFC), case kept.`
 })
-const Password = () => Type.String({
-  minLength: 1,
+const Password = (minLength = 0) => Type.String({
+  ...(minLength > 0 ? { minLength } : {}),
   maxLength: PASSWORD_MAX_CHARS,
   pattern: NO_NUL,
   description: `The password: 1–${PARAMETER_LIMITS.password.max} bytes of UTF-8 (after Unicode NFC); any character but NUL, checked exactly as sent.`
@@ -44,8 +46,8 @@ export const LoginParamsSchema = Type.Object({
 export type LoginParams = Static<typeof LoginParamsSchema>
 
 export const LegacyLoginPathSchema = Type.Object({
-  username: Username(),
-  password: Password()
+  username: Username(1),
+  password: Password(1)
 })
 export type LegacyLoginPath = Static<typeof LegacyLoginPathSchema>
 

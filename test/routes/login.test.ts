@@ -96,6 +96,12 @@ t.test('a body value wins over a query value', async (t) => {
     method: 'POST', url: `/auth/Login?${form({ username: 'plain' })}`, headers: FORM, payload: form({ password: 'plain-pw' })
   })
   t.equal(mixed.statusCode, 200, 'username from the query, password from the body')
+  const emptyQuery = await app.inject({
+    method: 'POST', url: '/auth/Login?username=&password=', headers: FORM, payload: form({ username: 'plain', password: 'plain-pw' })
+  })
+  t.equal(emptyQuery.statusCode, 200, 'empty query values, right body: the body is used')
+  const emptyUsed = await app.inject({ method: 'POST', url: '/auth/Login?password=x', headers: FORM, payload: form({ username: '' }) })
+  t.same(JSON.parse(emptyUsed.body), { status: 400, message: 'Bad Request', detail: 'username is empty' }, 'an empty value that is used: 400 with detail')
 })
 
 t.test('federated accounts get 24 h', async (t) => {
