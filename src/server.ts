@@ -1,5 +1,6 @@
 import closeWithGrace from 'close-with-grace'
 import Fastify, { type FastifyInstance } from 'fastify'
+import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { buildApp, registerMetricsRoute } from './app.js'
 import type { Config } from './config.js'
@@ -12,6 +13,13 @@ export async function bootstrapAccount (app: FastifyInstance, config: Config): P
   const result = await app.accounts.ensure(config.bootstrapUsername, config.bootstrapPassword)
   const what = result.created ? 'created' : result.changed ? 'password updated' : 'unchanged'
   app.log.info({ username: escapeControlCharacters(result.account.username) }, `bootstrap account ${what}`)
+}
+
+/** Where this machine reaches a listener: a wildcard address is reached on the loopback. */
+function localUrl (address: string | AddressInfo | null): string | null {
+  if (address === null || typeof address === 'string') return null
+  const host = address.address === '0.0.0.0' ? '127.0.0.1' : address.address === '::' ? '::1' : address.address
+  return `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`
 }
 
 /** /metrics alone on its own port, so it need never be public. */
@@ -41,6 +49,8 @@ export async function startServer (config: Config): Promise<FastifyInstance> {
     }
     if (config.metricsPort !== undefined) metricsServer = await startMetricsServer(app, config)
     await app.listen({ host: config.host, port: config.port })
+    // The embedded database's directory names its owner: a refused command says where it listens.
+    await app.backends.database.dataDirLock?.announce({ url: localUrl(app.server.address()) })
   } catch (error) {
     // A failed start (a taken port, say) closes what it opened, so the process exits with the error.
     await metricsServer?.close()
