@@ -7,12 +7,26 @@ import type { Config } from './config.js'
 import { escapeControlCharacters } from './lib/text.js'
 import { tuneV8ForServing } from './lib/v8-tuning.js'
 
-/** Creates or updates the bootstrap account, if the config names one. */
+/**
+ * Creates the bootstrap account if the config names one and it does not exist yet; an
+ * account that exists is left as it is, unless AUTH_BOOTSTRAP_RESET asks for its password back.
+ */
 export async function bootstrapAccount (app: FastifyInstance, config: Config): Promise<void> {
   if (config.bootstrapUsername === undefined || config.bootstrapPassword === undefined) return
-  const result = await app.accounts.ensure(config.bootstrapUsername, config.bootstrapPassword)
-  const what = result.created ? 'created' : result.changed ? 'password updated' : 'unchanged'
-  app.log.info({ username: escapeControlCharacters(result.account.username) }, `bootstrap account ${what}`)
+  const result = await app.accounts.ensure(config.bootstrapUsername, config.bootstrapPassword, { reset: config.bootstrapReset })
+  const username = escapeControlCharacters(result.account.username)
+  switch (result.outcome) {
+    case 'created':
+      app.log.info({ username }, 'bootstrap account created')
+      break
+    case 'exists':
+      app.log.info({ username }, 'bootstrap account exists, left as it is (AUTH_BOOTSTRAP_RESET=true would reset its password)')
+      break
+    case 'reset':
+      app.log.warn({ username, tokensEnded: result.ended },
+        'bootstrap account password reset (AUTH_BOOTSTRAP_RESET=true); its tokens ended. Unset AUTH_BOOTSTRAP_RESET, or every start resets it again')
+      break
+  }
 }
 
 /** Where this machine reaches a listener: a wildcard address is reached on the loopback. */
