@@ -64,7 +64,10 @@ export async function startServer (config: Config): Promise<FastifyInstance> {
     if (config.metricsPort !== undefined) metricsServer = await startMetricsServer(app, config)
     await app.listen({ host: config.host, port: config.port })
     // The embedded database's directory names its owner: a refused command says where it listens.
-    await app.backends.database.dataDirLock?.announce({ url: localUrl(app.server.address()) })
+    await app.backends.database.dataDirLock?.announce({ url: localUrl(app.server.address()) }).catch((error: unknown) => {
+      // The socket still holds the directory; only the file that repeats where the service listens is stale.
+      app.log.warn({ err: error }, 'could not record the listening address beside the embedded database')
+    })
   } catch (error) {
     // A failed start (a taken port, say) closes what it opened, so the process exits with the error.
     await metricsServer?.close()

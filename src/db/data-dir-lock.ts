@@ -155,8 +155,10 @@ async function listen (address: string, owner: () => DataDirOwner): Promise<Serv
       }
     })
     server.listen(address, () => {
-      // The lock must never keep a process alive that has nothing else to do.
+      // The lock must never keep a process alive that has nothing else to do,
+      // nor end one: a failed accept (too many open files) only costs a probe its answer.
       server.unref()
+      server.on('error', () => {})
       resolve(server)
     })
   })
