@@ -38,7 +38,8 @@ async function startEmbedded (t: Test, cwd: string, env: Record<string, string> 
   child.stderr?.on('data', (chunk: Buffer) => { output += chunk.toString() })
   t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
   const baseUrl = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => { reject(new Error(`no listening line within 60 s:\n${output}`)) }, 60_000)
+    // The first start runs initdb in WebAssembly: over 60 s on this 2-core VM when other suites load it.
+    const timer = setTimeout(() => { reject(new Error(`no listening line within 120 s:\n${output}`)) }, 120_000)
     const look = (): void => {
       const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output)
       if (match?.[1] !== undefined) { clearTimeout(timer); resolve(match[1]) }
