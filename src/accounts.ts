@@ -20,9 +20,16 @@ export interface AccountAdmin {
   setDisabled (username: string, disabled: boolean): Promise<{ account: UserRecord, ended: number }>
   list (): Promise<UserRecord[]>
   revokeSessions (username: string): Promise<{ account: UserRecord, ended: number }>
-  /** Creates the account, or gives it this password when it has another one. */
-  ensure (username: string, password: string): Promise<{ account: UserRecord, created: boolean, changed: boolean }>
+  /**
+   * The bootstrap account: created when missing, otherwise left as it is (its password may
+   * have been changed since); with `reset`, given this password again, which ends its tokens.
+   */
+  ensure (username: string, password: string, options?: { reset?: boolean }): Promise<EnsureResult>
 }
+
+export type EnsureResult =
+  | { outcome: 'created' | 'exists', account: UserRecord }
+  | { outcome: 'reset', account: UserRecord, ended: number }
 
 export interface AccountAdminDeps {
   users: UserStore
@@ -88,21 +95,22 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, actor = 'adm
       record('sessions.revoke', account, ended)
       return { account, ended }
     },
-    async ensure (username, password) {
+    async ensure (username, password, options = {}) {
       const name = validUsername(username)
       const account = await users.findByUsername(name)
       if (account === null) {
         try {
-          return { account: await admin.add(name, password, false), created: true, changed: false }
+          return { outcome: 'created', account: await admin.add(name, password, false) }
         } catch (error) {
           // Instances starting together on a fresh database: another one made it first.
           if (!(error instanceof StatusError && error.status === 409)) throw error
-          return await admin.ensure(name, password)
+          return await admin.ensure(name, password, options)
         }
       }
-      if (account.passwordHash !== null && await hasher.verify(account.passwordHash, validPassword(password))) return { account, created: false, changed: false }
-      const { account: updated } = await admin.setPassword(name, password)
-      return { account: updated, created: false, changed: true }
+      // A restart must not undo a password change made since (compose restarts containers at will).
+      if (options.reset !== true) return { outcome: 'exists', account }
+      const { account: updated, ended } = await admin.setPassword(name, password)
+      return { outcome: 'reset', account: updated, ended }
     }
   }
   return admin

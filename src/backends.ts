@@ -98,7 +98,7 @@ export function openTokenStore (config: Config, log: Log, hook?: BackendErrorHoo
  * (a one-shot step in compose), and a start against an unmigrated one is refused.
  */
 export async function openBackends (config: Config, log: Log, hook?: BackendErrorHook): Promise<Backends> {
-  const database = await openDatabase(config, throttledErrorLog(log, 'postgres', hook))
+  const database = await openDatabase(config, { onPoolError: throttledErrorLog(log, 'postgres', hook), command: 'serve' })
   try {
     if (database.kind === 'pglite') {
       await migrate(database)

@@ -31,6 +31,8 @@ export interface Config {
   cookieDomain: string | undefined
   bootstrapUsername: string | undefined
   bootstrapPassword: string | undefined
+  /** Give an existing bootstrap account the bootstrap password again (at every start while set). */
+  bootstrapReset: boolean
   legacyPathLogin: boolean
   maxFailedLogins: number
   lockoutSeconds: number
@@ -199,6 +201,10 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     throw new ConfigError(bootstrapUsername === undefined ? 'AUTH_BOOTSTRAP_USERNAME' : 'AUTH_BOOTSTRAP_PASSWORD',
       'AUTH_BOOTSTRAP_USERNAME and AUTH_BOOTSTRAP_PASSWORD must be set together')
   }
+  const bootstrapReset = boolean(env, 'AUTH_BOOTSTRAP_RESET', false)
+  if (bootstrapReset && bootstrapUsername === undefined) {
+    throw new ConfigError('AUTH_BOOTSTRAP_RESET', 'resets the bootstrap account: it needs AUTH_BOOTSTRAP_USERNAME and AUTH_BOOTSTRAP_PASSWORD')
+  }
   const lockoutSeconds = integer(env, 'AUTH_LOCKOUT_SECONDS', 60, 1, DAY)
   const maxLockoutSeconds = integer(env, 'AUTH_MAX_LOCKOUT_SECONDS', 900, 1, 30 * DAY)
   if (maxLockoutSeconds < lockoutSeconds) {
@@ -226,6 +232,7 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     cookieDomain: present(env, 'AUTH_COOKIE_DOMAIN'),
     bootstrapUsername,
     bootstrapPassword,
+    bootstrapReset,
     legacyPathLogin: boolean(env, 'AUTH_LEGACY_PATH_LOGIN', true),
     maxFailedLogins: integer(env, 'AUTH_MAX_FAILED_LOGINS', 10, 1, 100),
     lockoutSeconds,

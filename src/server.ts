@@ -1,17 +1,39 @@
 import closeWithGrace from 'close-with-grace'
 import Fastify, { type FastifyInstance } from 'fastify'
+import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { buildApp, registerMetricsRoute } from './app.js'
 import type { Config } from './config.js'
 import { escapeControlCharacters } from './lib/text.js'
 import { tuneV8ForServing } from './lib/v8-tuning.js'
 
-/** Creates or updates the bootstrap account, if the config names one. */
+/**
+ * Creates the bootstrap account if the config names one and it does not exist yet; an
+ * account that exists is left as it is, unless AUTH_BOOTSTRAP_RESET asks for its password back.
+ */
 export async function bootstrapAccount (app: FastifyInstance, config: Config): Promise<void> {
   if (config.bootstrapUsername === undefined || config.bootstrapPassword === undefined) return
-  const result = await app.accounts.ensure(config.bootstrapUsername, config.bootstrapPassword)
-  const what = result.created ? 'created' : result.changed ? 'password updated' : 'unchanged'
-  app.log.info({ username: escapeControlCharacters(result.account.username) }, `bootstrap account ${what}`)
+  const result = await app.accounts.ensure(config.bootstrapUsername, config.bootstrapPassword, { reset: config.bootstrapReset })
+  const username = escapeControlCharacters(result.account.username)
+  switch (result.outcome) {
+    case 'created':
+      app.log.info({ username }, 'bootstrap account created')
+      break
+    case 'exists':
+      app.log.info({ username }, 'bootstrap account exists, left as it is (AUTH_BOOTSTRAP_RESET=true would reset its password)')
+      break
+    case 'reset':
+      app.log.warn({ username, tokensEnded: result.ended },
+        'bootstrap account password reset (AUTH_BOOTSTRAP_RESET=true); its tokens ended. Unset AUTH_BOOTSTRAP_RESET, or every start resets it again')
+      break
+  }
+}
+
+/** Where this machine reaches a listener: a wildcard address is reached on the loopback. */
+function localUrl (address: string | AddressInfo | null): string | null {
+  if (address === null || typeof address === 'string') return null
+  const host = address.address === '0.0.0.0' ? '127.0.0.1' : address.address === '::' ? '::1' : address.address
+  return `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`
 }
 
 /** /metrics alone on its own port, so it need never be public. */
@@ -41,6 +63,11 @@ export async function startServer (config: Config): Promise<FastifyInstance> {
     }
     if (config.metricsPort !== undefined) metricsServer = await startMetricsServer(app, config)
     await app.listen({ host: config.host, port: config.port })
+    // The embedded database's directory names its owner: a refused command says where it listens.
+    await app.backends.database.dataDirLock?.announce({ url: localUrl(app.server.address()) }).catch((error: unknown) => {
+      // The socket still holds the directory; only the file that repeats where the service listens is stale.
+      app.log.warn({ err: error }, 'could not record the listening address beside the embedded database')
+    })
   } catch (error) {
     // A failed start (a taken port, say) closes what it opened, so the process exits with the error.
     await metricsServer?.close()

@@ -14,6 +14,8 @@ t.test('defaults follow the contract', async (t) => {
     federatedTokenTtlSeconds: 86400,
     cookieSecure: false,
     cookieDomain: undefined,
+    bootstrapUsername: undefined,
+    bootstrapReset: false,
     legacyPathLogin: true,
     maxFailedLogins: 10,
     lockoutSeconds: 60,
@@ -69,6 +71,17 @@ t.test('every variable of the contract is read', async (t) => {
   t.equal(loadConfig({ AUTH_TRUST_PROXY: 'true' }).trustProxy, true)
 })
 
+t.test('AUTH_BOOTSTRAP_RESET: off unless asked for, and only beside a bootstrap account', async (t) => {
+  const account = { AUTH_BOOTSTRAP_USERNAME: 'admin', AUTH_BOOTSTRAP_PASSWORD: 'change-me' }
+  t.equal(loadConfig(account).bootstrapReset, false, 'create-only by default')
+  t.equal(loadConfig({ ...account, AUTH_BOOTSTRAP_RESET: 'true' }).bootstrapReset, true)
+  t.equal(loadConfig({ ...account, AUTH_BOOTSTRAP_RESET: 'false' }).bootstrapReset, false)
+  t.equal(loadConfig({ AUTH_BOOTSTRAP_RESET: 'false' }).bootstrapReset, false, 'false needs no account')
+  let message = ''
+  try { loadConfig({ ...account, AUTH_BOOTSTRAP_RESET: 'yes please' }) } catch (error) { message = (error as Error).message }
+  t.equal(message, 'AUTH_BOOTSTRAP_RESET: expected true or false, got "yes please"', 'one line naming the variable')
+})
+
 t.test('the cookie is Secure by default in production', async (t) => {
   t.equal(loadConfig({ NODE_ENV: 'production' }).cookieSecure, true)
   t.equal(loadConfig({ NODE_ENV: 'production', AUTH_COOKIE_SECURE: 'false' }).cookieSecure, false)
@@ -88,6 +101,8 @@ t.test('a bad value stops the start with one line naming the variable', async (t
     [{ AUTH_COOKIE_DOMAIN: 'a;b' }, 'AUTH_COOKIE_DOMAIN'],
     [{ AUTH_LEGACY_PATH_LOGIN: 'sometimes' }, 'AUTH_LEGACY_PATH_LOGIN'],
     [{ AUTH_BOOTSTRAP_USERNAME: 'admin' }, 'AUTH_BOOTSTRAP_PASSWORD'],
+    [{ AUTH_BOOTSTRAP_USERNAME: 'admin', AUTH_BOOTSTRAP_PASSWORD: 'x', AUTH_BOOTSTRAP_RESET: 'please' }, 'AUTH_BOOTSTRAP_RESET'],
+    [{ AUTH_BOOTSTRAP_RESET: 'true' }, 'AUTH_BOOTSTRAP_RESET'],
     [{ AUTH_LOCKOUT_SECONDS: '600', AUTH_MAX_LOCKOUT_SECONDS: '60' }, 'AUTH_MAX_LOCKOUT_SECONDS'],
     [{ AUTH_MAX_FAILED_LOGINS: '1000' }, 'AUTH_MAX_FAILED_LOGINS'],
     [{ AUTH_TRUST_PROXY: 'everyone' }, 'AUTH_TRUST_PROXY'],

@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig, type Config } from '../config.js'
 import { openDatabase } from '../db/open.js'
+import { assertDataDirFree, DataDirBusyError, DataDirLockError } from '../db/data-dir-lock.js'
 import { migrate } from '../db/migrate.js'
 import type { Database } from '../db/queryable.js'
 import { StatusError } from '../lib/status.js'
@@ -125,10 +126,14 @@ function unreachable (what: string, error: unknown): unknown {
  * the Redis client does not queue commands while it connects, so acting first would
  * change the account and then fail to end its tokens (or fail a revoke outright).
  */
-async function openConnectedTokenStore (config: Config): Promise<TokenStore> {
+async function openConnectedTokenStore (config: Config, database: Database): Promise<TokenStore> {
   if (config.redis === undefined) {
-    process.stderr.write('warning: REDIS_URL is not set: tokens live inside the serving process, which this command cannot reach; ' +
-      'restart a running service to end them\n')
+    // On the embedded database this process holds the data directory, so no service runs on these
+    // accounts and their in-process tokens ended with it; on Postgres one may run, out of reach.
+    if (database.kind === 'postgres') {
+      process.stderr.write('warning: REDIS_URL is not set: tokens live inside the serving process, which this command cannot reach; ' +
+        'restart a running service to end them\n')
+    }
     return openTokenStore(config, quietLog)
   }
   const store = openTokenStore(config, quietLog)
@@ -149,18 +154,22 @@ async function openConnectedTokenStore (config: Config): Promise<TokenStore> {
   return store
 }
 
-async function withAccounts<T> (config: Config, endsTokens: boolean, work: (admin: AccountAdmin, audit: AuditLog) => Promise<T>): Promise<T> {
-  // Commands that end no tokens get an empty in-process store: nothing to connect to, nothing to end.
-  const tokens = endsTokens ? await openConnectedTokenStore(config) : createMemoryTokenStore({ denyTtlMs: 1000 })
-  let database: Database | undefined
+/**
+ * Runs `work` on the accounts. The database is opened first: on the embedded one that takes
+ * its directory, or refuses at once (exit 1) while the service or another command has it.
+ */
+async function withAccounts<T> (config: Config, command: string, endsTokens: boolean, work: (admin: AccountAdmin, audit: AuditLog) => Promise<T>): Promise<T> {
+  const database = await openDatabase(config, { command })
+  let tokens: TokenStore | undefined
   try {
-    database = await openDatabase(config)
     try {
       if (database.kind === 'pglite') await migrate(database)
       else await assertMigrated(database)
     } catch (error) {
       throw unreachable('the database (DATABASE_URL)', error)
     }
+    // Commands that end no tokens get an empty in-process store: nothing to connect to, nothing to end.
+    tokens = endsTokens ? await openConnectedTokenStore(config, database) : createMemoryTokenStore({ denyTtlMs: 1000 })
     const audit = openAuditLog(config, database, quietLog)
     try {
       return await work(createAccountAdmin({ users: createSqlUserStore(database), tokens, hasher: createPasswordHasher(config.argon2), audit, actor: 'cli' }), audit)
@@ -168,8 +177,13 @@ async function withAccounts<T> (config: Config, endsTokens: boolean, work: (admi
       await audit.close()
     }
   } finally {
-    await Promise.allSettled([tokens.close(), database?.close()])
+    await Promise.allSettled([tokens?.close(), database.close()])
   }
+}
+
+/** On the embedded database: refuses at once while another process has its directory. */
+async function refuseWhileDataDirBusy (config: Config, command: string): Promise<void> {
+  if (config.databaseUrl === undefined) await assertDataDirFree(config.dataDir, command)
 }
 
 async function passwordFromStdin (): Promise<string> {
@@ -200,7 +214,7 @@ async function run (argv: string[]): Promise<number> {
       return -1
     }
     case 'migrate': {
-      const database = await openDatabase(config)
+      const database = await openDatabase(config, { command: 'migrate' })
       try {
         const { applied } = await migrate(database).catch((error: unknown) => { throw unreachable('the database (DATABASE_URL)', error) })
         process.stderr.write(applied.length === 0 ? 'migrations: up to date\n' : `migrations applied: ${applied.join(', ')}\n`)
@@ -211,18 +225,21 @@ async function run (argv: string[]): Promise<number> {
     }
     case 'user add': {
       // Read before anything is opened: an empty stdin is a usage error that touches nothing.
+      // But not typed in vain: a directory the service has open refuses first.
+      await refuseWhileDataDirBusy(config, invocation.command)
       const { username, federated } = invocation
       const password = federated ? await optionalPasswordFromStdin() : await passwordFromStdin()
-      return await withAccounts(config, false, async (admin) => {
+      return await withAccounts(config, invocation.command, false, async (admin) => {
         const account = await admin.add(username, password, federated)
         process.stderr.write(`created ${account.federated ? 'federated ' : ''}account ${account.username}\n`)
         return 0
       })
     }
     case 'user passwd': {
+      await refuseWhileDataDirBusy(config, invocation.command)
       const password = await passwordFromStdin()
       const { username } = invocation
-      return await withAccounts(config, true, async (admin) => {
+      return await withAccounts(config, invocation.command, true, async (admin) => {
         const { account, ended } = await admin.setPassword(username, password)
         process.stderr.write(`password changed for ${account.username}; ${ended} active token(s) ended\n`)
         return 0
@@ -232,14 +249,14 @@ async function run (argv: string[]): Promise<number> {
     case 'user enable': {
       const { username } = invocation
       const disable = invocation.command === 'user disable'
-      return await withAccounts(config, disable, async (admin) => {
+      return await withAccounts(config, invocation.command, disable, async (admin) => {
         const { account, ended } = await admin.setDisabled(username, disable)
         process.stderr.write(disable ? `${account.username} disabled; ${ended} active token(s) ended\n` : `${account.username} enabled\n`)
         return 0
       })
     }
     case 'user list':
-      return await withAccounts(config, false, async (admin) => {
+      return await withAccounts(config, invocation.command, false, async (admin) => {
         for (const account of await admin.list()) {
           const flags = [account.federated ? 'federated' : 'local', account.disabled ? 'disabled' : 'enabled']
           process.stdout.write(`${account.username}\t${flags.join('\t')}\n`)
@@ -248,7 +265,7 @@ async function run (argv: string[]): Promise<number> {
       })
     case 'events': {
       const { username, since } = invocation
-      return await withAccounts(config, false, async (_admin, audit) => {
+      return await withAccounts(config, invocation.command, false, async (_admin, audit) => {
         for (const event of await audit.list({ username: username?.normalize('NFC'), since, limit: 100_000 })) {
           const cells = [event.occurredAt.toISOString(), event.event, event.username ?? '-', event.outcome,
             event.clientIp ?? '-', event.userAgent ?? '-']
@@ -259,7 +276,7 @@ async function run (argv: string[]): Promise<number> {
     }
     case 'sessions revoke': {
       const { username } = invocation
-      return await withAccounts(config, true, async (admin) => {
+      return await withAccounts(config, invocation.command, true, async (admin) => {
         const { account, ended } = await admin.revokeSessions(username)
         process.stderr.write(`${ended} active token(s) of ${account.username} ended\n`)
         return 0
@@ -272,7 +289,7 @@ function describe (error: unknown): { message: string, code: number } {
   if (error instanceof UsageError) return { message: `${error.message}\n${USAGE}`, code: 2 }
   if (error instanceof Failure) return { message: error.message, code: 1 }
   if (error instanceof ConfigError) return { message: `configuration error: ${error.message}`, code: 1 }
-  if (error instanceof NotMigratedError) return { message: error.message, code: 1 }
+  if (error instanceof NotMigratedError || error instanceof DataDirBusyError || error instanceof DataDirLockError) return { message: error.message, code: 1 }
   if (error instanceof StatusError) {
     const messages: Record<number, string> = {
       400: 'invalid username or password (username 1-256 characters, password 1-1024 bytes)',

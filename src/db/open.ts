@@ -3,8 +3,16 @@ import { createPgliteDatabase } from './pglite.js'
 import { createPostgresDatabase } from './postgres.js'
 import type { Database } from './queryable.js'
 
+export interface OpenDatabaseOptions {
+  /** Errors of idle pooled Postgres connections. */
+  onPoolError?: (error: Error) => void
+  /** What this process does (`serve`, `user add`, …): told to a process the embedded database's directory refuses. */
+  command?: string
+}
+
 /** The one place that picks the user database: Postgres when DATABASE_URL is set, else PGlite. */
-export async function openDatabase (config: Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'databasePool'>>, onPoolError?: (error: Error) => void): Promise<Database> {
+export async function openDatabase (config: Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'databasePool'>>, options: OpenDatabaseOptions = {}): Promise<Database> {
+  const { onPoolError } = options
   if (config.databaseUrl !== undefined) {
     const pool = config.databasePool
     return createPostgresDatabase({
@@ -15,5 +23,5 @@ export async function openDatabase (config: Pick<Config, 'databaseUrl' | 'dataDi
         : { max: pool.max, connectionTimeoutMillis: pool.connectTimeoutMs, queryTimeoutMillis: pool.queryTimeoutMs, idleTimeoutMillis: pool.idleTimeoutMs })
     })
   }
-  return await createPgliteDatabase(config.dataDir)
+  return await createPgliteDatabase(config.dataDir, options.command)
 }

@@ -1,20 +1,29 @@
-import { mkdir } from 'node:fs/promises'
 import { PGlite, type PGliteInterface } from '@electric-sql/pglite'
+import { lockDataDir, type DataDirLock } from './data-dir-lock.js'
 import type { Database, Transaction } from './queryable.js'
 
 /**
  * The embedded default: Postgres compiled to WebAssembly, in this process, with
- * its files under `dataDir` (or in memory when `dataDir` is undefined).
+ * its files under `dataDir` (or in memory when `dataDir` is undefined). The
+ * directory is locked for this process first (`command` says what it does, for
+ * whoever is refused), and unlocked when the database is closed.
  */
-export async function createPgliteDatabase (dataDir: string | undefined): Promise<Database> {
-  if (dataDir !== undefined) await mkdir(dataDir, { recursive: true })
-  return wrapPglite(await PGlite.create(dataDir))
+export async function createPgliteDatabase (dataDir: string | undefined, command = 'serve'): Promise<Database> {
+  if (dataDir === undefined) return wrapPglite(await PGlite.create())
+  const lock = await lockDataDir(dataDir, command)
+  try {
+    return wrapPglite(await PGlite.create(dataDir), lock)
+  } catch (error) {
+    await lock.release()
+    throw error
+  }
 }
 
-/** The Database seam over a PGlite instance; closing the seam closes the instance. */
-export function wrapPglite (db: PGliteInterface): Database {
+/** The Database seam over a PGlite instance; closing the seam closes the instance, then gives up its directory. */
+export function wrapPglite (db: PGliteInterface, lock?: DataDirLock): Database {
   return {
     kind: 'pglite',
+    dataDirLock: lock,
     async query<Row extends object> (sql: string, params?: readonly unknown[]) {
       const result = await db.query<Row>(sql, params === undefined ? undefined : [...params])
       return { rows: result.rows }
@@ -35,7 +44,11 @@ export function wrapPglite (db: PGliteInterface): Database {
       })
     },
     async close () {
-      await db.close()
+      try {
+        await db.close()
+      } finally {
+        await lock?.release()
+      }
     }
   }
 }

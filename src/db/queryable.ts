@@ -1,3 +1,5 @@
+import type { DataDirLock } from './data-dir-lock.js'
+
 /**
  * The whole SQL seam: the user store and the migrator need only this, which both
  * a node-postgres Pool and PGlite provide. Everything above speaks Postgres SQL
@@ -15,6 +17,8 @@ export interface Transaction extends Queryable {
 export interface Database extends Transaction {
   /** Which backend this is, for the start-up log line. */
   readonly kind: 'postgres' | 'pglite'
+  /** The embedded database's hold on its directory (PGlite with a data directory only). */
+  readonly dataDirLock?: DataDirLock | undefined
   /** Run `work` in one transaction on one connection. */
   transaction<T> (work: (tx: Transaction) => Promise<T>): Promise<T>
   close (): Promise<void>

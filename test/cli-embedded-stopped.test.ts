@@ -1,0 +1,57 @@
+import t from 'tap'
+import { join } from 'node:path'
+import { adminEvents, ALICE, cli, LOCK_FILES, lockFiles, login, rows } from './helpers/embedded-cli.js'
+import { startService, tempDir, type ServiceProcess } from './helpers/throwaway-servers.js'
+
+/*
+ * The command line on an embedded data directory whose service is stopped, or was
+ * killed outright: every command works and the next service sees what it did; a lock
+ * left by a SIGKILLed service blocks neither a new service nor the CLI.
+ * (cli-embedded-running.test.ts: while the service runs, they are refused.)
+ */
+
+t.test('with the service stopped or killed', async (t) => {
+  const dataDir = join(await tempDir(t, 'ats-cli-stopped-'), 'data')
+  const env = { AUTH_DATA_DIR: dataDir, LOG_LEVEL: 'warn' }
+  let service: ServiceProcess | undefined
+
+  t.test('every command works, and the service sees what they did', async (t) => {
+    const steps: Array<[string[], string, RegExp]> = [
+      [['user', 'add', 'alice'], `${ALICE.first}\n`, /^created account alice\n$/],
+      [['user', 'passwd', 'alice'], `${ALICE.second}\n`, /^password changed for alice; 0 active token\(s\) ended\n$/],
+      [['user', 'disable', 'alice'], '', /^alice disabled; 0 active token\(s\) ended\n$/],
+      [['user', 'enable', 'alice'], '', /^alice enabled\n$/],
+      [['sessions', 'revoke', 'alice'], '', /^0 active token\(s\) of alice ended\n$/],
+      [['migrate'], '', /^migrations: up to date\n$/]
+    ]
+    // One after another: each holds the directory while it runs.
+    for (const [args, stdin, said] of steps) {
+      const run = await cli(env, args, stdin)
+      t.equal(run.code, 0, `${args.join(' ')}: ${run.stderr}`)
+      t.match(run.stderr, said, `${args.join(' ')} says what it did, and nothing else`)
+      t.same(await lockFiles(dataDir), [], `${args.join(' ')} gave the directory up`)
+    }
+    t.same(rows(await cli(env, ['user', 'list'])), ['alice\tlocal\tenabled'])
+    t.same(adminEvents(await cli(env, ['events'])),
+      [['user.add', 'alice'], ['user.passwd', 'alice'], ['user.disable', 'alice'], ['user.enable', 'alice'], ['sessions.revoke', 'alice']])
+
+    service = await startService(t, env)
+    t.equal((await login(service, 'alice', ALICE.second)).status, 0, 'alice logs in with the password the CLI gave her')
+    t.equal((await login(service, 'alice', ALICE.first)).status, 701, 'not with the first one')
+  })
+
+  t.test('a SIGKILLed service blocks neither a new service nor the CLI', async (t) => {
+    if (service === undefined) throw new Error('no service: the previous test failed')
+    t.same(await service.stop('SIGKILL'), { code: null, signal: 'SIGKILL' })
+    t.same(await lockFiles(dataDir), LOCK_FILES, 'the dead service left its lock')
+    const restarted = await startService(t, env)
+    t.equal((await login(restarted, 'alice', ALICE.second)).status, 0, 'a new service takes the directory over and serves the same accounts')
+
+    t.same(await restarted.stop('SIGKILL'), { code: null, signal: 'SIGKILL' })
+    t.same(await lockFiles(dataDir), LOCK_FILES)
+    const list = await cli(env, ['user', 'list'])
+    t.equal(list.code, 0, `so does the CLI: ${list.stderr}`)
+    t.same(rows(list), ['alice\tlocal\tenabled'])
+    t.same(await lockFiles(dataDir), [], 'and gives it up when it is done')
+  })
+})
