@@ -7,7 +7,7 @@ import { createAuthService, type AuthService } from './auth.js'
 import { openBackends, type Backends } from './backends.js'
 import type { Config } from './config.js'
 import { accessLineWriter, logsInfo, RequestLogger, type AccessLineWriter, type LogBase } from './lib/access-log.js'
-import { batchedStdout } from './lib/log-destination.js'
+import { batchedStdout, type BatchedDestination } from './lib/log-destination.js'
 import { MalformedFormError, parseFormEncoded, type FormParams } from './lib/form-encoding.js'
 import { redactUrl } from './lib/redact.js'
 import { badRequest, internalError, notFound, StatusError, statusErrorForHttp } from './lib/status.js'
@@ -172,13 +172,22 @@ function clientErrorStatus (code: string | undefined): number {
  */
 export async function buildApp (config: Config, options: BuildAppOptions = {}): Promise<FastifyInstance> {
   // The service's own logger (unless the caller brings one): pino with redacting serializers, writing
-  // to stdout in batches, or to `logStream`; at a developer's terminal, through pino-pretty.
-  const pretty = options.logger === undefined && options.logStream === undefined ? prettyInDevelopment(config) : undefined
-  const stream = options.logger !== undefined || pretty !== undefined ? undefined : options.logStream ?? batchedStdout()
+  // to stdout in batches that never wait for its reader, or to `logStream`; at a developer's
+  // terminal, through pino-pretty.
   const base: LogBase = { pid: process.pid, hostname: hostname() }
+  const pretty = options.logger === undefined && options.logStream === undefined ? prettyInDevelopment(config) : undefined
+  const ownLogger = options.logger === undefined && pretty === undefined
+  const stdout: BatchedDestination | undefined = ownLogger && options.logStream === undefined
+    ? batchedStdout({ maxBufferedBytes: config.logBufferBytes, base })
+    : undefined
+  const stream = ownLogger ? options.logStream ?? stdout : undefined
   // Metrics read the backends lazily, so they exist first and can count the backends' errors.
   let sources: Backends | undefined
-  const metrics = createMetrics({ hashQueueDepth: () => sources?.hasher.queueDepth() ?? 0, auditDropped: () => sources?.audit.dropped() ?? 0 })
+  const metrics = createMetrics({
+    hashQueueDepth: () => sources?.hasher.queueDepth() ?? 0,
+    auditDropped: () => sources?.audit.dropped() ?? 0,
+    logLinesDropped: () => stdout?.droppedLines() ?? 0
+  })
   // Fastify reports every finished response to the log controller only in an app with a logger
   // (tests pass `logger: false`); such an app counts its requests with an onResponse hook instead.
   const hasLogger = options.logger !== false

@@ -2,6 +2,7 @@ import t from 'tap'
 import type { FastifyInstance, FastifyServerOptions, InjectOptions } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { migrate } from '../../src/db/migrate.js'
+import { createMetrics } from '../../src/metrics.js'
 import { createMemoryTokenStore } from '../../src/stores/memory-token-store.js'
 import { buildTestApp } from '../helpers/app.js'
 import { testConfig } from '../helpers/config.js'
@@ -105,6 +106,8 @@ t.test('counts requests, login outcomes, tokens and hashing, beside the default 
   t.equal(metricType(text, 'auth_backend_errors_total'), 'counter', 'backend errors are declared')
   t.equal(metricType(text, 'auth_audit_events_dropped'), 'gauge')
   t.equal(sample(text, 'auth_audit_events_dropped'), 0)
+  t.equal(metricType(text, 'auth_log_lines_dropped_total'), 'counter')
+  t.equal(sample(text, 'auth_log_lines_dropped_total'), 0)
 
   // Node's defaults.
   t.equal(metricType(text, 'nodejs_eventloop_lag_seconds'), 'gauge')
@@ -114,6 +117,19 @@ t.test('counts requests, login outcomes, tokens and hashing, beside the default 
     t.ok(metricType(text, name) !== undefined, `default metric ${name}`)
   }
   t.match(sample(text, 'nodejs_version_info', { version: process.version }), 1, 'the Node version')
+})
+
+t.test('dropped log lines are a counter that follows the destination\'s running total', async (t) => {
+  let total = 0
+  const metrics = createMetrics({ hashQueueDepth: () => 0, auditDropped: () => 0, logLinesDropped: () => total })
+  const read = async (): Promise<number | undefined> => sample(await metrics.exposition(), 'auth_log_lines_dropped_total')
+  t.equal(await read(), 0)
+  total = 120
+  t.equal(await read(), 120)
+  total = 121
+  t.equal(await read(), 121, 'each scrape brings it up to the total')
+  t.equal(await read(), 121, 'and counts nothing twice')
+  t.equal(metricType(await metrics.exposition(), 'auth_log_lines_dropped_total'), 'counter')
 })
 
 t.test('every request is counted once, whatever logger the app has', async (t) => {
