@@ -10,7 +10,8 @@ import { accessLineWriter, logsInfo, RequestLogger, type AccessLineWriter, type 
 import { batchedStdout, type BatchedDestination } from './lib/log-destination.js'
 import { MalformedFormError, parseFormEncoded, type FormParams } from './lib/form-encoding.js'
 import { redactUrl } from './lib/redact.js'
-import { badRequest, internalError, notFound, StatusError, statusErrorForHttp } from './lib/status.js'
+import { badRequest, internalError, notFound, StatusError, statusErrorForHttp, UnavailableError, type Unavailable } from './lib/status.js'
+import { createThrottledLog } from './lib/throttled-log.js'
 import { authenticateRoutes } from './routes/authenticate.js'
 import { EMPTY_BODY, refuseOtherMethods } from './routes/http.js'
 import { loginRoutes } from './routes/login.js'
@@ -131,6 +132,38 @@ function toStatusError (error: FastifyError | StatusError | Error): StatusError 
   if ('validation' in error && error.validation !== undefined) return badRequest()
   const httpStatus = 'statusCode' in error && typeof error.statusCode === 'number' ? error.statusCode : 500
   return httpStatus >= 500 && httpStatus !== 503 ? internalError() : statusErrorForHttp(httpStatus)
+}
+
+const UNAVAILABLE_MESSAGES: Readonly<Record<Unavailable, string>> = {
+  redis: 'service unavailable: Redis did not answer',
+  database: 'service unavailable: the database did not answer',
+  directory: 'service unavailable: the directory did not answer',
+  'hash-queue': 'service unavailable: the password-hash queue is full',
+  'hash-thread': 'service unavailable: a hashing thread failed'
+}
+
+/** The code or message of what made a 503, never its stack. */
+function reasonOf (cause: unknown): string | undefined {
+  if (!(cause instanceof Error)) return undefined
+  const code = (cause as { code?: unknown }).code
+  return typeof code === 'string' ? code : cause.message.slice(0, 200)
+}
+
+/**
+ * The log of 503s: under a login flood or a backend outage they come by the thousand, and a
+ * stack each (about 1 KB) said nothing the first had not. One short line per cause (what
+ * could not answer, why) at most every 10 s, with the count of the repeats it stands for.
+ * A full hash queue is load shed by design (warn); a backend that does not answer is an error.
+ */
+function unavailableLog (): (log: FastifyBaseLogger, error: UnavailableError) => void {
+  const throttled = createThrottledLog()
+  return (log, error) => {
+    throttled(error.unavailable, (repeats) => {
+      const line = { unavailable: error.unavailable, reason: reasonOf(error.cause), repeats }
+      if (error.unavailable === 'hash-queue') log.warn(line, UNAVAILABLE_MESSAGES[error.unavailable])
+      else log.error(line, UNAVAILABLE_MESSAGES[error.unavailable])
+    })
+  }
 }
 
 function sendStatusError (reply: FastifyReply, error: StatusError): FastifyReply {
@@ -278,9 +311,13 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     route.preValidation = own === undefined ? [emptyBodyAsObject] : [emptyBodyAsObject, ...(Array.isArray(own) ? own : [own])]
   })
 
+  const logUnavailable = unavailableLog()
   app.setErrorHandler((error: FastifyError | StatusError, request, reply) => {
     const status = toStatusError(error)
-    if (status.httpStatus >= 500) {
+    if (status instanceof UnavailableError) {
+      logUnavailable(request.log, status)
+    } else if (status.httpStatus >= 500) {
+      // Anything else is a bug: the whole error, stack included.
       request.log.error({ err: status.cause ?? error }, status.message)
     }
     return sendStatusError(reply, status)

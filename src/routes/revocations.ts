@@ -45,7 +45,7 @@ export const revocationRoutes: FastifyPluginAsync<RevocationRoutesOptions> = asy
         'Closed when this instance loses its own feed: clients drop cached answers and reconnect.'
     }
   }, async (_request, reply) => {
-    if (!live) throw serviceUnavailable()
+    if (!live) throw serviceUnavailable('redis')
     reply.hijack()
     const raw = reply.raw
     raw.writeHead(200, {
