@@ -22,8 +22,8 @@ export interface Metrics {
 
 export interface MetricSources {
   hashQueueDepth: () => number
+  /** Running totals kept where the dropping happens, read at each scrape. */
   auditDropped: () => number
-  /** A running total kept where the dropping happens, read at each scrape. */
   logLinesDropped: () => number
 }
 
@@ -65,7 +65,7 @@ export function createMetrics (sources: MetricSources): Metrics {
     registers: [registry]
   })
   new Gauge({ name: 'auth_password_hash_queue_depth', help: 'argon2id operations running or waiting', registers: [registry], collect () { this.set(sources.hashQueueDepth()) } })
-  new Gauge({ name: 'auth_audit_events_dropped', help: 'Audit events dropped since start (buffer full or database refused)', registers: [registry], collect () { this.set(sources.auditDropped()) } })
+  totalCounter(registry, 'auth_audit_events_dropped_total', 'Audit events dropped (buffer full or database refused)', sources.auditDropped)
   totalCounter(registry, 'auth_log_lines_dropped_total', 'Log lines dropped because stdout took none while the log buffer was full (its reader slow or stopped), or refused them', sources.logLinesDropped)
 
   const countEvent = (event: AuditEvent): void => {

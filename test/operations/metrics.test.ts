@@ -104,8 +104,8 @@ t.test('counts requests, login outcomes, tokens and hashing, beside the default 
   t.ok((sample(text, 'auth_password_hash_duration_seconds_sum', { operation: 'verify' }) ?? 0) > 0)
 
   t.equal(metricType(text, 'auth_backend_errors_total'), 'counter', 'backend errors are declared')
-  t.equal(metricType(text, 'auth_audit_events_dropped'), 'gauge')
-  t.equal(sample(text, 'auth_audit_events_dropped'), 0)
+  t.equal(metricType(text, 'auth_audit_events_dropped_total'), 'counter')
+  t.equal(sample(text, 'auth_audit_events_dropped_total'), 0)
   t.equal(metricType(text, 'auth_log_lines_dropped_total'), 'counter')
   t.equal(sample(text, 'auth_log_lines_dropped_total'), 0)
 
@@ -119,17 +119,21 @@ t.test('counts requests, login outcomes, tokens and hashing, beside the default 
   t.match(sample(text, 'nodejs_version_info', { version: process.version }), 1, 'the Node version')
 })
 
-t.test('dropped log lines are a counter that follows the destination\'s running total', async (t) => {
-  let total = 0
-  const metrics = createMetrics({ hashQueueDepth: () => 0, auditDropped: () => 0, logLinesDropped: () => total })
-  const read = async (): Promise<number | undefined> => sample(await metrics.exposition(), 'auth_log_lines_dropped_total')
-  t.equal(await read(), 0)
-  total = 120
-  t.equal(await read(), 120)
-  total = 121
-  t.equal(await read(), 121, 'each scrape brings it up to the total')
-  t.equal(await read(), 121, 'and counts nothing twice')
-  t.equal(metricType(await metrics.exposition(), 'auth_log_lines_dropped_total'), 'counter')
+t.test('what is dropped elsewhere (audit events, log lines) is a counter that follows its running total', async (t) => {
+  const totals = { audit: 0, log: 0 }
+  const metrics = createMetrics({ hashQueueDepth: () => 0, auditDropped: () => totals.audit, logLinesDropped: () => totals.log })
+  const read = async (): Promise<[number | undefined, number | undefined]> => {
+    const text = await metrics.exposition()
+    return [sample(text, 'auth_audit_events_dropped_total'), sample(text, 'auth_log_lines_dropped_total')]
+  }
+  t.same(await read(), [0, 0])
+  totals.audit = 3
+  totals.log = 120
+  t.same(await read(), [3, 120])
+  totals.log = 121
+  t.same(await read(), [3, 121], 'each scrape brings it up to the total')
+  t.same(await read(), [3, 121], 'and counts nothing twice')
+  t.equal(metricType(await metrics.exposition(), 'auth_audit_events_dropped_total'), 'counter')
 })
 
 t.test('every request is counted once, whatever logger the app has', async (t) => {
