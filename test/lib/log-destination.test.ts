@@ -208,6 +208,41 @@ const timer = setInterval(() => {
   t.equal(next, summary?.written, 'every line written is there or counted')
 })
 
+t.test('a backlog is written a few batches a turn when the reader comes back, not all at once', async (t) => {
+  // 3 MB of lines while the reader is stopped: the pipe takes 64 KiB, the rest waits (under the
+  // 4 MiB bound, so none is dropped). Encoding and writing it in one piece took 45 ms of the loop
+  // (4 MiB); a batch (64 KiB) at a time, at most four a turn, it goes out between other work.
+  const { stdout, code } = await run(t, `import fs from 'node:fs'
+let largest = 0
+let turn = 0
+let largestTurn = 0
+const writeSync = fs.writeSync
+fs.writeSync = (fd, buffer, ...rest) => {
+  if (fd === 1) { largest = Math.max(largest, buffer.length); turn += buffer.length; largestTurn = Math.max(largestTurn, turn) }
+  return writeSync(fd, buffer, ...rest)
+}
+const everyTurn = () => { turn = 0; if (!done) setImmediate(everyTurn) }
+let done = false
+everyTurn()
+for (let i = 0; i < 30000; i++) log.write('{"seq":' + i + ',"pad":"' + 'x'.repeat(80) + '"}\\n')
+process.stderr.write('buffered\\n')
+setTimeout(() => { done = true; log.write(JSON.stringify({ largest, largestTurn, dropped: log.droppedLines() }) + '\\n') }, 1500)`, {
+    meanwhile: async (reader, stderrSays) => {
+      reader.kill('SIGSTOP')
+      await stderrSays('buffered\n')
+      await sleep(200)
+      reader.kill('SIGCONT')
+    }
+  })
+  t.equal(code, 0)
+  const lines = stdout.split('\n').slice(0, -1)
+  const summary = JSON.parse(lines.pop() ?? '{}') as { largest: number, largestTurn: number, dropped: number }
+  t.equal(summary.dropped, 0, 'none dropped')
+  t.ok(lines.every((line, i) => line.startsWith(`{"seq":${i},`)), `all ${lines.length} lines, in order`)
+  t.ok(summary.largest <= LOG_FLUSH_BYTES + 200, `the most handed to one write(2): ${summary.largest} bytes (a batch)`)
+  t.ok(summary.largestTurn <= 4 * (LOG_FLUSH_BYTES + 200), `the most in one turn: ${summary.largestTurn} bytes (four batches at most)`)
+})
+
 t.test('at exit, what is buffered waits for a stopped reader to read again', async (t) => {
   // 1 MB in lines (far more than the pipe holds) and exit at once: the reader is stopped, and
   // continues 500 ms after the process decided to exit; the process waits for it.
