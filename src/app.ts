@@ -7,11 +7,12 @@ import { createAuthService, type AuthService } from './auth.js'
 import { openBackends, type Backends } from './backends.js'
 import type { Config } from './config.js'
 import { accessLineWriter, logsInfo, RequestLogger, type AccessLineWriter, type LogBase } from './lib/access-log.js'
-import { batchedStdout } from './lib/log-destination.js'
+import { batchedStdout, type BatchedDestination } from './lib/log-destination.js'
 import { MalformedFormError, parseFormEncoded, type FormParams } from './lib/form-encoding.js'
 import { redactUrl } from './lib/redact.js'
 import { fastifyErrorReason, httpParserReason, malformedFormReason, reasons, type Reason } from './lib/bad-request.js'
-import { badRequest, internalError, notFound, StatusError, statusErrorForHttp } from './lib/status.js'
+import { badRequest, internalError, notFound, StatusError, statusErrorForHttp, UnavailableError, type Unavailable } from './lib/status.js'
+import { createThrottledLog } from './lib/throttled-log.js'
 import { authenticateRoutes } from './routes/authenticate.js'
 import { EMPTY_BODY, refuseOtherMethods } from './routes/http.js'
 import { loginRoutes } from './routes/login.js'
@@ -145,6 +146,38 @@ function toStatusError (error: FastifyError | StatusError | Error, request: Fast
 /** The detail of each 400 answered, for its access-log line (weak: gone with the request). */
 const BAD_REQUEST_DETAILS = new WeakMap<FastifyRequest, Reason>()
 
+const UNAVAILABLE_MESSAGES: Readonly<Record<Unavailable, string>> = {
+  redis: 'service unavailable: Redis did not answer',
+  database: 'service unavailable: the database did not answer',
+  directory: 'service unavailable: the directory did not answer',
+  'hash-queue': 'service unavailable: the password-hash queue is full',
+  'hash-thread': 'service unavailable: a hashing thread failed'
+}
+
+/** The code or message of what made a 503, never its stack. */
+function reasonOf (cause: unknown): string | undefined {
+  if (!(cause instanceof Error)) return undefined
+  const code = (cause as { code?: unknown }).code
+  return typeof code === 'string' ? code : cause.message.slice(0, 200)
+}
+
+/**
+ * The log of 503s: under a login flood or a backend outage they come by the thousand, and a
+ * stack each (about 1 KB) said nothing the first had not. One short line per cause (what
+ * could not answer, why) at most every 10 s, with the count of the repeats it stands for.
+ * A full hash queue is load shed by design (warn); a backend that does not answer is an error.
+ */
+function unavailableLog (): (log: FastifyBaseLogger, error: UnavailableError) => void {
+  const throttled = createThrottledLog()
+  return (log, error) => {
+    throttled(error.unavailable, (repeats) => {
+      const line = { unavailable: error.unavailable, reason: reasonOf(error.cause), repeats }
+      if (error.unavailable === 'hash-queue') log.warn(line, UNAVAILABLE_MESSAGES[error.unavailable])
+      else log.error(line, UNAVAILABLE_MESSAGES[error.unavailable])
+    })
+  }
+}
+
 function sendStatusError (reply: FastifyReply, error: StatusError): FastifyReply {
   if (error.detail !== undefined) BAD_REQUEST_DETAILS.set(reply.request, error.detail)
   return reply.code(error.httpStatus).headers(error.headers).send(error.toBody())
@@ -192,13 +225,22 @@ function clientErrorStatus (code: string | undefined): number {
  */
 export async function buildApp (config: Config, options: BuildAppOptions = {}): Promise<FastifyInstance> {
   // The service's own logger (unless the caller brings one): pino with redacting serializers, writing
-  // to stdout in batches, or to `logStream`; at a developer's terminal, through pino-pretty.
-  const pretty = options.logger === undefined && options.logStream === undefined ? prettyInDevelopment(config) : undefined
-  const stream = options.logger !== undefined || pretty !== undefined ? undefined : options.logStream ?? batchedStdout()
+  // to stdout in batches that never wait for its reader, or to `logStream`; at a developer's
+  // terminal, through pino-pretty.
   const base: LogBase = { pid: process.pid, hostname: hostname() }
+  const pretty = options.logger === undefined && options.logStream === undefined ? prettyInDevelopment(config) : undefined
+  const ownLogger = options.logger === undefined && pretty === undefined
+  const stdout: BatchedDestination | undefined = ownLogger && options.logStream === undefined
+    ? batchedStdout({ maxBufferedBytes: config.logBufferBytes, base })
+    : undefined
+  const stream = ownLogger ? options.logStream ?? stdout : undefined
   // Metrics read the backends lazily, so they exist first and can count the backends' errors.
   let sources: Backends | undefined
-  const metrics = createMetrics({ hashQueueDepth: () => sources?.hasher.queueDepth() ?? 0, auditDropped: () => sources?.audit.dropped() ?? 0 })
+  const metrics = createMetrics({
+    hashQueueDepth: () => sources?.hasher.queueDepth() ?? 0,
+    auditDropped: () => sources?.audit.dropped() ?? 0,
+    logLinesDropped: () => stdout?.droppedLines() ?? 0
+  })
   // Fastify reports every finished response to the log controller only in an app with a logger
   // (tests pass `logger: false`); such an app counts its requests with an onResponse hook instead.
   const hasLogger = options.logger !== false
@@ -296,9 +338,13 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     route.preValidation = own === undefined ? [emptyBodyAsObject] : [emptyBodyAsObject, ...(Array.isArray(own) ? own : [own])]
   })
 
+  const logUnavailable = unavailableLog()
   app.setErrorHandler((error: FastifyError | StatusError, request, reply) => {
     const status = toStatusError(error, request)
-    if (status.httpStatus >= 500) {
+    if (status instanceof UnavailableError) {
+      logUnavailable(request.log, status)
+    } else if (status.httpStatus >= 500) {
+      // Anything else is a bug: the whole error, stack included.
       request.log.error({ err: status.cause ?? error }, status.message)
     }
     return sendStatusError(reply, status)

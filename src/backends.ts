@@ -4,6 +4,7 @@ import { openDatabase } from './db/open.js'
 import { migrate } from './db/migrate.js'
 import type { Database } from './db/queryable.js'
 import { createPasswordHasher, type PasswordHasher } from './lib/passwords.js'
+import { createThrottledLog } from './lib/throttled-log.js'
 import { createLdapDirectory, type Directory } from './federation/ldap-directory.js'
 import { createSqlAuditLog, type AuditLog } from './stores/audit-log.js'
 import type { LoginLimiter, LoginLimits } from './stores/login-limiter.js'
@@ -30,18 +31,17 @@ export interface Backends {
 
 type Log = Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>
 
-/** Errors of a backend that reconnects by itself, logged at most once per 10 s each. */
 /** Told of every backend error (connection or command), e.g. to count it. */
 export type BackendErrorHook = (backend: 'redis' | 'postgres') => void
 
+/** Errors of a backend that reconnects by itself: each counted, logged at most once per 10 s (lib/throttled-log.ts). */
 function throttledErrorLog (log: Log, backend: 'redis' | 'postgres', hook?: BackendErrorHook): (error: Error) => void {
-  let last = 0
+  const throttled = createThrottledLog()
   return (error) => {
     hook?.(backend)
-    const now = Date.now()
-    if (now - last < 10_000) return
-    last = now
-    log.warn({ backend, err: { message: error.message, code: (error as { code?: unknown }).code } }, `${backend} connection error`)
+    throttled(backend, (repeats) => {
+      log.warn({ backend, err: { message: error.message, code: (error as { code?: unknown }).code }, repeats }, `${backend} connection error`)
+    })
   }
 }
 
@@ -63,14 +63,13 @@ export function openLoginLimiter (config: Config, tokens: TokenStore | RedisToke
 }
 
 export function openAuditLog (config: Config, database: Database, log: Log): AuditLog {
-  let lastWarned = 0
+  const throttled = createThrottledLog()
   return createSqlAuditLog(database, {
     maxBuffered: config.auditBufferSize,
     onDrop: (count, total, cause) => {
-      const now = Date.now()
-      if (now - lastWarned < 10_000) return
-      lastWarned = now
-      log.warn({ dropped: count, droppedTotal: total, cause: cause instanceof Error ? cause.message : String(cause) }, 'audit events dropped')
+      throttled('audit', (repeats) => {
+        log.warn({ dropped: count, droppedTotal: total, cause: cause instanceof Error ? cause.message : String(cause), repeats }, 'audit events dropped')
+      })
     }
   })
 }

@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os'
 import type { Argon2Policy, HashingLimits } from './lib/passwords.js'
 import { DEFAULT_KEY_PREFIX, type RedisTopology } from './stores/redis-client.js'
+import { DEFAULT_LOG_BUFFER_BYTES, LOG_FLUSH_BYTES } from './lib/log-destination.js'
 import type { LdapConfig } from './federation/ldap-directory.js'
 
 /**
@@ -16,6 +17,8 @@ export interface Config {
   port: number
   nodeEnv: string
   logLevel: string
+  /** Log text held while stdout takes none (its reader slow or stopped); past it lines are dropped and counted. */
+  logBufferBytes: number
   databaseUrl: string | undefined
   redisUrl: string | undefined
   /** Where tokens live: REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS (one of them); undefined: in-process. */
@@ -219,6 +222,7 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     port: integer(env, 'PORT', 3000, 0, 65535),
     nodeEnv,
     logLevel,
+    logBufferBytes: integer(env, 'LOG_BUFFER_BYTES', DEFAULT_LOG_BUFFER_BYTES, LOG_FLUSH_BYTES, 1024 * 1024 * 1024),
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     redisUrl: redisUrl(env),
     redis: redisTopology(env),

@@ -20,7 +20,29 @@ export interface Metrics {
   timeHashing (hasher: PasswordHasher): PasswordHasher
 }
 
-export function createMetrics (sources: { hashQueueDepth: () => number, auditDropped: () => number }): Metrics {
+export interface MetricSources {
+  hashQueueDepth: () => number
+  /** Running totals kept where the dropping happens, read at each scrape. */
+  auditDropped: () => number
+  logLinesDropped: () => number
+}
+
+/** A counter that follows a running total kept elsewhere, brought up to it at each scrape. */
+function totalCounter (registry: Registry, name: string, help: string, total: () => number): void {
+  let counted = 0
+  new Counter({
+    name,
+    help,
+    registers: [registry],
+    collect () {
+      const now = total()
+      if (now > counted) this.inc(now - counted)
+      counted = Math.max(counted, now)
+    }
+  })
+}
+
+export function createMetrics (sources: MetricSources): Metrics {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
 
@@ -43,7 +65,8 @@ export function createMetrics (sources: { hashQueueDepth: () => number, auditDro
     registers: [registry]
   })
   new Gauge({ name: 'auth_password_hash_queue_depth', help: 'argon2id operations running or waiting', registers: [registry], collect () { this.set(sources.hashQueueDepth()) } })
-  new Gauge({ name: 'auth_audit_events_dropped', help: 'Audit events dropped since start (buffer full or database refused)', registers: [registry], collect () { this.set(sources.auditDropped()) } })
+  totalCounter(registry, 'auth_audit_events_dropped_total', 'Audit events dropped (buffer full or database refused)', sources.auditDropped)
+  totalCounter(registry, 'auth_log_lines_dropped_total', 'Log lines dropped because stdout took none while the log buffer was full (its reader slow or stopped), or refused them', sources.logLinesDropped)
 
   const countEvent = (event: AuditEvent): void => {
     switch (event.event) {

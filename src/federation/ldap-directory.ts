@@ -79,7 +79,7 @@ export function createLdapDirectory (config: LdapConfig): Directory {
         // Unknown user: the same bind work as a wrong password, against a DN that cannot match.
         return await bindAs(client, dn ?? `${NO_SUCH_USER_RDN},${config.mode === 'search' ? config.searchBase : 'dc=invalid'}`, password) && dn !== undefined
       } catch (error) {
-        throw serviceUnavailable(error)
+        throw serviceUnavailable('directory', error)
       } finally {
         await client?.unbind().catch(() => {})
       }

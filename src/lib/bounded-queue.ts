@@ -1,4 +1,4 @@
-import { StatusError } from './status.js'
+import { UnavailableError, type StatusError } from './status.js'
 
 export interface BoundedQueue {
   /** Runs `work` when a slot is free; refuses at once (503, Retry-After) when the queue is full. */
@@ -7,8 +7,7 @@ export interface BoundedQueue {
   depth (): number
 }
 
-export const queueFull = (): StatusError =>
-  new StatusError(503, 'Service Unavailable', 503, { 'retry-after': '1' })
+export const queueFull = (): StatusError => new UnavailableError('hash-queue', undefined, { 'retry-after': '1' })
 
 /**
  * At most `concurrency` tasks at once and `maxQueued` waiting; beyond that a

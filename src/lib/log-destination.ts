@@ -1,64 +1,252 @@
-import { pino, type DestinationStream } from 'pino'
+import fs from 'node:fs'
+import type { DestinationStream } from 'pino'
+import { jsonText, type LogBase } from './access-log.js'
 
 export interface BatchedDestination extends DestinationStream {
-  /** Writes what is buffered now, synchronously. */
+  /** Takes one whole line (pino and the access log write one per call). Never waits. */
+  write (line: string): void
+  /**
+   * Writes what is buffered before returning, waiting for a reader that is not reading for
+   * LOG_EXIT_FLUSH_MS at most (then the rest is lost). Run at exit; pino runs it after a fatal line.
+   */
   flushSync (): void
+  /** Lines dropped since start: the buffer was full, or stdout refused them (its reader gone). */
+  droppedLines (): number
+  setMaxBufferedBytes (bytes: number): void
 }
 
 /** How long a line may wait for others before it is written. */
 export const LOG_FLUSH_MS = 10
 /** Buffered text that is written at once, without waiting. */
 export const LOG_FLUSH_BYTES = 64 * 1024
+/** Text held while stdout does not take it (LOG_BUFFER_BYTES); past it, new lines are dropped and counted. */
+export const DEFAULT_LOG_BUFFER_BYTES = 4 * 1024 * 1024
+/**
+ * The longest the process waits at exit for a reader that takes nothing. A reader that reads
+ * (cat, a container runtime, journald, even pino-pretty) takes the whole default buffer in far
+ * less; one that took nothing for this long is stopped or stuck, and waiting more would only
+ * delay the restart: with SHUTDOWN_TIMEOUT_MS (10 s) before it, the process is still gone before
+ * compose's 15 s grace period (and Kubernetes' 30 s) ends in a SIGKILL that would lose it all.
+ */
+export const LOG_EXIT_FLUSH_MS = 2000
+
+export interface BatchedDestinationOptions {
+  /** A file descriptor; a pipe or a socket must be non-blocking (Node makes stdout's so, see batchedStdout). */
+  fd?: number
+  /** Bound of the buffer, in characters of the waiting lines (bytes, for the usual ASCII line). */
+  maxBufferedBytes?: number
+  /** pid and hostname for the line this destination writes itself (how many lines were lost). */
+  base?: LogBase
+}
+
+const sleeper = new Int32Array(new SharedArrayBuffer(4))
+const sleepSync = (ms: number): void => { Atomics.wait(sleeper, 0, 0, ms) }
+
+function countLines (buffer: Buffer): number {
+  let lines = 0
+  for (let at = buffer.indexOf(10); at !== -1; at = buffer.indexOf(10, at + 1)) lines++
+  return lines
+}
 
 /**
  * Log lines to a file descriptor (stdout), gathered for up to LOG_FLUSH_MS (or until
  * LOG_FLUSH_BYTES are buffered): under load the lines of hundreds of responses go out in one
- * write(2), instead of one each or one per turn of the event loop. A lone line is written
- * LOG_FLUSH_MS after it was logged, so nothing waits for more traffic. Writes are synchronous,
- * as pino's own default, so a slow reader of stdout slows the service rather than growing its
- * memory. Lines still buffered are written when the process exits (also after an uncaught
- * error); only a SIGKILL or a crash of Node itself loses them, LOG_FLUSH_MS worth at most.
- * The audit trail of logins and logouts does not depend on this log (it is auth_events in
- * Postgres).
+ * write(2), instead of one each or one per turn of the event loop; a lone line is written
+ * LOG_FLUSH_MS after it was logged.
  *
- * Measured on Authenticate (bench/README.md): a write per line cost more than the rest of
- * the access log line together; a write per turn of the event loop (a turn serves a few
- * requests under load) still cost about 1.5 % of the CPU per request, written to /dev/null
- * (a pipe to a log collector costs more per write).
+ * A write never waits for the reader. stdout in a container, under systemd or piped into
+ * pino-pretty is a pipe or a socket, which Node opens non-blocking: when the reader lags, the
+ * kernel takes part of a write or none of it (EAGAIN), and what it did not take stays here, to
+ * be tried again on the next turn (after progress) or in LOG_FLUSH_MS (after none). So a slow or
+ * stopped reader costs a failed syscall per LOG_FLUSH_MS, never a stall of the event loop.
+ * pino's synchronous SonicBoom slept 100 ms on each EAGAIN, and the event loop with it
+ * (Authenticate into `| cat` made a quarter of its rate, and nothing while the reader was
+ * stopped: issue 17); its asynchronous mode writes on libuv's thread pool, where a pipe left
+ * blocking would hold one of the pool's four threads for as long as the reader sleeps, retries
+ * only every 100 ms, and its flushSync at exit waits without end. Files and /dev/null are
+ * written as before, synchronously (a write to them waits for no other process); so is a
+ * terminal, which Node keeps blocking.
+ *
+ * What waits is bounded (maxBufferedBytes): a line that does not fit is dropped whole and
+ * counted, and once lines fit again one line says how many were lost, where they were lost.
+ * Lines are never split or interleaved: the rest of a partial write goes out before anything
+ * else (only another writer on the same descriptor, such as console.log, could cut in).
+ *
+ * What is buffered is written when the process exits, also after an uncaught error, waiting
+ * at most LOG_EXIT_FLUSH_MS for a reader that takes nothing (then the rest is lost, and the
+ * line the pipe took part of stays cut); only a SIGKILL or a crash of Node itself loses it. The audit trail of logins and logouts does not depend on this log (it is
+ * auth_events in Postgres).
  */
-export function createBatchedDestination (fd = 1): BatchedDestination {
-  // SonicBoom handles partial writes and EAGAIN on a non-blocking pipe.
-  const sink = pino.destination({ dest: fd, sync: true })
-  let buffered = ''
+export function createBatchedDestination (options: BatchedDestinationOptions = {}): BatchedDestination {
+  const fd = options.fd ?? 1
+  const base = options.base ?? { pid: process.pid, hostname: '' }
+  const noticeHead = `{"level":40,"time":`
+  const noticeTail = `,"pid":${base.pid},"hostname":${jsonText(base.hostname)},"dropped":`
+  let maxBuffered = options.maxBufferedBytes ?? DEFAULT_LOG_BUFFER_BYTES
+
+  /**
+   * Whole lines not yet handed to write(2): full batches of LOG_FLUSH_BYTES, oldest first, then
+   * the batch being filled. Kept in batches so that a backlog is encoded a batch at a time:
+   * encoding a 4 MiB backlog at once took 45 ms of the event loop when the reader came back.
+   */
+  const batches: Array<{ text: string, lines: number }> = []
+  let queued = ''
+  let queuedLines = 0
+  /** What write(2) has not taken yet of the batch handed to it: it goes first. */
+  let head: Buffer | undefined
+  /** Characters of the batches plus bytes in `head`: what the bound applies to. */
+  let buffered = 0
+  /** Lines dropped since the last line that said so; all of them since start. */
+  let lost = 0
+  let droppedTotal = 0
+  /** stdout took nothing at the last try: only the timer tries again, not each new line. */
+  let refused = false
   let timer: NodeJS.Timeout | undefined
+  let immediate: NodeJS.Immediate | undefined
+
+  const enqueue = (line: string): void => {
+    queued += line
+    queuedLines++
+    buffered += line.length
+    if (queued.length >= LOG_FLUSH_BYTES) {
+      batches.push({ text: queued, lines: queuedLines })
+      queued = ''
+      queuedLines = 0
+    }
+  }
+
+  const sayLost = (): void => {
+    if (lost === 0) return
+    enqueue(`${noticeHead}${Date.now()}${noticeTail}${lost},"msg":"log lines dropped"}\n`)
+    lost = 0
+  }
+
+  const drop = (lines: number): void => {
+    lost += lines
+    droppedTotal += lines
+  }
+
+  /** stdout failed for good (EPIPE: the reader is gone; EBADF): what waits cannot be written. */
+  const dropAll = (): void => {
+    drop(batches.reduce((lines, batch) => lines + batch.lines, queuedLines) + (head === undefined ? 0 : countLines(head)))
+    batches.length = 0
+    queued = ''
+    queuedLines = 0
+    head = undefined
+    buffered = 0
+  }
+
+  const cancelRetry = (): void => {
+    if (timer !== undefined) clearTimeout(timer)
+    if (immediate !== undefined) clearImmediate(immediate)
+    timer = undefined
+    immediate = undefined
+  }
+
+  /** The oldest batch of whole lines, taken out of the queue (undefined when there is none). */
+  const nextBatch = (): string | undefined => {
+    const full = batches.shift()
+    if (full !== undefined) return full.text
+    if (queued === '') return undefined
+    const batch = queued
+    queued = ''
+    queuedLines = 0
+    return batch
+  }
+
+  /**
+   * One try to write what waits, without waiting: 'done' (all taken), 'partial' (the kernel took
+   * some and is full again, or a turn's share is written: more on the next turn), 'refused' (it
+   * took nothing), 'failed'.
+   */
+  const writeSome = (): 'done' | 'partial' | 'refused' | 'failed' => {
+    // A few batches a turn at most: a backlog goes out over a few turns, between requests.
+    for (let batchesLeft = 4; ; batchesLeft--) {
+      if (head === undefined) {
+        if (batchesLeft === 0) return batches.length === 0 && queued === '' ? 'done' : 'partial'
+        const batch = nextBatch()
+        if (batch === undefined) return 'done'
+        head = Buffer.from(batch)
+        buffered += head.length - batch.length
+      }
+      let written: number
+      try {
+        // fs.writeSync, looked up at each call, so that a test can count the calls.
+        written = fs.writeSync(fd, head)
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'EAGAIN') return 'refused'
+        dropAll()
+        return 'failed'
+      }
+      buffered -= written
+      if (written < head.length) {
+        head = head.subarray(written)
+        return written > 0 ? 'partial' : 'refused'
+      }
+      head = undefined
+      // Lines fit again: the next one says how many were lost, in the place they were.
+      if (lost > 0) sayLost()
+    }
+  }
+
+  const flush = (): void => {
+    cancelRetry()
+    const outcome = writeSome()
+    refused = outcome === 'refused'
+    if (outcome === 'partial') immediate = setImmediate(flush).unref()
+    else if (outcome === 'refused') timer = setTimeout(flush, LOG_FLUSH_MS).unref()
+  }
 
   const flushSync = (): void => {
-    if (timer !== undefined) {
-      clearTimeout(timer)
-      timer = undefined
+    cancelRetry()
+    sayLost()
+    const deadline = Date.now() + LOG_EXIT_FLUSH_MS
+    for (;;) {
+      const outcome = writeSome()
+      if (outcome === 'done' || outcome === 'failed') return
+      if (outcome === 'refused') {
+        if (Date.now() >= deadline) return
+        sleepSync(1)
+      }
     }
-    if (buffered === '') return
-    const out = buffered
-    buffered = ''
-    sink.write(out)
   }
   process.on('exit', flushSync)
 
   return {
     write (line: string) {
-      buffered += line
-      if (buffered.length >= LOG_FLUSH_BYTES) flushSync()
-      // Unref'd: pending log lines never keep the process alive (exit writes them).
-      else timer ??= setTimeout(flushSync, LOG_FLUSH_MS).unref()
+      if (buffered + line.length > maxBuffered) {
+        drop(1)
+        return
+      }
+      if (lost > 0) sayLost()
+      enqueue(line)
+      // A retry already due (stdout full, or more of a backlog next turn) writes this line too.
+      if (refused || immediate !== undefined) return
+      // A full batch goes at once; a lone line within LOG_FLUSH_MS. Unref'd: pending log lines
+      // never keep the process alive (exit writes them).
+      if (batches.length > 0) flush()
+      else timer ??= setTimeout(flush, LOG_FLUSH_MS).unref()
     },
-    flushSync
+    flushSync,
+    droppedLines: () => droppedTotal,
+    setMaxBufferedBytes (bytes: number) { maxBuffered = bytes }
   }
 }
 
 let stdout: BatchedDestination | undefined
 
-/** One batched destination for the process's stdout, however many apps log to it (tests build many). */
-export function batchedStdout (): BatchedDestination {
-  stdout ??= createBatchedDestination(1)
+/**
+ * One batched destination for the process's stdout, however many apps log to it (tests build
+ * many); the bound is the last one given.
+ */
+export function batchedStdout (options: { maxBufferedBytes?: number, base?: LogBase } = {}): BatchedDestination {
+  if (stdout === undefined) {
+    // Node opens stdout non-blocking when it is a pipe or a socket (libuv's uv_pipe_open and
+    // uv_tcp_open; blocking on Windows) the first time process.stdout is used: use it now, or a
+    // write into a full pipe would wait in write(2) for the reader. A file or a terminal stays blocking.
+    stdout = createBatchedDestination({ ...options, fd: process.stdout.fd })
+  } else if (options.maxBufferedBytes !== undefined) {
+    stdout.setMaxBufferedBytes(options.maxBufferedBytes)
+  }
   return stdout
 }

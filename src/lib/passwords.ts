@@ -64,7 +64,7 @@ export function createPasswordHasher (policy: Argon2Policy = OWASP_MINIMUM_POLIC
 
   // No answer from a hashing thread is a 503 (nothing was decided), never a verdict on the password.
   const onThreads = async <T>(work: () => Promise<T>): Promise<T> => await work().catch((error: unknown) => {
-    throw error instanceof HashThreadError ? serviceUnavailable(error) : error
+    throw error instanceof HashThreadError ? serviceUnavailable('hash-thread', error) : error
   })
 
   async function verify (hash: string, password: string): Promise<boolean> {

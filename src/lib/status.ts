@@ -57,9 +57,23 @@ export const tooManyRequests = (retryAfterSeconds: number): StatusError =>
 export const loginFailed = (): StatusError => new StatusError(701, 'Login Failed', 401)
 export const internalError = (): StatusError => new StatusError(500, 'Internal Server Error', 500)
 
-/** A backend (Redis or Postgres) could not answer. Fails closed: never a false Success. */
-export const serviceUnavailable = (cause?: unknown): StatusError =>
-  new StatusError(503, 'Service Unavailable', 503, {}, { cause })
+/** What a 503 could not get an answer from: the one thing its log line names. */
+export type Unavailable = 'redis' | 'database' | 'directory' | 'hash-queue' | 'hash-thread'
+
+/**
+ * A 503: something the answer depends on could not answer, or (hash-queue) had no room.
+ * The service is working as designed (it fails closed), so the log gets a short line
+ * naming `unavailable`, not a stack.
+ */
+export class UnavailableError extends StatusError {
+  constructor (readonly unavailable: Unavailable, cause?: unknown, headers: Record<string, string> = {}) {
+    super(503, 'Service Unavailable', 503, headers, { cause })
+  }
+}
+
+/** A backend (Redis, Postgres, the directory) could not answer. Fails closed: never a false Success. */
+export const serviceUnavailable = (unavailable: Unavailable, cause?: unknown): StatusError =>
+  new UnavailableError(unavailable, cause)
 
 /** Map a numeric HTTP status that Fastify or Node produced to the contract's error. */
 export function statusErrorForHttp (httpStatus: number): StatusError {
@@ -67,7 +81,7 @@ export function statusErrorForHttp (httpStatus: number): StatusError {
     case 404: return notFound()
     case 413: return payloadTooLarge()
     case 415: return unsupportedMediaType()
-    case 503: return serviceUnavailable()
+    case 503: return new StatusError(503, 'Service Unavailable', 503)
     case 408: return new StatusError(408, 'Request Timeout', 408)
     case 431: return new StatusError(431, 'Request Header Fields Too Large', 431)
     default:

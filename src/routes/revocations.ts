@@ -46,7 +46,7 @@ export const revocationRoutes: FastifyPluginAsync<RevocationRoutesOptions> = asy
         'The stream never ends by itself, so Try it out here keeps waiting: watch it with `curl -N <service>/auth/revocations`.'
     }
   }, async (_request, reply) => {
-    if (!live) throw serviceUnavailable()
+    if (!live) throw serviceUnavailable('redis')
     reply.hijack()
     const raw = reply.raw
     raw.writeHead(200, {

@@ -76,7 +76,7 @@ export function createRedisLoginLimiter (redis: RedisClient, limits: LoginLimits
       return await work()
     } catch (error) {
       if (error instanceof StatusError) throw error
-      throw serviceUnavailable(error)
+      throw serviceUnavailable('redis', error)
     }
   }
 

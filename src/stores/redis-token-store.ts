@@ -154,7 +154,7 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
     } catch (error) {
       if (error instanceof StatusError) throw error
       options.onCommandError?.(error)
-      throw serviceUnavailable(error)
+      throw serviceUnavailable('redis', error)
     }
   }
 
@@ -222,7 +222,7 @@ interface PendingFind {
  */
 function createFinder (redis: RedisClient, tokenPrefix: string, onCommandError?: (error: unknown) => void): (tokenHash: string) => Promise<TokenRecord | null> {
   const decode = (value: string | null | undefined): TokenRecord | null => value === null || value === undefined ? null : decodeRecord(value)
-  const unavailable = (error: unknown): StatusError => error instanceof StatusError ? error : serviceUnavailable(error)
+  const unavailable = (error: unknown): StatusError => error instanceof StatusError ? error : serviceUnavailable('redis', error)
   const get = (entry: PendingFind): void => {
     redis.get(entry.key).then((value) => { entry.resolve(decode(value)) }, (error: unknown) => {
       onCommandError?.(error)

@@ -63,7 +63,7 @@ export function createSqlUserStore (db: Queryable, onError?: (error: unknown) =>
       if (error instanceof StatusError) throw error
       if (isUniqueViolation(error)) throw duplicateUsername()
       onError?.(error)
-      throw serviceUnavailable(error)
+      throw serviceUnavailable('database', error)
     }
   }
 
@@ -79,7 +79,7 @@ export function createSqlUserStore (db: Queryable, onError?: (error: unknown) =>
       const created = await one(
         `INSERT INTO users (username, password_hash, federated) VALUES ($1, $2, $3) RETURNING ${COLUMNS}`,
         [user.username, user.passwordHash, user.federated])
-      if (created === null) throw serviceUnavailable()
+      if (created === null) throw serviceUnavailable('database')
       return created
     }),
     setPasswordHash: async (username, passwordHash) => await guarded(async () =>

@@ -2,6 +2,7 @@ import t from 'tap'
 import type { FastifyInstance, FastifyServerOptions, InjectOptions } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { migrate } from '../../src/db/migrate.js'
+import { createMetrics } from '../../src/metrics.js'
 import { createMemoryTokenStore } from '../../src/stores/memory-token-store.js'
 import { buildTestApp } from '../helpers/app.js'
 import { testConfig } from '../helpers/config.js'
@@ -103,8 +104,10 @@ t.test('counts requests, login outcomes, tokens and hashing, beside the default 
   t.ok((sample(text, 'auth_password_hash_duration_seconds_sum', { operation: 'verify' }) ?? 0) > 0)
 
   t.equal(metricType(text, 'auth_backend_errors_total'), 'counter', 'backend errors are declared')
-  t.equal(metricType(text, 'auth_audit_events_dropped'), 'gauge')
-  t.equal(sample(text, 'auth_audit_events_dropped'), 0)
+  t.equal(metricType(text, 'auth_audit_events_dropped_total'), 'counter')
+  t.equal(sample(text, 'auth_audit_events_dropped_total'), 0)
+  t.equal(metricType(text, 'auth_log_lines_dropped_total'), 'counter')
+  t.equal(sample(text, 'auth_log_lines_dropped_total'), 0)
 
   // Node's defaults.
   t.equal(metricType(text, 'nodejs_eventloop_lag_seconds'), 'gauge')
@@ -114,6 +117,23 @@ t.test('counts requests, login outcomes, tokens and hashing, beside the default 
     t.ok(metricType(text, name) !== undefined, `default metric ${name}`)
   }
   t.match(sample(text, 'nodejs_version_info', { version: process.version }), 1, 'the Node version')
+})
+
+t.test('what is dropped elsewhere (audit events, log lines) is a counter that follows its running total', async (t) => {
+  const totals = { audit: 0, log: 0 }
+  const metrics = createMetrics({ hashQueueDepth: () => 0, auditDropped: () => totals.audit, logLinesDropped: () => totals.log })
+  const read = async (): Promise<[number | undefined, number | undefined]> => {
+    const text = await metrics.exposition()
+    return [sample(text, 'auth_audit_events_dropped_total'), sample(text, 'auth_log_lines_dropped_total')]
+  }
+  t.same(await read(), [0, 0])
+  totals.audit = 3
+  totals.log = 120
+  t.same(await read(), [3, 120])
+  totals.log = 121
+  t.same(await read(), [3, 121], 'each scrape brings it up to the total')
+  t.same(await read(), [3, 121], 'and counts nothing twice')
+  t.equal(metricType(await metrics.exposition(), 'auth_audit_events_dropped_total'), 'counter')
 })
 
 t.test('every request is counted once, whatever logger the app has', async (t) => {

@@ -290,6 +290,9 @@ t.test('a full buffer drops events, counts them and logs it; a stalled database 
   t.ok(dropped >= events - 2, `${dropped} of ${events} events dropped while the database stalls (buffer of 1)`)
   t.equal(warnings.length, 1, 'the drops are logged, once per 10 s')
   t.match(warnings[0], { message: 'audit events dropped', fields: { dropped: 1, droppedTotal: Number } }, 'a warning with the counts')
+  const exposition = await app.metrics.exposition()
+  t.match(exposition, /^# TYPE auth_audit_events_dropped_total counter$/m, 'a Prometheus counter')
+  t.match(exposition, new RegExp(`^auth_audit_events_dropped_total ${dropped}$`, 'm'), 'that counts them')
 
   release()
   await audit?.flush()
