@@ -61,7 +61,8 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, actor = 'adm
     if (account === null) throw unknownUser()
     return account
   }
-  const endTokens = async (account: UserRecord): Promise<number> => (await tokens.terminateAccount(account.id)).length
+  // The account as its revoking UPDATE returned it: its epoch goes beside its tokens as they end.
+  const endTokens = async (account: UserRecord): Promise<number> => (await tokens.terminateAccount(account.id, account.tokenEpoch)).length
 
   const admin: AccountAdmin = {
     async add (username, password, federated) {
@@ -90,7 +91,8 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, actor = 'adm
     },
     list: async () => await users.list(),
     async revokeSessions (username) {
-      const account = await existing(username)
+      const account = await users.raiseTokenEpoch((await existing(username)).username)
+      if (account === null) throw unknownUser()
       const ended = await endTokens(account)
       record('sessions.revoke', account, ended)
       return { account, ended }

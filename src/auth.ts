@@ -1,7 +1,7 @@
 import type { Config } from './config.js'
-import type { PasswordHasher } from './lib/passwords.js'
+import type { HashCaller, PasswordHasher } from './lib/passwords.js'
 import { passwordProblem, usernameProblem } from './lib/bad-request.js'
-import { badRequest, loginFailed, tooManyRequests, unauthorized } from './lib/status.js'
+import { badRequest, loginFailed, StatusError, tooManyRequests, unauthorized, UnavailableError } from './lib/status.js'
 import { normalizePassword, normalizeUsername } from './lib/text.js'
 import { expiryInstant } from './lib/time.js'
 import { generateToken, hashToken, isTokenShaped } from './lib/tokens.js'
@@ -92,8 +92,8 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
    * A dummy hash runs beside the bind, so every attempt costs at least one argon2 verify,
    * as local accounts do.
    */
-  async function checkWithDirectory (dir: Directory, username: string, password: string, account: UserRecord | null): Promise<CredentialCheck> {
-    const [accepted] = await Promise.all([dir.verify(username, password), hasher.verifyDummy(password)])
+  async function checkWithDirectory (dir: Directory, username: string, password: string, account: UserRecord | null, caller: HashCaller): Promise<CredentialCheck> {
+    const [accepted] = await Promise.all([dir.verify(username, password), hasher.verifyDummy(password, caller)])
     if (account === null) {
       if (!accepted) return { ok: false, outcome: 'unknown-user' }
       if (config.ldapAutoProvision !== true) return { ok: false, outcome: 'not-provisioned' }
@@ -105,43 +105,64 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
   }
 
   /** The same work on every path (a verify, real or dummy), so timing tells nothing. */
-  async function checkCredentials (username: string, password: string): Promise<CredentialCheck> {
+  async function checkCredentials (username: string, password: string, caller: HashCaller): Promise<CredentialCheck> {
+    // Read first: its revocation epoch is what the token store checks when the token is written.
     const account = await users.findByUsername(username)
     if (directory !== undefined && (account === null || account.federated)) {
-      return await checkWithDirectory(directory, username, password, account)
+      return await checkWithDirectory(directory, username, password, account, caller)
     }
     if (account === null) {
-      await hasher.verifyDummy(password)
+      await hasher.verifyDummy(password, caller)
       return { ok: false, outcome: 'unknown-user' }
     }
     const hash = account.passwordHash
     if (hash === null) {
       // A directory-only account while no directory is configured: it cannot log in.
-      await hasher.verifyDummy(password)
+      await hasher.verifyDummy(password, caller)
       return { ok: false, outcome: 'wrong-password', account }
     }
-    if (!await hasher.verify(hash, password)) return { ok: false, outcome: 'wrong-password', account }
+    if (!await hasher.verify(hash, password, caller)) return { ok: false, outcome: 'wrong-password', account }
     if (account.disabled) return { ok: false, outcome: 'disabled', account }
     if (hasher.needsRehash(hash)) {
       // Best effort: a failed upgrade must not fail a correct login.
-      await hasher.hash(password).then(async (newHash) => await users.setPasswordHash(account.username, newHash)).catch(() => {})
+      // The same password: the account's tokens and epoch stay (a new password would end them).
+      await hasher.hash(password, caller).then(async (newHash) => { await users.upgradePasswordHash(account.username, hash, newHash) }).catch(() => {})
     }
     return { ok: true, account }
   }
 
-  async function issue (account: UserRecord, presentedToken: string | undefined): Promise<IssuedToken> {
+  /**
+   * The token, or undefined when a revocation of the account overtook this Login: the epoch
+   * read with the account, before its password was checked, is older than the one the
+   * revocation recorded beside the account's tokens, and the store issued nothing.
+   */
+  async function issue (account: UserRecord, presentedToken: string | undefined): Promise<IssuedToken | undefined> {
     const issuedAt = now()
     const expiresAt = expiryInstant(issuedAt, lifetimeSeconds(config, account.federated))
     // Relative to the instant the date was computed from (PX): Redis's clock cannot change it.
     const ttlMs = expiresAt - issuedAt
     const record: TokenRecord = { accountId: account.id, username: account.username, federated: account.federated, expiresAt }
     if (presentedToken !== undefined && isTokenShaped(presentedToken) &&
-        await tokens.refresh(hashToken(presentedToken), record, ttlMs)) {
+        await tokens.refresh(hashToken(presentedToken), record, ttlMs, account.tokenEpoch)) {
       return { token: presentedToken, expiresAt, refreshed: true, account }
     }
     const token = generateToken()
-    await tokens.issue(hashToken(token), record, ttlMs)
+    if (!await tokens.issue(hashToken(token), record, ttlMs, account.tokenEpoch)) return undefined
     return { token, expiresAt, refreshed: false, account }
+  }
+
+  /**
+   * A revocation overtook this Login: no token, and the answer the account's state now
+   * dictates. Disabled, gone or given another password since: 701, as a Login started now
+   * would get. Unchanged (a revoke-all): 503 with Retry-After, since the credentials were
+   * right but a Login begun before the revocation must not outlive it; a new Login succeeds.
+   * Postgres unreachable: its 503, as ever.
+   */
+  async function refuseOvertaken (account: UserRecord, context: { username: string, clientIp: string, userAgent: string | undefined }): Promise<never> {
+    audit.record({ event: 'login.refused', ...context, accountId: account.id, outcome: 'revoked-during-login' })
+    const current = await users.findByUsername(account.username)
+    if (current === null || current.disabled || current.passwordHash !== account.passwordHash || current.federated !== account.federated) throw loginFailed()
+    throw new UnavailableError('revoked', undefined, { 'retry-after': '1' })
   }
 
   return {
@@ -162,7 +183,11 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
       }
 
       // A backend failure here is a 503 and counts nothing: only failures of the caller's count.
-      const checked = await checkCredentials(username, password)
+      const checked = await checkCredentials(username, password, { account: username, ip: client.ip }).catch((error: unknown) => {
+        // This account or address already holds its share of the hash queue (lib/fair-queue.ts): 429, nothing counted.
+        if (error instanceof StatusError && error.status === 429) audit.record({ event: 'login.refused', ...context, outcome: 'hash-share' })
+        throw error
+      })
       if (!checked.ok) {
         const failure = await limiter.recordFailure(username, client.ip)
         if (!failure.counted) {
@@ -180,7 +205,7 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
         audit.record({ event: 'login.refused', ...context, accountId: checked.account.id, outcome: settled.reason })
         throw tooManyRequests(settled.retryAfterMs / 1000)
       }
-      const issued = await issue(checked.account, request.presentedToken)
+      const issued = await issue(checked.account, request.presentedToken) ?? await refuseOvertaken(checked.account, context)
       audit.record({ event: 'login.success', ...context, accountId: checked.account.id, outcome: issued.refreshed ? 'refreshed' : 'issued' })
       return issued
     },

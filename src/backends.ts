@@ -82,9 +82,13 @@ export function openTokenStore (config: Config, log: Log, hook?: BackendErrorHoo
     topology: config.redis,
     keyPrefix: config.redisKeyPrefix,
     denyTtlMs,
+    // An epoch must outlive every Login that could have read the one before it: the longest lifetime is ample.
+    epochTtlMs: Math.max(config.tokenTtlSeconds, config.federatedTokenTtlSeconds) * 1000,
     commandTimeoutMs: config.redisCommandTimeoutMs,
     onError: throttledErrorLog(log, 'redis', hook),
-    onCommandError: () => { hook?.('redis') }
+    onCommandError: () => { hook?.('redis') },
+    // At start and whenever it changes: the one line that says why every token operation answers 503.
+    onEvictionPolicy: (error) => { log.error({ backend: 'redis', policy: error.policy }, error.message) }
   })
   // Start connecting now; until Redis answers, token operations answer 503.
   store.ready().catch(() => {})

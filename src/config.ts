@@ -48,6 +48,8 @@ export interface Config {
   redisCommandTimeoutMs: number
   argon2: Argon2Policy
   hashing: HashingLimits
+  /** Active tokens one account may hold; a Login beyond it ends the account's oldest (earliest expiry). */
+  maxTokensPerAccount: number
   /** Audit events buffered in memory before new ones are dropped (and counted). */
   auditBufferSize: number
   /** Serve /metrics on this port only (not on the public one); undefined: on the main port. */
@@ -256,8 +258,18 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
       // One core left to the event loop (Authenticate's), and never all four of libuv's default
       // threads: with every core hashing, a login storm tripled Authenticate's p99 (bench/README.md).
       concurrency: integer(env, 'AUTH_HASH_CONCURRENCY', defaultHashConcurrency(availableParallelism()), 1, 64),
-      maxQueued: integer(env, 'AUTH_HASH_QUEUE_MAX', 64, 0, 100_000)
+      maxQueued: integer(env, 'AUTH_HASH_QUEUE_MAX', 64, 0, 100_000),
+      // Fair shares (issue 20 §4): no one account or client IP holds more of the slots and the queue.
+      perAccount: {
+        running: integer(env, 'AUTH_HASH_ACCOUNT_RUNNING', 2, 1, 64),
+        queued: integer(env, 'AUTH_HASH_ACCOUNT_QUEUED', 8, 0, 100_000)
+      },
+      perIp: {
+        running: integer(env, 'AUTH_HASH_IP_RUNNING', 4, 1, 64),
+        queued: integer(env, 'AUTH_HASH_IP_QUEUED', 16, 0, 100_000)
+      }
     },
+    maxTokensPerAccount: integer(env, 'AUTH_MAX_TOKENS_PER_ACCOUNT', 1000, 1, 1_000_000),
     auditBufferSize: integer(env, 'AUTH_AUDIT_BUFFER', 10_000, 1, 1_000_000),
     metricsPort: present(env, 'METRICS_PORT') === undefined ? undefined : integer(env, 'METRICS_PORT', 0, 0, 65535),
     shutdownDelayMs: integer(env, 'SHUTDOWN_DELAY_MS', 0, 0, 600_000),

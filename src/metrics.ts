@@ -52,7 +52,7 @@ export function createMetrics (sources: MetricSources): Metrics {
     histogram: 'http_request_duration_seconds',
     histogramHelp: 'HTTP request latency by route, method and status'
   }, [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
-  const logins = new Counter({ name: 'auth_logins_total', help: 'Login attempts by outcome (success, failed, locked, rate_limited)', labelNames: ['outcome'] as const, registers: [registry] })
+  const logins = new Counter({ name: 'auth_logins_total', help: 'Login attempts by outcome (success, failed, locked, rate_limited, revoked: overtaken by a revocation of the account)', labelNames: ['outcome'] as const, registers: [registry] })
   const issued = new Counter({ name: 'auth_tokens_issued_total', help: 'Tokens issued (refreshes not included)', registers: [registry] })
   const refreshed = new Counter({ name: 'auth_tokens_refreshed_total', help: 'Tokens whose lifetime a Login reset', registers: [registry] })
   const terminated = new Counter({ name: 'auth_tokens_terminated_total', help: 'Tokens ended before their expiry (logout, revocation, disable, password change)', registers: [registry] })
@@ -79,7 +79,7 @@ export function createMetrics (sources: MetricSources): Metrics {
         logins.inc({ outcome: 'failed' })
         break
       case 'login.refused':
-        logins.inc({ outcome: event.outcome === 'account-locked' ? 'locked' : 'rate_limited' })
+        logins.inc({ outcome: event.outcome === 'account-locked' ? 'locked' : event.outcome === 'revoked-during-login' ? 'revoked' : 'rate_limited' })
         break
       default:
         if (event.tokensEnded !== undefined && event.tokensEnded > 0) terminated.inc(event.tokensEnded)
@@ -113,9 +113,9 @@ export function createMetrics (sources: MetricSources): Metrics {
     }),
     timeHashing: (hasher) => ({
       ...hasher,
-      hash: async (password) => await timed('hash', async () => await hasher.hash(password)),
-      verify: async (hash, password) => await timed('verify', async () => await hasher.verify(hash, password)),
-      verifyDummy: async (password) => { await timed('verify', async () => { await hasher.verifyDummy(password) }) }
+      hash: async (password, caller) => await timed('hash', async () => await hasher.hash(password, caller)),
+      verify: async (hash, password, caller) => await timed('verify', async () => await hasher.verify(hash, password, caller)),
+      verifyDummy: async (password, caller) => { await timed('verify', async () => { await hasher.verifyDummy(password, caller) }) }
     })
   }
 }

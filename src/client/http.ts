@@ -28,6 +28,22 @@ export interface FormRequest {
   cookieToken?: string | undefined
   timeoutMs: number
   fetch: FetchFunction
+  /** Largest body read; past it the stream is cut and the answer is a protocol error. */
+  maxResponseBytes?: number | undefined
+}
+
+/**
+ * The service's answers are a few hundred bytes; 1 MiB leaves room for anything in front of it
+ * (a proxy's error page) and still bounds what a broken or hostile endpoint can make us hold.
+ */
+export const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024
+
+/** A body over the bound: the read was cut there. */
+class ResponseTooLarge extends Error {
+  constructor (readonly limit: number) {
+    super(`response body larger than ${limit} bytes`)
+    this.name = 'ResponseTooLarge'
+  }
 }
 
 export const TOKEN_COOKIE = 'AuthToken1'
@@ -47,6 +63,8 @@ export async function postForm (request: FormRequest): Promise<Answer | Failure>
   let response: Response
   let text: string
   const signal = AbortSignal.timeout(request.timeoutMs)
+  const limit = request.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES
+  let httpStatus = 0
   try {
     response = await request.fetch(request.url, {
       method: 'POST',
@@ -55,8 +73,10 @@ export async function postForm (request: FormRequest): Promise<Answer | Failure>
       redirect: 'error',
       signal
     })
-    text = await readText(response, signal)
+    httpStatus = response.status
+    text = await readText(response, signal, limit)
   } catch (cause) {
+    if (cause instanceof ResponseTooLarge) return { ok: false, error: { kind: 'protocol', message: cause.message, httpStatus } }
     return { ok: false, error: { kind: 'network', cause, timedOut: isTimeout(cause) } }
   }
   let body: unknown
@@ -69,23 +89,35 @@ export async function postForm (request: FormRequest): Promise<Answer | Failure>
 }
 
 /**
- * The body as text, bounded by the same signal as the request. `response.text()` alone
- * can stay pending after an abort that lands mid-body (nodejs/node#56917,
- * nodejs/undici#4089); cancelling the reader always settles the read.
+ * The body as text, bounded by the same signal as the request and by `limit` bytes (a 2 GB
+ * body once grew a client by 602 MB: issue 20 §5). `response.text()` alone can stay
+ * pending after an abort that lands mid-body (nodejs/node#56917, nodejs/undici#4089);
+ * cancelling the reader always settles the read, and cuts the stream.
  */
-async function readText (response: Response, signal: AbortSignal): Promise<string> {
+async function readText (response: Response, signal: AbortSignal, limit: number): Promise<string> {
   if (response.body === null) return ''
+  const declared = Number(response.headers.get('content-length'))
+  if (declared > limit) {
+    await response.body.cancel().catch(() => {})
+    throw new ResponseTooLarge(limit)
+  }
   const reader = response.body.getReader()
   const onAbort = (): void => { reader.cancel(signal.reason).catch(() => {}) }
   signal.addEventListener('abort', onAbort, { once: true })
   try {
     const decoder = new TextDecoder()
     let text = ''
+    let received = 0
     for (;;) {
       if (signal.aborted) throw signal.reason
       const chunk = await reader.read()
       if (signal.aborted) throw signal.reason
       if (chunk.done) return text + decoder.decode()
+      received += chunk.value.byteLength
+      if (received > limit) {
+        await reader.cancel().catch(() => {})
+        throw new ResponseTooLarge(limit)
+      }
       text += decoder.decode(chunk.value, { stream: true })
     }
   } finally {
@@ -158,16 +190,25 @@ export interface AuthenticatedToken {
 
 /** POST <authenticateUrl> with the token in a form body (or, asked to, as the cookie). */
 export async function authenticateAt (
-  url: URL, token: string, options: { timeoutMs: number, fetch: FetchFunction, asCookie?: boolean }
+  url: URL, token: string, options: {
+    timeoutMs: number
+    fetch: FetchFunction
+    asCookie?: boolean | undefined
+    maxResponseBytes?: number | undefined
+    /** Sees the answer (its headers: the guard reads `Date`). */
+    onAnswer?: (answer: Answer) => void
+  }
 ): Promise<AuthenticatedToken | Failure> {
   const answer = await postForm({
     url,
     form: options.asCookie === true ? {} : { token },
     cookieToken: options.asCookie === true ? token : undefined,
     timeoutMs: options.timeoutMs,
-    fetch: options.fetch
+    fetch: options.fetch,
+    maxResponseBytes: options.maxResponseBytes
   })
   if (isFailure(answer)) return answer
+  options.onAnswer?.(answer)
   const body = successBody(answer)
   if (body === undefined) return errorOf(answer)
   const expiresAt = parseExpirationDate(body.expiration_date)

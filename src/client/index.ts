@@ -21,6 +21,8 @@ export interface AuthClientOptions {
   timeoutMs?: number
   /** Another fetch (tests, a custom undici dispatcher); default the global one. */
   fetch?: FetchFunction
+  /** Largest response body read (default 1 MiB); past it the answer is a `protocol` error and the stream is cut. */
+  maxResponseBytes?: number
 }
 
 export interface LoginSuccess {
@@ -69,6 +71,7 @@ export function endpoint (base: string | URL, path: string): URL {
 export function createAuthClient (options: AuthClientOptions): AuthClient {
   const timeoutMs = options.timeoutMs ?? 5000
   const fetchFunction = options.fetch ?? globalThis.fetch
+  const maxResponseBytes = options.maxResponseBytes
   const urls = {
     login: endpoint(options.baseUrl, 'auth/Login'),
     authenticate: endpoint(options.baseUrl, 'auth/Authenticate'),
@@ -79,7 +82,7 @@ export function createAuthClient (options: AuthClientOptions): AuthClient {
     async login (username, password, loginOptions = {}) {
       const form: Record<string, string> = { username, password }
       if (loginOptions.token !== undefined) form.token = loginOptions.token
-      const answer = await postForm({ url: urls.login, form, cookieToken: loginOptions.cookie, timeoutMs, fetch: fetchFunction })
+      const answer = await postForm({ url: urls.login, form, cookieToken: loginOptions.cookie, timeoutMs, fetch: fetchFunction, maxResponseBytes })
       if (isFailure(answer)) return answer
       const body = successBody(answer)
       if (body === undefined) return errorOf(answer)
@@ -89,7 +92,7 @@ export function createAuthClient (options: AuthClientOptions): AuthClient {
     },
 
     async authenticate (token, tokenOptions = {}) {
-      return await authenticateAt(urls.authenticate, token, { timeoutMs, fetch: fetchFunction, asCookie: tokenOptions.asCookie })
+      return await authenticateAt(urls.authenticate, token, { timeoutMs, fetch: fetchFunction, asCookie: tokenOptions.asCookie, maxResponseBytes })
     },
 
     async logout (token, tokenOptions = {}) {
@@ -99,7 +102,8 @@ export function createAuthClient (options: AuthClientOptions): AuthClient {
         form: asCookie ? {} : { token },
         cookieToken: asCookie ? token : undefined,
         timeoutMs,
-        fetch: fetchFunction
+        fetch: fetchFunction,
+        maxResponseBytes
       })
       if (isFailure(answer)) return answer
       if (successBody(answer) === undefined) return errorOf(answer)

@@ -15,6 +15,8 @@ export interface PositiveCacheOptions {
 export interface Lookup {
   readonly hash: string
   stale: boolean
+  /** Monotonic time of `begin`: a remaining lifetime learned by this lookup counts from here. */
+  readonly startedAt: number
 }
 
 interface Entry {
@@ -27,7 +29,13 @@ export interface PositiveCache extends RevocationWatcher {
   get (hash: string): TokenRecord | undefined
   /** Call before asking the store; hand the answer to `finish`, or call `abandon` on failure. */
   begin (hash: string): Lookup
-  finish (lookup: Lookup, record: TokenRecord | null): void
+  /**
+   * `remainingMs`: the token's remaining life as its source measured it (the key's PTTL, or
+   * `expiration_date` less the answer's `Date`), counted on this cache's monotonic clock from
+   * the lookup's start, so no wall clock of the guard decides an expiry (issue 20 §5: a guard
+   * 60 s behind served an expired token). Without it, the record's `expiresAt` against `wallNow`.
+   */
+  finish (lookup: Lookup, record: TokenRecord | null, remainingMs?: number): void
   abandon (lookup: Lookup): void
   readonly isLive: boolean
   readonly size: number
@@ -49,12 +57,28 @@ export function createPositiveCache (options: PositiveCacheOptions): PositiveCac
   const wallNow = options.wallNow ?? Date.now
   const entries = new Map<string, Entry>()
   const inFlight = new Map<string, Set<Lookup>>()
+  /** Monotonic instant until which the feed's last proof of liveness holds. */
+  let liveUntil = 0
   /** The hash last put at the end of `entries` (Map order is recency order); may have left it since. */
   let newest: string | undefined
   let live = false
 
   const markStale = (lookups: Iterable<Lookup>): void => {
     for (const lookup of lookups) lookup.stale = true
+  }
+
+  /** The feed is live and its last proof still holds; a lapsed proof drops the cache as a cut feed does. */
+  const trusted = (): boolean => {
+    if (!live) return false
+    if (now() < liveUntil) return true
+    interrupt()
+    return false
+  }
+
+  const interrupt = (): void => {
+    live = false
+    entries.clear()
+    for (const lookups of inFlight.values()) markStale(lookups)
   }
 
   const release = (lookup: Lookup): void => {
@@ -64,11 +88,11 @@ export function createPositiveCache (options: PositiveCacheOptions): PositiveCac
   }
 
   return {
-    get isLive () { return live },
+    get isLive () { return live && now() < liveUntil },
     get size () { return entries.size },
 
     get (hash) {
-      if (!live) return undefined
+      if (!trusted()) return undefined
       const entry = entries.get(hash)
       if (entry === undefined) return undefined
       if (entry.deadline <= now()) {
@@ -86,18 +110,21 @@ export function createPositiveCache (options: PositiveCacheOptions): PositiveCac
 
     begin (hash) {
       // Begun before the feed was live: a revocation may already have been missed.
-      const lookup: Lookup = { hash, stale: !live }
+      const startedAt = now()
+      const lookup: Lookup = { hash, stale: !trusted(), startedAt }
       let lookups = inFlight.get(hash)
       if (lookups === undefined) inFlight.set(hash, lookups = new Set())
       lookups.add(lookup)
       return lookup
     },
 
-    finish (lookup, record) {
+    finish (lookup, record, remainingMs) {
       release(lookup)
-      if (record === null || lookup.stale || !live) return
+      if (record === null || lookup.stale || !trusted()) return
       const t = now()
-      const deadline = Math.min(t + options.ttlMs, t + (record.expiresAt - wallNow()))
+      const deadline = remainingMs === undefined
+        ? Math.min(t + options.ttlMs, t + (record.expiresAt - wallNow()))
+        : Math.min(t + options.ttlMs, lookup.startedAt + remainingMs)
       if (deadline <= t) return
       entries.delete(lookup.hash)
       entries.set(lookup.hash, { record, deadline })
@@ -119,14 +146,14 @@ export function createPositiveCache (options: PositiveCacheOptions): PositiveCac
       }
     },
 
-    live () {
+    live (validForMs) {
       live = true
+      liveUntil = validForMs === undefined ? Infinity : Math.max(liveUntil, now() + validForMs)
     },
 
     interrupted () {
-      live = false
-      entries.clear()
-      for (const lookups of inFlight.values()) markStale(lookups)
+      liveUntil = 0
+      interrupt()
     }
   }
 }

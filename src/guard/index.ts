@@ -160,13 +160,13 @@ const guard: FastifyPluginAsync<AuthTokenGuardOptions> = async (fastify, options
   // Callback-style, so a cached answer costs no promise and no microtask turn.
   const verifyAndSet = (request: FastifyRequest, reply: FastifyReply, token: string, hash: string, done: (error?: Error) => void): void => {
     const lookup = cache?.begin(hash)
-    verifier.verify(token, hash).then((record) => {
-      if (lookup !== undefined) cache?.finish(lookup, record)
-      if (record === null) {
+    verifier.verify(token, hash).then((verified) => {
+      if (lookup !== undefined) cache?.finish(lookup, verified?.record ?? null, verified?.remainingMs ?? 0)
+      if (verified === null) {
         refuse(reply, 403)
         return
       }
-      request.auth = toAuth(record)
+      request.auth = toAuth(verified.record)
       done()
     }, (error: unknown) => {
       if (lookup !== undefined) cache?.abandon(lookup)

@@ -1,9 +1,11 @@
 import type { RevocationWatcher } from '../stores/token-store.js'
 import type { FetchFunction } from '../client/http.js'
+import { FEED_PROOF_MS } from '../stores/feed-liveness.js'
 
 /**
  * The HTTP mode's revocation feed: a client of the service's `GET /auth/revocations`
- * server-sent event stream, over fetch. `ready` makes the feed live; each `revoked`
+ * server-sent event stream, over fetch. `ready` makes the feed live, and each `heartbeat`
+ * renews the proof that it is (for as long as the event says); each `revoked`
  * event carries space-separated token hashes; the end of the stream, an error, or
  * silence longer than `idleTimeoutMs` (a half-open connection looks exactly like a
  * quiet one) makes it interrupted, and it reconnects with a capped, jittered backoff.
@@ -77,7 +79,11 @@ export interface RevocationFeedOptions {
   /** First reconnection delay, doubled on each failure up to `maxBackoffMs`. */
   minBackoffMs?: number
   maxBackoffMs?: number
-  /** No byte for this long (the service sends a heartbeat every 15 s): the stream is presumed dead. */
+  /**
+   * No byte for this long: the stream is presumed dead and made again. (Trust in the cache
+   * lapses far sooner, with the heartbeats: stores/feed-liveness.ts.) Services before
+   * heartbeat events sent a comment every 15 s.
+   */
   idleTimeoutMs?: number
   /** Told of each failed connection or cut stream (for a throttled log line). */
   onError?: (error: unknown) => void
@@ -91,7 +97,7 @@ export function followRevocations (options: RevocationFeedOptions, watcher: Revo
   const fetchFunction = options.fetch ?? globalThis.fetch
   const minBackoffMs = options.minBackoffMs ?? 100
   const maxBackoffMs = options.maxBackoffMs ?? 5000
-  const idleTimeoutMs = options.idleTimeoutMs ?? 45_000
+  const idleTimeoutMs = options.idleTimeoutMs ?? 20_000
   let closed = false
   let stopCurrent: ((reason: Error) => void) | undefined
   let wakeUp: (() => void) | undefined
@@ -135,7 +141,11 @@ export function followRevocations (options: RevocationFeedOptions, watcher: Revo
       const parser = createEventStreamParser((event) => {
         if (event.type === 'ready' && !live) {
           live = true
-          watcher.live()
+          watcher.live(FEED_PROOF_MS)
+        } else if (event.type === 'heartbeat' && live) {
+          // The service's own proof, passed on (stores/feed-liveness.ts): trusted no longer than it says.
+          const remaining = Number(event.data)
+          if (Number.isFinite(remaining) && remaining > 0) watcher.live(Math.min(remaining, FEED_PROOF_MS))
         } else if (event.type === 'revoked' && live) {
           const hashes = event.data.split(' ').filter((hash) => hash !== '')
           if (hashes.length > 0) watcher.revoked(hashes)

@@ -4,10 +4,17 @@ import { createRedisTokenStore } from '../stores/redis-token-store.js'
 import type { RevocationWatcher, TokenRecord } from '../stores/token-store.js'
 import { followRevocations } from './sse-feed.js'
 
+/** An active token, and how much longer it lives as its source measured it (from the request's start). */
+export interface Verified {
+  record: TokenRecord
+  /** Milliseconds; absent when not measured (no cache to keep). */
+  remainingMs?: number | undefined
+}
+
 /** Answers from the token service's side, whichever way it is reached. */
 export interface Verifier {
-  /** The active token's record, null for unknown, expired or terminated; throws when nobody can say. */
-  verify (token: string, hash: string): Promise<TokenRecord | null>
+  /** The active token, null for unknown, expired or terminated; throws when nobody can say. */
+  verify (token: string, hash: string): Promise<Verified | null>
   /** Starts following revocations (only when there is a cache to keep right). */
   watch (watcher: RevocationWatcher): void
   /** Resolves when the verifier is worth asking, or after `waitMs` in any case. */
@@ -55,13 +62,26 @@ export function directVerifier (options: DirectVerifierOptions): Verifier {
     keyPrefix: options.keyPrefix,
     // Unused here: the guard never terminates a token.
     denyTtlMs: 1000,
+    // The service refuses to serve on an evicting Redis and says so; a reader need not check again.
+    requireNoEviction: false,
     commandTimeoutMs: options.timeoutMs,
     onError: options.onError
   })
   let stopWatching: (() => void) | undefined
+  const tokenPrefix = `${options.keyPrefix}t:`
+  /**
+   * With a cache to keep: the key's PTTL beside the GET (sent together, one round trip), the
+   * remaining life by Redis's own clock, so the guard's wall clock never decides an expiry.
+   */
+  const findWithRemaining = async (hash: string): Promise<Verified | null> => {
+    const [record, pttl] = await Promise.all([store.find(hash), store.redis.pttl(tokenPrefix + hash)])
+    return record === null ? null : { record, remainingMs: Math.max(0, pttl) }
+  }
   return {
     // The race also bounds a handed-in client that queues commands while Redis is away.
-    verify: async (_token, hash) => await within(store.find(hash), options.timeoutMs),
+    verify: async (_token, hash) => await within(stopWatching === undefined
+      ? store.find(hash).then((record) => record === null ? null : { record })
+      : findWithRemaining(hash), options.timeoutMs),
     watch (watcher) {
       stopWatching = store.watchRevocations(watcher)
     },
@@ -94,9 +114,18 @@ export function httpVerifier (options: HttpVerifierOptions): Verifier {
   let feed: { close: () => Promise<void> } | undefined
   return {
     async verify (token) {
-      const result = await authenticateAt(options.authenticateUrl, token, { timeoutMs: options.timeoutMs, fetch: options.fetch })
+      let serverNow: number | undefined
+      const result = await authenticateAt(options.authenticateUrl, token, {
+        timeoutMs: options.timeoutMs,
+        fetch: options.fetch,
+        onAnswer: (answer) => { serverNow = Date.parse(answer.headers.get('date') ?? '') }
+      })
       if (result.ok) {
-        return { accountId: result.accountId, username: result.username, federated: result.federated, expiresAt: result.expiresAt.getTime() }
+        const expiresAt = result.expiresAt.getTime()
+        // By the service's clock: its `Date` names the second it answered in (the instant may be up
+        // to 1 s later, hence the second taken off); no Date, nothing is cached.
+        const remainingMs = serverNow === undefined || Number.isNaN(serverNow) ? 0 : Math.max(0, expiresAt - serverNow - 1000)
+        return { record: { accountId: result.accountId, username: result.username, federated: result.federated, expiresAt }, remainingMs }
       }
       const { error } = result
       if (error.kind === 'status' && error.status === 403) return null

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { parseOptions, type Algorithm, type Version } from '@node-rs/argon2'
-import { createBoundedQueue, type BoundedQueue } from './bounded-queue.js'
+import { createFairQueue, type FairQueue, type HashCaller, type HashShare } from './fair-queue.js'
 import { createHashWorkers, HashThreadError } from './hash-workers.js'
 import { serviceUnavailable, StatusError } from './status.js'
 
@@ -13,12 +13,18 @@ export interface Argon2Policy {
 
 export const OWASP_MINIMUM_POLICY: Argon2Policy = Object.freeze({ memoryCost: 19456, timeCost: 2, parallelism: 1 })
 
+export type { HashCaller }
+
+/**
+ * `caller`: whom a Login's hash is for (account and client IP), so that no one of them takes
+ * more than its share of the queue (lib/fair-queue.ts): beyond it, 429 for that caller alone.
+ */
 export interface PasswordHasher {
-  hash (password: string): Promise<string>
+  hash (password: string, caller?: HashCaller): Promise<string>
   /** True when `password` matches `hash`; false for a mismatch or an unreadable hash. */
-  verify (hash: string, password: string): Promise<boolean>
+  verify (hash: string, password: string, caller?: HashCaller): Promise<boolean>
   /** Spend the time of a verify without an account, so unknown users cost what known ones do. */
-  verifyDummy (password: string): Promise<void>
+  verifyDummy (password: string, caller?: HashCaller): Promise<void>
   needsRehash (hash: string): boolean
   /** Hashes running or waiting (a gauge for operators). */
   queueDepth (): number
@@ -31,8 +37,14 @@ export interface HashingLimits {
   concurrency: number
   /** Hashes allowed to wait; beyond that a login is refused with 503 and Retry-After. */
   maxQueued: number
+  /** One account's share of those (running, waiting); beyond it that caller gets 429. Default 2 and 8. */
+  perAccount?: HashShare
+  /** One client IP's share; default 4 and 16 (an address may be a NAT of many users). */
+  perIp?: HashShare
 }
 
+export const DEFAULT_ACCOUNT_SHARE: HashShare = Object.freeze({ running: 2, queued: 8 })
+export const DEFAULT_IP_SHARE: HashShare = Object.freeze({ running: 4, queued: 16 })
 export const DEFAULT_HASHING_LIMITS: HashingLimits = Object.freeze({ concurrency: 2, maxQueued: 64 })
 
 /**
@@ -58,7 +70,12 @@ const VERSION_0X13 = 1 as Version
  */
 export function createPasswordHasher (policy: Argon2Policy = OWASP_MINIMUM_POLICY, limits: HashingLimits = DEFAULT_HASHING_LIMITS): PasswordHasher {
   const options = { algorithm: ARGON2ID, version: VERSION_0X13, ...policy, outputLen: 32 }
-  const queue: BoundedQueue = createBoundedQueue(limits.concurrency, limits.maxQueued)
+  const queue: FairQueue = createFairQueue({
+    concurrency: limits.concurrency,
+    maxQueued: limits.maxQueued,
+    perAccount: limits.perAccount ?? DEFAULT_ACCOUNT_SHARE,
+    perIp: limits.perIp ?? DEFAULT_IP_SHARE
+  })
   const workers = createHashWorkers(limits.concurrency)
   let dummyHash: Promise<string> | undefined
 
@@ -67,7 +84,7 @@ export function createPasswordHasher (policy: Argon2Policy = OWASP_MINIMUM_POLIC
     throw error instanceof HashThreadError ? serviceUnavailable('hash-thread', error) : error
   })
 
-  async function verify (hash: string, password: string): Promise<boolean> {
+  async function verify (hash: string, password: string, caller?: HashCaller): Promise<boolean> {
     return await queue.run(async () => {
       try {
         return await onThreads(async () => await workers.verify(hash, password))
@@ -76,17 +93,17 @@ export function createPasswordHasher (policy: Argon2Policy = OWASP_MINIMUM_POLIC
         // A malformed stored hash must never let anyone in.
         return false
       }
-    })
+    }, caller)
   }
 
   return {
-    hash: async (password) => await queue.run(async () => canonicalPhc(await onThreads(async () => await workers.hash(password, options)))),
+    hash: async (password, caller) => await queue.run(async () => canonicalPhc(await onThreads(async () => await workers.hash(password, options))), caller),
     verify,
-    async verifyDummy (password) {
+    async verifyDummy (password, caller) {
       // Made once; a failed attempt is forgotten, so one thread failure does not break every later call.
       dummyHash ??= queue.run(async () => await onThreads(async () => await workers.hash(randomBytes(32).toString('base64url'), options)))
         .catch((error: unknown) => { dummyHash = undefined; throw error })
-      await verify(await dummyHash, password)
+      await verify(await dummyHash, password, caller)
     },
     queueDepth: () => queue.depth(),
     close: async () => { await workers.close() },

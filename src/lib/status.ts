@@ -58,10 +58,11 @@ export const loginFailed = (): StatusError => new StatusError(701, 'Login Failed
 export const internalError = (): StatusError => new StatusError(500, 'Internal Server Error', 500)
 
 /** What a 503 could not get an answer from: the one thing its log line names. */
-export type Unavailable = 'redis' | 'database' | 'directory' | 'hash-queue' | 'hash-thread'
+export type Unavailable = 'redis' | 'database' | 'directory' | 'hash-queue' | 'hash-thread' | 'revoked'
 
 /**
- * A 503: something the answer depends on could not answer, or (hash-queue) had no room.
+ * A 503: something the answer depends on could not answer, or (hash-queue) had no room, or
+ * (revoked) a revoke-all of the account overtook the Login, which may simply be sent again.
  * The service is working as designed (it fails closed), so the log gets a short line
  * naming `unavailable`, not a stack.
  */

@@ -1,6 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify'
 import type { Database } from '../db/queryable.js'
 import type { TokenStore } from '../stores/token-store.js'
+import { UnavailableError } from '../lib/status.js'
+import { EvictionPolicyError } from '../stores/redis-eviction.js'
 import { refuseOtherMethods } from './http.js'
 
 export interface HealthRoutesOptions {
@@ -13,13 +15,17 @@ export interface HealthRoutesOptions {
   timeoutMs: number
 }
 
-type CheckResult = 'ok' | 'down'
+/** `evicting`: Redis answers but may evict keys (stores/redis-eviction.ts), so the service refuses to serve. */
+type CheckResult = 'ok' | 'down' | 'evicting'
+
+const failed = (error: unknown): CheckResult =>
+  error instanceof UnavailableError && error.cause instanceof EvictionPolicyError ? 'evicting' : 'down'
 
 async function check (work: () => Promise<unknown>, timeoutMs: number): Promise<CheckResult> {
   let timer: NodeJS.Timeout | undefined
   const timeout = new Promise<CheckResult>((resolve) => { timer = setTimeout(() => { resolve('down') }, timeoutMs) })
   try {
-    return await Promise.race([work().then((): CheckResult => 'ok', (): CheckResult => 'down'), timeout])
+    return await Promise.race([work().then((): CheckResult => 'ok', failed), timeout])
   } finally {
     clearTimeout(timer)
   }

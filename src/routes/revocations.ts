@@ -2,37 +2,59 @@ import type { FastifyPluginAsync } from 'fastify'
 import type { RevocationWatcher, TokenStore } from '../stores/token-store.js'
 import { serviceUnavailable } from '../lib/status.js'
 import { refuseOtherMethods } from './http.js'
+import { performance } from 'node:perf_hooks'
+import { FEED_HEARTBEAT_MS, FEED_PROOF_MS } from '../stores/feed-liveness.js'
 
 export interface RevocationRoutesOptions {
   tokens: TokenStore
-  /** Comment lines keep idle proxies from closing the stream. */
+  /** How often a `heartbeat` event goes out while this instance's own feed is proven (stores/feed-liveness.ts). */
   heartbeatMs?: number
 }
 
 /**
  * GET /auth/revocations: a server-sent event stream of token hashes as they are
  * ended, for caching verifiers (the guard's HTTP mode) that cannot reach Redis.
- * The first event is `ready`; each `revoked` event carries space-separated hashes.
+ * The first event is `ready`; each `revoked` event carries space-separated hashes; a
+ * `heartbeat` event every 200 ms carries how many more milliseconds the stream is proven
+ * current (stores/feed-liveness.ts).
  * When this instance's own feed is cut, every stream is closed, so that clients drop
  * their caches and reconnect. Hashes of ended tokens are no secret.
  */
-export const revocationRoutes: FastifyPluginAsync<RevocationRoutesOptions> = async (app, { tokens, heartbeatMs = 15_000 }) => {
+export const revocationRoutes: FastifyPluginAsync<RevocationRoutesOptions> = async (app, { tokens, heartbeatMs = FEED_HEARTBEAT_MS }) => {
   const streams = new Set<{ write: (chunk: string) => void, end: () => void }>()
   let live = false
+  /** Monotonic instant until which this instance's own feed is proven current. */
+  let provenUntil = 0
   const watcher: RevocationWatcher = {
     revoked (hashes) {
       const event = `event: revoked\ndata: ${hashes.join(' ')}\n\n`
       for (const stream of streams) stream.write(event)
     },
-    live () { live = true },
+    live (validForMs) {
+      live = true
+      provenUntil = validForMs === undefined ? Infinity : Math.max(provenUntil, performance.now() + validForMs)
+    },
     interrupted () {
       live = false
+      provenUntil = 0
       for (const stream of streams) stream.end()
     }
   }
   const stopWatching = tokens.watchRevocations(watcher)
+  // Heartbeats pass on this instance's proof, never more: each says how much longer it holds
+  // (at most FEED_PROOF_MS), and none goes out once it has lapsed (its Redis half-open, say),
+  // so a guard's trust lapses with it. They also keep idle proxies from closing the stream.
+  const heartbeat = setInterval(() => {
+    if (streams.size === 0) return
+    const remaining = Math.min(FEED_PROOF_MS, provenUntil - performance.now())
+    if (!live || remaining <= 0) return
+    const event = `event: heartbeat\ndata: ${Math.floor(remaining)}\n\n`
+    for (const stream of streams) stream.write(event)
+  }, heartbeatMs)
+  heartbeat.unref()
   // preClose, not onClose: open streams would otherwise keep the server from closing.
   app.addHook('preClose', async () => {
+    clearInterval(heartbeat)
     stopWatching()
     for (const stream of streams) stream.end()
   })
@@ -56,17 +78,12 @@ export const revocationRoutes: FastifyPluginAsync<RevocationRoutesOptions> = asy
       'x-accel-buffering': 'no',
       connection: 'keep-alive'
     })
-    const heartbeat = setInterval(() => { raw.write(': ping\n\n') }, heartbeatMs)
-    heartbeat.unref()
     const stream = {
       write: (chunk: string) => { raw.write(chunk) },
       end: () => { raw.end() }
     }
     streams.add(stream)
-    raw.once('close', () => {
-      clearInterval(heartbeat)
-      streams.delete(stream)
-    })
+    raw.once('close', () => { streams.delete(stream) })
     raw.write('event: ready\ndata: \n\n')
   })
   refuseOtherMethods(app, '/auth/revocations', ['GET'])

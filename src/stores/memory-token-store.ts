@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks'
-import type { RevocationWatcher, TokenRecord, TokenStore } from './token-store.js'
+import { activeAt, type RevocationWatcher, type TokenRecord, type TokenStore } from './token-store.js'
 
 interface Entry {
   record: TokenRecord
@@ -9,8 +9,12 @@ interface Entry {
 
 export interface MemoryTokenStoreOptions {
   denyTtlMs: number
+  /** Active tokens one account may hold; an issue beyond it ends the account's oldest. Default 1000. */
+  maxTokensPerAccount?: number
   /** Injectable monotonic clock for tests of the store itself. */
   now?: () => number
+  /** Wall clock (epoch ms) that `expiresAt` is compared with on read. */
+  wallNow?: () => number
 }
 
 /**
@@ -19,9 +23,15 @@ export interface MemoryTokenStoreOptions {
  */
 export function createMemoryTokenStore (options: MemoryTokenStoreOptions): TokenStore {
   const now = options.now ?? (() => performance.now())
+  const wallNow = options.wallNow ?? Date.now
+  const maxTokens = options.maxTokensPerAccount ?? 1000
   const tokens = new Map<string, Entry>()
   const accounts = new Map<string, Set<string>>()
   const denied = new Map<string, number>()
+  /** accountId -> the epoch its last revocation recorded. Small: one number per account ever revoked. */
+  const epochs = new Map<string, number>()
+  const stale = (accountId: string, epoch: number | undefined): boolean =>
+    epoch !== undefined && (epochs.get(accountId) ?? -Infinity) > epoch
   const watchers = new Set<RevocationWatcher>()
   const announce = (hashes: readonly string[]): void => {
     if (hashes.length === 0) return
@@ -65,23 +75,40 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Token
   }
 
   return {
-    async issue (tokenHash, record, ttlMs) {
+    async issue (tokenHash, record, ttlMs, epoch) {
+      if (stale(record.accountId, epoch)) return false
       pruneOldest()
       tokens.set(tokenHash, { record: { ...record }, deadline: now() + ttlMs })
       let index = accounts.get(record.accountId)
       if (index === undefined) accounts.set(record.accountId, index = new Set())
       index.add(tokenHash)
+      // The cap: the index is in order of issue or refresh, which for one account's equal lifetimes
+      // is the order of expiry, so its first entries are the tokens that end first anyway.
+      const ended: string[] = []
+      for (const hash of index) {
+        if (index.size <= maxTokens) break
+        const entry = live(hash)
+        if (entry === undefined) continue
+        forget(hash, entry)
+        deny(hash)
+        ended.push(hash)
+      }
+      announce(ended)
+      return true
     },
     async find (tokenHash) {
       const entry = live(tokenHash)
-      return entry === undefined ? null : { ...entry.record }
+      return entry === undefined ? null : activeAt({ ...entry.record }, wallNow())
     },
-    async refresh (tokenHash, record, ttlMs) {
+    async refresh (tokenHash, record, ttlMs, epoch) {
       const entry = live(tokenHash)
-      if (entry === undefined || entry.record.accountId !== record.accountId) return false
-      // Re-insert so the Map's order stays roughly the order of deadlines.
+      if (entry === undefined || entry.record.accountId !== record.accountId || stale(record.accountId, epoch)) return false
+      // Re-insert so the Map's and the index's order stay roughly the order of deadlines.
       tokens.delete(tokenHash)
       tokens.set(tokenHash, { record: { ...record }, deadline: now() + ttlMs })
+      const index = accounts.get(record.accountId)
+      index?.delete(tokenHash)
+      index?.add(tokenHash)
       return true
     },
     async terminate (tokenHash) {
@@ -92,7 +119,8 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Token
       announce([tokenHash])
       return { ...entry.record }
     },
-    async terminateAccount (accountId) {
+    async terminateAccount (accountId, epoch) {
+      if (epoch !== undefined && (epochs.get(accountId) ?? -Infinity) < epoch) epochs.set(accountId, epoch)
       const index = accounts.get(accountId)
       if (index === undefined) return []
       const ended: string[] = []
@@ -127,6 +155,7 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Token
       tokens.clear()
       accounts.clear()
       denied.clear()
+      epochs.clear()
     }
   }
 }

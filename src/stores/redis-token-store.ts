@@ -1,12 +1,17 @@
 import { createRedisClient, DEFAULT_KEY_PREFIX, duplicateForSubscribing, type RedisClient, type RedisTopology } from './redis-client.js'
-import { serviceUnavailable, StatusError } from '../lib/status.js'
-import { decodeRecord, encodeRecord, type RevocationWatcher, type TokenRecord, type TokenStore } from './token-store.js'
+import { serviceUnavailable, StatusError, UnavailableError } from '../lib/status.js'
+import { performance } from 'node:perf_hooks'
+import { evictingPolicy, EvictionPolicyError } from './redis-eviction.js'
+import { FEED_HEARTBEAT_MS, FEED_PROOF_MS, FEED_STALL_MS } from './feed-liveness.js'
+import { activeAt, decodeRecord, encodeRecord, type RevocationWatcher, type TokenRecord, type TokenStore } from './token-store.js'
 
 /*
  * Key layout (prefix default `{ats}:`, a hash tag: see DEFAULT_KEY_PREFIX):
  *   <p>t:<tokenHash>   string  encodeRecord(...), PX = the token's remaining life
  *   <p>a:<accountId>   hash    tokenHash -> ''  the account's index (listpack-encoded when
  *                              small, which is what keeps a token under 300 bytes on Redis 7.0)
+ *   <p>e:<accountId>   string  the account's revocation epoch, set by terminateAccount; an issue or
+ *                              refresh carrying an older one is refused (PX: the longest token lifetime)
  *   <p>deny            zset    tokenHash scored by the Redis-clock ms until which it is denied
  *   <p>revoked         channel space-separated hashes of tokens just ended (published by the scripts)
  * Every multi-step write is one Lua script, so each is atomic. Deny-set times come from
@@ -22,6 +27,12 @@ local function nowMs()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+-- True when a revocation has recorded an epoch above the one the caller read ('' : none given).
+local function overtaken(key, epoch)
+  if epoch == '' then return false end
+  local current = redis.call('GET', key)
+  return current ~= false and tonumber(current) > tonumber(epoch)
+end
 local function deny(key, hash, ttl)
   local now = nowMs()
   redis.call('ZADD', key, now + ttl, hash)
@@ -31,10 +42,11 @@ end
 `
 
 const SCRIPTS = {
-  // KEYS: token, index   ARGV: value, ttlMs, tokenHash, tokenKeyPrefix
+  // KEYS: token, index, epoch   ARGV: value, ttlMs, tokenHash, tokenKeyPrefix, epoch ('' : none)
   atsIssue: {
-    numberOfKeys: 2,
+    numberOfKeys: 3,
     lua: `${EXTEND_INDEX}
+if overtaken(KEYS[3], ARGV[5]) then return 0 end
 local ttl = tonumber(ARGV[2])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
 redis.call('HSET', KEYS[2], ARGV[3], '')
@@ -48,10 +60,11 @@ end
 extendIndex(KEYS[2], ttl)
 return 1`
   },
-  // KEYS: token, index   ARGV: value, ttlMs, tokenHash, accountId
+  // KEYS: token, index, epoch   ARGV: value, ttlMs, tokenHash, accountId, epoch ('' : none)
   atsRefresh: {
-    numberOfKeys: 2,
+    numberOfKeys: 3,
     lua: `${EXTEND_INDEX}
+if overtaken(KEYS[3], ARGV[5]) then return 0 end
 local current = redis.call('GET', KEYS[1])
 if not current then return 0 end
 local _, _, account = string.find(current, '^[^|]*|[^|]*|([^|]*)|')
@@ -75,10 +88,15 @@ deny(KEYS[2], ARGV[1], tonumber(ARGV[2]))
 redis.call('PUBLISH', ARGV[4], ARGV[1])
 return current`
   },
-  // KEYS: index, deny   ARGV: tokenKeyPrefix, denyTtlMs, channel
+  // KEYS: index, deny, epoch   ARGV: tokenKeyPrefix, denyTtlMs, channel, epoch ('' : none), epochTtlMs
   atsTerminateAccount: {
-    numberOfKeys: 2,
+    numberOfKeys: 3,
     lua: `${EXTEND_INDEX}
+-- The epoch first, in this same script: a Login that read an older one and has not issued yet never will.
+if ARGV[4] ~= '' then
+  local current = redis.call('GET', KEYS[3])
+  if not current or tonumber(current) < tonumber(ARGV[4]) then redis.call('SET', KEYS[3], ARGV[4], 'PX', tonumber(ARGV[5])) end
+end
 local ended = {}
 for _, hash in ipairs(redis.call('HKEYS', KEYS[1])) do
   if redis.call('DEL', ARGV[1] .. hash) == 1 then
@@ -105,10 +123,10 @@ return redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf')`
 } as const
 
 interface ScriptCommands {
-  atsIssue (token: string, index: string, value: string, ttlMs: number, tokenHash: string, tokenPrefix: string): Promise<number>
-  atsRefresh (token: string, index: string, value: string, ttlMs: number, tokenHash: string, accountId: string): Promise<number>
+  atsIssue (token: string, index: string, epochKey: string, value: string, ttlMs: number, tokenHash: string, tokenPrefix: string, epoch: string): Promise<number>
+  atsRefresh (token: string, index: string, epochKey: string, value: string, ttlMs: number, tokenHash: string, accountId: string, epoch: string): Promise<number>
   atsTerminate (token: string, deny: string, tokenHash: string, denyTtlMs: number, indexPrefix: string, channel: string): Promise<string | null>
-  atsTerminateAccount (index: string, deny: string, tokenPrefix: string, denyTtlMs: number, channel: string): Promise<string[]>
+  atsTerminateAccount (index: string, deny: string, epochKey: string, tokenPrefix: string, denyTtlMs: number, channel: string, epoch: string, epochTtlMs: number): Promise<string[]>
   atsDenied (deny: string, tokenHash: string): Promise<string[]>
 }
 
@@ -119,12 +137,21 @@ export interface RedisTokenStoreOptions {
   topology?: RedisTopology
   keyPrefix?: string
   denyTtlMs: number
+  /** How long an account's revocation epoch is kept: at least the longest token lifetime (default 24 h). */
+  epochTtlMs?: number
   /** Upper bound on any one command; past it the caller gets a 503, not a hang. */
   commandTimeoutMs?: number
   /** Errors of the connection the store owns (reconnects are automatic). */
   onError?: (error: Error) => void
   /** Any command that failed (timeout, refused write, no connection), before it becomes a 503. */
   onCommandError?: (error: unknown) => void
+  /**
+   * Refuse to issue, refresh and find tokens (503; readiness fails) while Redis may evict keys
+   * (redis-eviction.ts). Default true; a guard, which only reads, may turn it off.
+   */
+  requireNoEviction?: boolean
+  /** Told once each time Redis is found with an evicting policy (for a clear log line). */
+  onEvictionPolicy?: (error: EvictionPolicyError) => void
 }
 
 export interface RedisTokenStore extends TokenStore {
@@ -143,6 +170,9 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
   const prefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX
   const tokenPrefix = `${prefix}t:`
   const indexPrefix = `${prefix}a:`
+  const epochPrefix = `${prefix}e:`
+  const epochTtlMs = options.epochTtlMs ?? 86_400_000
+  const epochArg = (epoch: number | undefined): string => epoch === undefined ? '' : String(epoch)
   const denyKey = `${prefix}deny`
   const channel = `${prefix}revoked`
   const feed = createRevocationFeed(redis, channel)
@@ -160,6 +190,26 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
 
   const ttl = (ttlMs: number): number => Math.max(1, Math.floor(ttlMs))
 
+  // Checked when the connection is (re)established, at every readiness ping and every 10 s.
+  const requireNoEviction = options.requireNoEviction ?? true
+  let evicting: EvictionPolicyError | undefined
+  const checkPolicy = async (): Promise<void> => {
+    const policy = await evictingPolicy(redis)
+    const before = evicting
+    evicting = policy === undefined ? undefined : new EvictionPolicyError(policy)
+    if (evicting !== undefined && before?.policy !== evicting.policy) options.onEvictionPolicy?.(evicting)
+  }
+  const refuseWhileEvicting = (): void => {
+    if (evicting !== undefined) throw new UnavailableError('redis', evicting)
+  }
+  let policyTimer: NodeJS.Timeout | undefined
+  if (requireNoEviction) {
+    redis.on('ready', () => { checkPolicy().catch(() => {}) })
+    policyTimer = setInterval(() => { if (redis.status === 'ready') checkPolicy().catch(() => {}) }, 10_000)
+    policyTimer.unref()
+  }
+  const finder = createFinder(redis, tokenPrefix, options.onCommandError)
+
   return {
     redis,
     async ready () {
@@ -174,33 +224,44 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
         })
       }
     },
-    issue: async (tokenHash, record, ttlMs) => await guarded(async () => {
-      await commands.atsIssue(tokenPrefix + tokenHash, indexPrefix + record.accountId, encodeRecord(record), ttl(ttlMs), tokenHash, tokenPrefix)
+    issue: async (tokenHash, record, ttlMs, epoch) => await guarded(async () => {
+      refuseWhileEvicting()
+      return await commands.atsIssue(tokenPrefix + tokenHash, indexPrefix + record.accountId, epochPrefix + record.accountId,
+        encodeRecord(record), ttl(ttlMs), tokenHash, tokenPrefix, epochArg(epoch)) === 1
     }),
-    find: createFinder(redis, tokenPrefix, options.onCommandError),
-    refresh: async (tokenHash, record, ttlMs) => await guarded(async () =>
-      await commands.atsRefresh(tokenPrefix + tokenHash, indexPrefix + record.accountId, encodeRecord(record), ttl(ttlMs), tokenHash, record.accountId) === 1),
+    find: requireNoEviction
+      ? (tokenHash) => evicting === undefined ? finder(tokenHash) : Promise.reject(new UnavailableError('redis', evicting))
+      : finder,
+    refresh: async (tokenHash, record, ttlMs, epoch) => await guarded(async () => {
+      refuseWhileEvicting()
+      return await commands.atsRefresh(tokenPrefix + tokenHash, indexPrefix + record.accountId, epochPrefix + record.accountId,
+        encodeRecord(record), ttl(ttlMs), tokenHash, record.accountId, epochArg(epoch)) === 1
+    }),
     terminate: async (tokenHash) => await guarded(async () => {
       const ended = await commands.atsTerminate(tokenPrefix + tokenHash, denyKey, tokenHash, denyTtlMs, indexPrefix, channel)
       return ended === null ? null : decodeRecord(ended)
     }),
-    terminateAccount: async (accountId) => await guarded(async () =>
-      await commands.atsTerminateAccount(indexPrefix + accountId, denyKey, tokenPrefix, denyTtlMs, channel)),
+    terminateAccount: async (accountId, epoch) => await guarded(async () =>
+      await commands.atsTerminateAccount(indexPrefix + accountId, denyKey, epochPrefix + accountId, tokenPrefix, denyTtlMs, channel, epochArg(epoch), epochTtlMs)),
     isDenied: async (tokenHash) => await guarded(async () =>
       (await commands.atsDenied(denyKey, tokenHash)).length > 0),
     listDenied: async () => await guarded(async () => await commands.atsDenied(denyKey, '')),
     watchRevocations: (watcher) => feed.watch(watcher),
-    ping: async () => { await guarded(async () => await redis.ping()) },
+    ping: async () => {
+      await guarded(async () => {
+        await redis.ping()
+        if (requireNoEviction) await checkPolicy()
+      })
+      refuseWhileEvicting()
+    },
     async close () {
+      clearInterval(policyTimer)
       await feed.close()
       // Never close a client we were handed.
       if (owned) await redis.quit().catch(() => { redis.disconnect() })
     }
   }
 }
-
-const HEARTBEAT_INTERVAL_MS = 5000
-const HEARTBEAT_TIMEOUT_MS = 2000
 
 /** Keys that share this prefix share a Cluster slot: it holds a non-empty hash tag. */
 const HASH_TAG = /^[^{]*\{[^}]+\}/
@@ -221,7 +282,7 @@ interface PendingFind {
  * keys must share a Cluster slot, so without a hash tag in the prefix a Cluster gets GETs.
  */
 function createFinder (redis: RedisClient, tokenPrefix: string, onCommandError?: (error: unknown) => void): (tokenHash: string) => Promise<TokenRecord | null> {
-  const decode = (value: string | null | undefined): TokenRecord | null => value === null || value === undefined ? null : decodeRecord(value)
+  const decode = (value: string | null | undefined): TokenRecord | null => value === null || value === undefined ? null : activeAt(decodeRecord(value), Date.now())
   const unavailable = (error: unknown): StatusError => error instanceof StatusError ? error : serviceUnavailable('redis', error)
   const get = (entry: PendingFind): void => {
     redis.get(entry.key).then((value) => { entry.resolve(decode(value)) }, (error: unknown) => {
@@ -280,7 +341,7 @@ function createRevocationFeed (redis: RedisClient, channel: string): RevocationF
     if (live === next) return
     live = next
     for (const watcher of watchers) {
-      if (next) watcher.live()
+      if (next) watcher.live(FEED_PROOF_MS)
       else watcher.interrupted()
     }
   }
@@ -300,24 +361,42 @@ function createRevocationFeed (redis: RedisClient, channel: string): RevocationF
     return connection
   }
 
-  // A half-open connection (a NAT drop, a failover without a reset) looks live forever: ping it,
-  // and a ping unanswered in time cuts it, so watchers hear `interrupted` and drop their caches.
+  // The proof of liveness (stores/feed-liveness.ts): a PING on the subscribed connection every
+  // FEED_HEARTBEAT_MS; its PONG renews every watcher's trust for FEED_PROOF_MS from the PING's
+  // sending. A PING unanswered for FEED_STALL_MS (a half-open connection: a NAT drop, a frozen
+  // proxy) cuts the connection, so it is made again; the watchers' trust has lapsed long before.
+  let pingSentAt: number | undefined
   const heartbeat = setInterval(() => {
     const connection = subscriber
     if (connection === undefined || !live) return
-    let timer: NodeJS.Timeout | undefined
-    const timeout = new Promise<never>((_resolve, reject) => { timer = setTimeout(() => { reject(new Error('ping timeout')) }, HEARTBEAT_TIMEOUT_MS) })
-    Promise.race([connection.ping(), timeout])
-      .catch(() => { if (subscriber === connection) connection.disconnect(true) })
-      .finally(() => { clearTimeout(timer) })
-  }, HEARTBEAT_INTERVAL_MS)
+    if (pingSentAt !== undefined) {
+      if (performance.now() - pingSentAt > FEED_STALL_MS) {
+        pingSentAt = undefined
+        connection.disconnect(true)
+      }
+      return
+    }
+    const sentAt = performance.now()
+    pingSentAt = sentAt
+    connection.ping().then(() => {
+      if (pingSentAt !== sentAt) return
+      pingSentAt = undefined
+      if (subscriber !== connection || !live) return
+      const validForMs = FEED_PROOF_MS - (performance.now() - sentAt)
+      if (validForMs > 0) for (const watcher of watchers) watcher.live(validForMs)
+    }, () => {
+      if (pingSentAt === sentAt) pingSentAt = undefined
+      if (subscriber === connection) connection.disconnect(true)
+    })
+  }, FEED_HEARTBEAT_MS)
   heartbeat.unref()
 
   return {
     watch (watcher) {
       watchers.add(watcher)
       subscriber ??= open()
-      if (live) watcher.live()
+      // Live, not yet proven for this watcher: the next heartbeat proves it.
+      if (live) watcher.live(0)
       return () => { watchers.delete(watcher) }
     },
     async close () {

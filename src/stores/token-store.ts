@@ -19,30 +19,44 @@ export interface TokenRecord {
  */
 export interface RevocationWatcher {
   revoked (tokenHashes: readonly string[]): void
-  /** The feed is connected: from now on every revocation is delivered. */
-  live (): void
+  /**
+   * The feed is connected and proven current: every revocation published before the proof
+   * was taken has been delivered. `validForMs`: how long that proof holds unless another
+   * renews it (heartbeats: stores/feed-liveness.ts); undefined, until `interrupted`.
+   */
+  live (validForMs?: number): void
   /** The feed was cut: revocations may be missed until the next `live`. */
   interrupted (): void
 }
 
 export interface TokenStore {
-  /** Stores a new token for `ttlMs` milliseconds and adds it to its account's index. */
-  issue (tokenHash: string, record: TokenRecord, ttlMs: number): Promise<void>
+  /**
+   * Stores a new token for `ttlMs` milliseconds and adds it to its account's index: true.
+   * With `epoch` (the account's revocation epoch, read before its password was checked),
+   * false and nothing stored when a revocation of the account has passed that epoch since
+   * (terminateAccount): the Login was overtaken and must not get a token.
+   */
+  issue (tokenHash: string, record: TokenRecord, ttlMs: number, epoch?: number): Promise<boolean>
   /** The active token's record, or null for unknown, expired or terminated. One round trip. */
   find (tokenHash: string): Promise<TokenRecord | null>
   /**
    * Resets an active token of `record.accountId` to `ttlMs` from now with the new
    * expiry. False when the token is not active or belongs to another account: a
-   * terminated token is never brought back.
+   * terminated token is never brought back; false too when `epoch` is stale, as for issue.
    */
-  refresh (tokenHash: string, record: TokenRecord, ttlMs: number): Promise<boolean>
+  refresh (tokenHash: string, record: TokenRecord, ttlMs: number, epoch?: number): Promise<boolean>
   /**
    * Ends an active token at once and records its hash in the deny set. Returns the
    * ended token's record to the one caller that ended it; null to everyone else.
    */
   terminate (tokenHash: string): Promise<TokenRecord | null>
-  /** Ends every active token of the account; returns the hashes it ended. */
-  terminateAccount (accountId: string): Promise<string[]>
+  /**
+   * Ends every active token of the account; returns the hashes it ended. With `epoch` (the
+   * account's epoch after the revocation raised it), first records it beside the account's
+   * tokens, atomically with ending the first of them: from then on an issue or refresh
+   * carrying an older epoch is refused. Kept for at least the longest token lifetime.
+   */
+  terminateAccount (accountId: string, epoch?: number): Promise<string[]>
   /** True while a terminated token's hash is in the short-lived deny set. */
   isDenied (tokenHash: string): Promise<boolean>
   /** Every hash in the deny set now (the catch-up list for caching verifiers). */
@@ -52,6 +66,16 @@ export interface TokenStore {
   /** Resolves when the store answers (readiness checks); a 503 StatusError otherwise. */
   ping (): Promise<void>
   close (): Promise<void>
+}
+
+/**
+ * The record while its token is active by the service's clock: strictly before `expiresAt`,
+ * the second `expiration_date` names. A key's PX counts from the moment of its write, a few
+ * milliseconds after the instant the date was computed from, so the key alone would answer
+ * Success just after the named second (issue 20 §5); this never does.
+ */
+export function activeAt (record: TokenRecord | null, nowMs: number): TokenRecord | null {
+  return record !== null && nowMs < record.expiresAt ? record : null
 }
 
 /** Compact, order-fixed value: `expiresAt|federated|accountId|username` (username last: it may hold `|`). */

@@ -8,6 +8,12 @@ export interface UserRecord {
   passwordHash: string | null
   federated: boolean
   disabled: boolean
+  /**
+   * The revocation epoch: one more at every disable, password change and revoke-all, in the
+   * same UPDATE. Read before a Login checks the password, it tells the token store whether a
+   * revocation overtook the Login (stores/token-store.ts).
+   */
+  tokenEpoch: number
 }
 
 export interface NewUser {
@@ -21,9 +27,18 @@ export interface UserStore {
   findByUsername (username: string): Promise<UserRecord | null>
   /** Fails with `duplicateUsername()` when the name is taken. */
   create (user: NewUser): Promise<UserRecord>
-  /** Returns the updated account, or null when there is none. */
+  /** A new password: the epoch goes up with it. Returns the updated account, or null when there is none. */
   setPasswordHash (username: string, passwordHash: string): Promise<UserRecord | null>
+  /**
+   * The same password, rehashed at the current policy: the epoch stays (the account's tokens
+   * stay), and nothing changes unless the stored hash is still `previousHash` (a password
+   * changed meanwhile is never overwritten by the old one).
+   */
+  upgradePasswordHash (username: string, previousHash: string, passwordHash: string): Promise<void>
+  /** Disabling raises the epoch; enabling leaves it. */
   setDisabled (username: string, disabled: boolean): Promise<UserRecord | null>
+  /** Raises the epoch alone (revoke-all). Returns the updated account, or null when there is none. */
+  raiseTokenEpoch (username: string): Promise<UserRecord | null>
   list (): Promise<UserRecord[]>
 }
 
@@ -35,9 +50,10 @@ interface UserRow {
   password_hash: string | null
   federated: boolean
   disabled: boolean
+  token_epoch: string | number | bigint
 }
 
-const COLUMNS = 'id::text AS id, username, password_hash, federated, disabled'
+const COLUMNS = 'id::text AS id, username, password_hash, federated, disabled, token_epoch'
 
 function toRecord (row: UserRow): UserRecord {
   return {
@@ -45,7 +61,8 @@ function toRecord (row: UserRow): UserRecord {
     username: row.username,
     passwordHash: row.password_hash,
     federated: row.federated,
-    disabled: row.disabled
+    disabled: row.disabled,
+    tokenEpoch: Number(row.token_epoch)
   }
 }
 
@@ -83,11 +100,17 @@ export function createSqlUserStore (db: Queryable, onError?: (error: unknown) =>
       return created
     }),
     setPasswordHash: async (username, passwordHash) => await guarded(async () =>
-      await one(`UPDATE users SET password_hash = $2, updated_at = now() WHERE username = $1 RETURNING ${COLUMNS}`,
+      await one(`UPDATE users SET password_hash = $2, token_epoch = token_epoch + 1, updated_at = now() WHERE username = $1 RETURNING ${COLUMNS}`,
         [username, passwordHash])),
+    upgradePasswordHash: async (username, previousHash, passwordHash) => {
+      await guarded(async () => await db.query('UPDATE users SET password_hash = $3, updated_at = now() WHERE username = $1 AND password_hash = $2',
+        [username, previousHash, passwordHash]))
+    },
     setDisabled: async (username, disabled) => await guarded(async () =>
-      await one(`UPDATE users SET disabled = $2, updated_at = now() WHERE username = $1 RETURNING ${COLUMNS}`,
+      await one(`UPDATE users SET disabled = $2, token_epoch = token_epoch + (CASE WHEN $2 THEN 1 ELSE 0 END), updated_at = now() WHERE username = $1 RETURNING ${COLUMNS}`,
         [username, disabled])),
+    raiseTokenEpoch: async (username) => await guarded(async () =>
+      await one(`UPDATE users SET token_epoch = token_epoch + 1, updated_at = now() WHERE username = $1 RETURNING ${COLUMNS}`, [username])),
     list: async () => await guarded(async () => {
       const { rows } = await db.query<UserRow>(`SELECT ${COLUMNS} FROM users ORDER BY username`)
       return rows.map(toRecord)

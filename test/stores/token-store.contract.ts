@@ -65,6 +65,17 @@ export function tokenStoreContract (t: Test, makeStore: MakeTokenStore): void {
     t.equal(await store.find(hash), null, 'gone after 500 ms')
   })
 
+  t.test('never found at or after its expiration instant, whatever its key\'s time to live says (issue 20 §5)', async (t) => {
+    const store = await makeStore(t, { denyTtlMs: 5000 })
+    const hash = newHash()
+    // The key outlives the named instant, as a PX counted from a write made after the date was computed does.
+    const expiresAt = Date.now() + 300
+    await store.issue(hash, record('1', { expiresAt }), 2000)
+    t.ok(await store.find(hash), 'active before its expiration instant')
+    await sleep(Math.max(0, expiresAt - Date.now()))
+    t.equal(await store.find(hash), null, 'refused from the expiration instant on')
+  })
+
   t.test('refresh resets the life of an active token of the same account only', async (t) => {
     const store = await makeStore(t, { denyTtlMs: 5000 })
     const hash = newHash()
@@ -140,6 +151,24 @@ export function tokenStoreContract (t: Test, makeStore: MakeTokenStore): void {
     t.ok(await store.find(theirs), 'another account keeps its token')
     t.same(await store.terminateAccount('7'), [], 'nothing left to end')
     t.same(await store.terminateAccount('no-such-account'), [])
+  })
+
+  t.test('a revocation epoch refuses the issue and refresh of a Login that read an older one (issue 20 §1)', async (t) => {
+    const store = await makeStore(t, { denyTtlMs: 5000 })
+    const before = newHash()
+    t.equal(await store.issue(before, record('3'), 60_000, 0), true, 'issued while no revocation is recorded')
+    t.same(await store.terminateAccount('3', 1), [before], 'the revocation ends it and records epoch 1')
+    const late = newHash()
+    t.equal(await store.issue(late, record('3'), 60_000, 0), false, 'a Login that read epoch 0 gets no token')
+    t.equal(await store.find(late), null, 'and nothing was stored')
+    const after = newHash()
+    t.equal(await store.issue(after, record('3'), 60_000, 1), true, 'a Login that read epoch 1 does')
+    t.equal(await store.refresh(after, record('3'), 60_000, 0), false, 'no refresh on the old epoch either')
+    t.equal(await store.refresh(after, record('3'), 60_000, 1), true)
+    t.equal(await store.issue(newHash(), record('4'), 60_000, 0), true, 'other accounts are not affected')
+    await store.terminateAccount('3', 0)
+    t.equal(await store.issue(newHash(), record('3'), 60_000, 0), false, 'an older epoch never lowers the recorded one')
+    t.equal(await store.issue(newHash(), record('3'), 60_000), true, 'an issue without an epoch is not checked')
   })
 
   t.test('terminateAccount skips tokens that expired on their own', async (t) => {

@@ -56,6 +56,20 @@ function userStoreContract (t: Test, makeDatabase: MakeDatabase): void {
     t.equal(await users.setDisabled('nobody', true), null)
   })
 
+  t.test('the revocation epoch rises with disable, a new password and revoke-all, never with a rehash or enable', async (t) => {
+    const { users } = await storeFor(t)
+    t.match(await users.create({ username: 'ann', passwordHash: 'h1', federated: false }), { tokenEpoch: 0 })
+    t.match(await users.setPasswordHash('ann', 'h2'), { tokenEpoch: 1 }, 'a new password')
+    t.match(await users.setDisabled('ann', true), { tokenEpoch: 2 }, 'disable')
+    t.match(await users.setDisabled('ann', false), { tokenEpoch: 2 }, 'enable leaves it')
+    t.match(await users.raiseTokenEpoch('ann'), { tokenEpoch: 3 }, 'revoke-all')
+    await users.upgradePasswordHash('ann', 'h2', 'h2-rehashed')
+    t.match(await users.findByUsername('ann'), { passwordHash: 'h2-rehashed', tokenEpoch: 3 }, 'a rehash keeps it')
+    await users.upgradePasswordHash('ann', 'h2', 'stale-rehash')
+    t.match(await users.findByUsername('ann'), { passwordHash: 'h2-rehashed' }, 'a rehash of a password changed meanwhile changes nothing')
+    t.equal(await users.raiseTokenEpoch('nobody'), null)
+  })
+
   t.test('migrations are idempotent', async (t) => {
     const { db } = await storeFor(t)
     t.same(await migrate(db), { applied: [] }, 'a second run applies nothing')
