@@ -3,7 +3,7 @@ import { passwordProblem, reasons, usernameProblem } from './lib/bad-request.js'
 import { badRequest, StatusError } from './lib/status.js'
 import { normalizePassword, normalizeUsername } from './lib/text.js'
 import type { AuditLog } from './stores/audit-log.js'
-import type { TokenStore } from './stores/token-store.js'
+import { RevocationIncomplete, type TokenStore } from './stores/token-store.js'
 import type { UserRecord, UserStore } from './stores/user-store.js'
 
 /**
@@ -61,8 +61,20 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, actor = 'adm
     if (account === null) throw unknownUser()
     return account
   }
-  // The account as its revoking UPDATE returned it: its epoch goes beside its tokens as they end.
-  const endTokens = async (account: UserRecord): Promise<number> => (await tokens.terminateAccount(account.id, account.tokenEpoch)).length
+  /**
+   * The account as its revoking UPDATE returned it: its epoch goes beside its tokens as they
+   * end. A revoke-all that Redis cut short is recorded as far as it went, then reported.
+   */
+  const endTokens = async (event: 'user.passwd' | 'user.disable' | 'sessions.revoke', account: UserRecord): Promise<number> => {
+    try {
+      return (await tokens.terminateAccount(account.id, account.tokenEpoch)).length
+    } catch (error) {
+      if (error instanceof RevocationIncomplete) {
+        audit.record({ event, username: account.username, accountId: account.id, userAgent: actor, outcome: `tokens-ended-${error.ended}-incomplete`, tokensEnded: error.ended })
+      }
+      throw error
+    }
+  }
 
   const admin: AccountAdmin = {
     async add (username, password, federated) {
@@ -77,7 +89,7 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, actor = 'adm
       const account = await existing(username)
       const updated = await users.setPasswordHash(account.username, await hasher.hash(validPassword(password)))
       if (updated === null) throw unknownUser()
-      const ended = await endTokens(updated)
+      const ended = await endTokens('user.passwd', updated)
       record('user.passwd', updated, ended)
       return { account: updated, ended }
     },
@@ -85,7 +97,7 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, actor = 'adm
       const account = await existing(username)
       const updated = await users.setDisabled(account.username, disabled)
       if (updated === null) throw unknownUser()
-      const ended = disabled ? await endTokens(updated) : 0
+      const ended = disabled ? await endTokens('user.disable', updated) : 0
       record(disabled ? 'user.disable' : 'user.enable', updated, ended)
       return { account: updated, ended }
     },
@@ -93,7 +105,7 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, actor = 'adm
     async revokeSessions (username) {
       const account = await users.raiseTokenEpoch((await existing(username)).username)
       if (account === null) throw unknownUser()
-      const ended = await endTokens(account)
+      const ended = await endTokens('sessions.revoke', account)
       record('sessions.revoke', account, ended)
       return { account, ended }
     },

@@ -77,13 +77,15 @@ export function openAuditLog (config: Config, database: Database, log: Log): Aud
 /** The token store the config names: Redis when REDIS_URL is set, else the in-process one. */
 export function openTokenStore (config: Config, log: Log, hook?: BackendErrorHook): TokenStore | RedisTokenStore {
   const denyTtlMs = config.denyTtlSeconds * 1000
-  if (config.redis === undefined) return createMemoryTokenStore({ denyTtlMs })
+  const maxTokensPerAccount = config.maxTokensPerAccount
+  if (config.redis === undefined) return createMemoryTokenStore({ denyTtlMs, maxTokensPerAccount })
   const store = createRedisTokenStore({
     topology: config.redis,
     keyPrefix: config.redisKeyPrefix,
     denyTtlMs,
     // An epoch must outlive every Login that could have read the one before it: the longest lifetime is ample.
     epochTtlMs: Math.max(config.tokenTtlSeconds, config.federatedTokenTtlSeconds) * 1000,
+    maxTokensPerAccount,
     commandTimeoutMs: config.redisCommandTimeoutMs,
     onError: throttledErrorLog(log, 'redis', hook),
     onCommandError: () => { hook?.('redis') },

@@ -9,7 +9,7 @@ import { StatusError } from '../lib/status.js'
 import { createAccountAdmin, type AccountAdmin } from '../accounts.js'
 import { createPasswordHasher } from '../lib/passwords.js'
 import { assertMigrated, openAuditLog, openTokenStore, NotMigratedError } from '../backends.js'
-import type { TokenStore } from '../stores/token-store.js'
+import { RevocationIncomplete, type TokenStore } from '../stores/token-store.js'
 import type { AuditLog } from '../stores/audit-log.js'
 import { createMemoryTokenStore } from '../stores/memory-token-store.js'
 import { createSqlUserStore } from '../stores/user-store.js'
@@ -290,6 +290,13 @@ function describe (error: unknown): { message: string, code: number } {
   if (error instanceof Failure) return { message: error.message, code: 1 }
   if (error instanceof ConfigError) return { message: `configuration error: ${error.message}`, code: 1 }
   if (error instanceof NotMigratedError || error instanceof DataDirBusyError || error instanceof DataDirLockError) return { message: error.message, code: 1 }
+  if (error instanceof RevocationIncomplete) {
+    return {
+      message: `Redis failed part way: ${error.ended} active token(s) ended; the account's other tokens may still be active ` +
+        '(no Login begun before this command will get a new one): run the command again',
+      code: 1
+    }
+  }
   if (error instanceof StatusError) {
     const messages: Record<number, string> = {
       400: 'invalid username or password (username 1-256 characters, password 1-1024 bytes)',

@@ -3,29 +3,47 @@ import { serviceUnavailable, StatusError, UnavailableError } from '../lib/status
 import { performance } from 'node:perf_hooks'
 import { evictingPolicy, EvictionPolicyError } from './redis-eviction.js'
 import { FEED_HEARTBEAT_MS, FEED_PROOF_MS, FEED_STALL_MS } from './feed-liveness.js'
-import { activeAt, decodeRecord, encodeRecord, type RevocationWatcher, type TokenRecord, type TokenStore } from './token-store.js'
+import { activeAt, decodeRecord, encodeRecord, RevocationIncomplete, type RevocationWatcher, type TokenRecord, type TokenStore } from './token-store.js'
 
 /*
  * Key layout (prefix default `{ats}:`, a hash tag: see DEFAULT_KEY_PREFIX):
  *   <p>t:<tokenHash>   string  encodeRecord(...), PX = the token's remaining life
- *   <p>a:<accountId>   hash    tokenHash -> ''  the account's index (listpack-encoded when
- *                              small, which is what keeps a token under 300 bytes on Redis 7.0)
+ *   <p>a:<accountId>   zset    the account's index: tokenHash scored by the Redis-clock ms its
+ *                              key expires at (listpack-encoded while small). Bounded by the
+ *                              per-account cap; expired entries pruned a few at a time
+ *   <p>a:<accountId>:legacy    hash  an index written by a version before the zset (set aside
+ *                              with a RENAME when the account next logs in; drained by revoke-all)
+ *   <p>a:<accountId>:revoking  set   indexes a revoke-all has set aside and is draining
+ *   <p>a:<accountId>:revoking:<n>   zset or hash, one such index (RENAMEd, TTL kept)
+ *   <p>a:<accountId>:revocations    string  the counter that names them
  *   <p>e:<accountId>   string  the account's revocation epoch, set by terminateAccount; an issue or
  *                              refresh carrying an older one is refused (PX: the longest token lifetime)
  *   <p>deny            zset    tokenHash scored by the Redis-clock ms until which it is denied
  *   <p>revoked         channel space-separated hashes of tokens just ended (published by the scripts)
- * Every multi-step write is one Lua script, so each is atomic. Deny-set times come from
- * the Redis server's own TIME, so no clock but Redis's ever decides an expiry.
+ * Every multi-step write is one Lua script, so each is atomic, and none walks more than a
+ * few dozen entries however many tokens an account holds (issue 20 §3: one script ending
+ * 150,000 tokens blocked Redis for 1.49 s). Index and deny-set times come from the Redis
+ * server's own TIME, so no clock but Redis's ever decides an expiry.
  */
 
-// Shared by scripts: keep an account index alive as long as its longest token.
-const EXTEND_INDEX = `
-local function extendIndex(key, ttl)
-  if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
-end
+/** Index entries one script prunes, tokens one Login's cap ends, and tokens one revoke-all script ends. */
+const PRUNE_BATCH = 16
+const REVOKE_BATCH = 64
+
+const SHARED = `
 local function nowMs()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+-- Keep a key alive as long as the longest token it lists.
+local function extendKey(key, ttl)
+  if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
+end
+-- A hash index of an earlier version: set aside in O(1), for revocations to drain.
+local function setAsideLegacy(index)
+  if redis.call('TYPE', index).ok == 'hash' and redis.call('EXISTS', index .. ':legacy') == 0 then
+    redis.call('RENAME', index, index .. ':legacy')
+  end
 end
 -- True when a revocation has recorded an epoch above the one the caller read ('' : none given).
 local function overtaken(key, epoch)
@@ -33,85 +51,142 @@ local function overtaken(key, epoch)
   local current = redis.call('GET', key)
   return current ~= false and tonumber(current) > tonumber(epoch)
 end
-local function deny(key, hash, ttl)
-  local now = nowMs()
-  redis.call('ZADD', key, now + ttl, hash)
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
-  redis.call('PEXPIRE', key, ttl)
+-- Ends tokens by hash: each key deleted, each one ended put in the deny set; returns those.
+-- Expired deny entries go a bounded number at a time.
+local function endTokens(tokenPrefix, hashes, denyKey, denyTtl, now)
+  local ended = {}
+  for _, hash in ipairs(hashes) do
+    if redis.call('DEL', tokenPrefix .. hash) == 1 then
+      ended[#ended + 1] = hash
+      redis.call('ZADD', denyKey, now + denyTtl, hash)
+    end
+  end
+  if #ended > 0 then
+    local old = redis.call('ZRANGEBYSCORE', denyKey, '-inf', now, 'LIMIT', 0, 256)
+    if #old > 0 then redis.call('ZREM', denyKey, unpack(old)) end
+    redis.call('PEXPIRE', denyKey, denyTtl)
+  end
+  return ended
 end
 `
 
 const SCRIPTS = {
-  // KEYS: token, index, epoch   ARGV: value, ttlMs, tokenHash, tokenKeyPrefix, epoch ('' : none)
+  // KEYS: token, index, epoch, deny
+  // ARGV: value, ttlMs, tokenHash, tokenKeyPrefix, epoch ('' : none), maxTokens, denyTtlMs, channel, pruneBatch
   atsIssue: {
-    numberOfKeys: 3,
-    lua: `${EXTEND_INDEX}
+    numberOfKeys: 4,
+    lua: `${SHARED}
 if overtaken(KEYS[3], ARGV[5]) then return 0 end
+setAsideLegacy(KEYS[2])
+local now = nowMs()
 local ttl = tonumber(ARGV[2])
+local batch = tonumber(ARGV[9])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
-redis.call('HSET', KEYS[2], ARGV[3], '')
-local size = redis.call('HLEN', KEYS[2])
--- Amortized pruning of ended tokens from the index: every 32nd entry.
-if size % 32 == 0 then
-  for _, hash in ipairs(redis.call('HKEYS', KEYS[2])) do
-    if redis.call('EXISTS', ARGV[4] .. hash) == 0 then redis.call('HDEL', KEYS[2], hash) end
-  end
+redis.call('ZADD', KEYS[2], now + ttl, ARGV[3])
+-- A few entries of tokens that expired on their own, at every Login: never a walk of the index.
+local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, batch)
+if #expired > 0 then redis.call('ZREM', KEYS[2], unpack(expired)) end
+-- The cap: beyond it the account's oldest tokens (earliest expiry) end, a few at most per Login.
+local over = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[6])
+if over > 0 then
+  local popped = redis.call('ZPOPMIN', KEYS[2], math.min(over, batch))
+  local hashes = {}
+  for i = 1, #popped, 2 do hashes[#hashes + 1] = popped[i] end
+  local ended = endTokens(ARGV[4], hashes, KEYS[4], tonumber(ARGV[7]), now)
+  if #ended > 0 then redis.call('PUBLISH', ARGV[8], table.concat(ended, ' ')) end
 end
-extendIndex(KEYS[2], ttl)
+extendKey(KEYS[2], ttl)
 return 1`
   },
   // KEYS: token, index, epoch   ARGV: value, ttlMs, tokenHash, accountId, epoch ('' : none)
   atsRefresh: {
     numberOfKeys: 3,
-    lua: `${EXTEND_INDEX}
+    lua: `${SHARED}
 if overtaken(KEYS[3], ARGV[5]) then return 0 end
 local current = redis.call('GET', KEYS[1])
 if not current then return 0 end
 local _, _, account = string.find(current, '^[^|]*|[^|]*|([^|]*)|')
 if account ~= ARGV[4] then return 0 end
+setAsideLegacy(KEYS[2])
 local ttl = tonumber(ARGV[2])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
-redis.call('HSET', KEYS[2], ARGV[3], '')
-extendIndex(KEYS[2], ttl)
+redis.call('ZADD', KEYS[2], nowMs() + ttl, ARGV[3])
+extendKey(KEYS[2], ttl)
 return 1`
   },
   // KEYS: token, deny   ARGV: tokenHash, denyTtlMs, indexKeyPrefix, channel
   atsTerminate: {
     numberOfKeys: 2,
-    lua: `${EXTEND_INDEX}
+    lua: `${SHARED}
 local current = redis.call('GET', KEYS[1])
 if not current then return false end
-redis.call('DEL', KEYS[1])
 local _, _, account = string.find(current, '^[^|]*|[^|]*|([^|]*)|')
-if account then redis.call('HDEL', ARGV[3] .. account, ARGV[1]) end
-deny(KEYS[2], ARGV[1], tonumber(ARGV[2]))
+if account then
+  local index = ARGV[3] .. account
+  local kind = redis.call('TYPE', index).ok
+  if kind == 'zset' then redis.call('ZREM', index, ARGV[1]) elseif kind == 'hash' then redis.call('HDEL', index, ARGV[1]) end
+  redis.call('HDEL', index .. ':legacy', ARGV[1])
+end
+endTokens(string.sub(KEYS[1], 1, #KEYS[1] - #ARGV[1]), {ARGV[1]}, KEYS[2], tonumber(ARGV[2]), nowMs())
 redis.call('PUBLISH', ARGV[4], ARGV[1])
 return current`
   },
-  // KEYS: index, deny, epoch   ARGV: tokenKeyPrefix, denyTtlMs, channel, epoch ('' : none), epochTtlMs
-  atsTerminateAccount: {
-    numberOfKeys: 3,
-    lua: `${EXTEND_INDEX}
--- The epoch first, in this same script: a Login that read an older one and has not issued yet never will.
-if ARGV[4] ~= '' then
-  local current = redis.call('GET', KEYS[3])
-  if not current or tonumber(current) < tonumber(ARGV[4]) then redis.call('SET', KEYS[3], ARGV[4], 'PX', tonumber(ARGV[5])) end
+  // The first step of a revoke-all. KEYS: index, epoch, drains, counter   ARGV: epoch ('' : none), epochTtlMs
+  // Records the epoch and sets the account's indexes aside (RENAME: O(1)) for atsRevokeBatch to
+  // drain, all in one step: a Login that issued before it is in a set-aside index and will be
+  // ended; one that read an older epoch and comes later is refused; one that read the new
+  // epoch (it began after the revocation) goes into a fresh index and is left alone.
+  atsRevokeBegin: {
+    numberOfKeys: 4,
+    lua: `${SHARED}
+local ttl = tonumber(ARGV[2])
+if ARGV[1] ~= '' then
+  local current = redis.call('GET', KEYS[2])
+  if not current or tonumber(current) < tonumber(ARGV[1]) then redis.call('SET', KEYS[2], ARGV[1], 'PX', ttl) end
 end
-local ended = {}
-for _, hash in ipairs(redis.call('HKEYS', KEYS[1])) do
-  if redis.call('DEL', ARGV[1] .. hash) == 1 then
-    ended[#ended + 1] = hash
-    deny(KEYS[2], hash, tonumber(ARGV[2]))
+for _, key in ipairs({KEYS[1], KEYS[1] .. ':legacy'}) do
+  if redis.call('EXISTS', key) == 1 then
+    local target = KEYS[3] .. ':' .. redis.call('INCR', KEYS[4])
+    redis.call('RENAME', key, target)
+    redis.call('SADD', KEYS[3], target)
   end
 end
-redis.call('DEL', KEYS[1])
+redis.call('PEXPIRE', KEYS[4], ttl)
+if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('PEXPIRE', KEYS[3], ttl) end
+return redis.call('SCARD', KEYS[3])`
+  },
+  // KEYS: drains, deny   ARGV: tokenKeyPrefix, denyTtlMs, channel, batch
+  // Ends up to \`batch\` tokens of the set-aside indexes; returns {indexes left, hashes ended...}.
+  atsRevokeBatch: {
+    numberOfKeys: 2,
+    lua: `${SHARED}
+local now = nowMs()
+local budget = tonumber(ARGV[4])
+local ended = {}
+for _, target in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  if budget <= 0 then break end
+  local kind = redis.call('TYPE', target).ok
+  local hashes = {}
+  if kind == 'zset' then
+    hashes = redis.call('ZRANGE', target, 0, budget - 1)
+    if #hashes > 0 then redis.call('ZREM', target, unpack(hashes)) end
+  elseif kind == 'hash' then
+    hashes = redis.call('HRANDFIELD', target, budget)
+    if #hashes > 0 then redis.call('HDEL', target, unpack(hashes)) end
+  end
+  budget = budget - #hashes
+  for _, hash in ipairs(endTokens(ARGV[1], hashes, KEYS[2], tonumber(ARGV[2]), now)) do ended[#ended + 1] = hash end
+  if (kind ~= 'zset' and kind ~= 'hash') or redis.call('EXISTS', target) == 0 then redis.call('SREM', KEYS[1], target) end
+end
 if #ended > 0 then redis.call('PUBLISH', ARGV[3], table.concat(ended, ' ')) end
-return ended`
+local result = {redis.call('SCARD', KEYS[1])}
+for _, hash in ipairs(ended) do result[#result + 1] = hash end
+return result`
   },
   // KEYS: deny   ARGV: tokenHash (empty: list all)
   atsDenied: {
     numberOfKeys: 1,
-    lua: `${EXTEND_INDEX}
+    lua: `${SHARED}
 local now = nowMs()
 if ARGV[1] ~= '' then
   local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
@@ -123,10 +198,12 @@ return redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf')`
 } as const
 
 interface ScriptCommands {
-  atsIssue (token: string, index: string, epochKey: string, value: string, ttlMs: number, tokenHash: string, tokenPrefix: string, epoch: string): Promise<number>
+  atsIssue (token: string, index: string, epochKey: string, deny: string, value: string, ttlMs: number, tokenHash: string, tokenPrefix: string,
+    epoch: string, maxTokens: number, denyTtlMs: number, channel: string, pruneBatch: number): Promise<number>
   atsRefresh (token: string, index: string, epochKey: string, value: string, ttlMs: number, tokenHash: string, accountId: string, epoch: string): Promise<number>
   atsTerminate (token: string, deny: string, tokenHash: string, denyTtlMs: number, indexPrefix: string, channel: string): Promise<string | null>
-  atsTerminateAccount (index: string, deny: string, epochKey: string, tokenPrefix: string, denyTtlMs: number, channel: string, epoch: string, epochTtlMs: number): Promise<string[]>
+  atsRevokeBegin (index: string, epochKey: string, drains: string, counter: string, epoch: string, epochTtlMs: number): Promise<number>
+  atsRevokeBatch (drains: string, deny: string, tokenPrefix: string, denyTtlMs: number, channel: string, batch: number): Promise<[number, ...string[]]>
   atsDenied (deny: string, tokenHash: string): Promise<string[]>
 }
 
@@ -139,6 +216,8 @@ export interface RedisTokenStoreOptions {
   denyTtlMs: number
   /** How long an account's revocation epoch is kept: at least the longest token lifetime (default 24 h). */
   epochTtlMs?: number
+  /** Active tokens one account may hold; a Login beyond it ends the account's oldest (default 1000). */
+  maxTokensPerAccount?: number
   /** Upper bound on any one command; past it the caller gets a 503, not a hang. */
   commandTimeoutMs?: number
   /** Errors of the connection the store owns (reconnects are automatic). */
@@ -172,6 +251,7 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
   const indexPrefix = `${prefix}a:`
   const epochPrefix = `${prefix}e:`
   const epochTtlMs = options.epochTtlMs ?? 86_400_000
+  const maxTokens = options.maxTokensPerAccount ?? 1000
   const epochArg = (epoch: number | undefined): string => epoch === undefined ? '' : String(epoch)
   const denyKey = `${prefix}deny`
   const channel = `${prefix}revoked`
@@ -226,8 +306,8 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
     },
     issue: async (tokenHash, record, ttlMs, epoch) => await guarded(async () => {
       refuseWhileEvicting()
-      return await commands.atsIssue(tokenPrefix + tokenHash, indexPrefix + record.accountId, epochPrefix + record.accountId,
-        encodeRecord(record), ttl(ttlMs), tokenHash, tokenPrefix, epochArg(epoch)) === 1
+      return await commands.atsIssue(tokenPrefix + tokenHash, indexPrefix + record.accountId, epochPrefix + record.accountId, denyKey,
+        encodeRecord(record), ttl(ttlMs), tokenHash, tokenPrefix, epochArg(epoch), maxTokens, denyTtlMs, channel, PRUNE_BATCH) === 1
     }),
     find: requireNoEviction
       ? (tokenHash) => evicting === undefined ? finder(tokenHash) : Promise.reject(new UnavailableError('redis', evicting))
@@ -241,8 +321,24 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
       const ended = await commands.atsTerminate(tokenPrefix + tokenHash, denyKey, tokenHash, denyTtlMs, indexPrefix, channel)
       return ended === null ? null : decodeRecord(ended)
     }),
-    terminateAccount: async (accountId, epoch) => await guarded(async () =>
-      await commands.atsTerminateAccount(indexPrefix + accountId, denyKey, epochPrefix + accountId, tokenPrefix, denyTtlMs, channel, epochArg(epoch), epochTtlMs)),
+    terminateAccount: async (accountId, epoch) => await guarded(async () => {
+      const index = indexPrefix + accountId
+      const drains = `${index}:revoking`
+      await commands.atsRevokeBegin(index, epochPrefix + accountId, drains, `${index}:revocations`, epochArg(epoch), epochTtlMs)
+      // The set-aside indexes, REVOKE_BATCH tokens a script: other commands run in between.
+      const ended: string[] = []
+      try {
+        for (;;) {
+          const [left, ...hashes] = await commands.atsRevokeBatch(drains, denyKey, tokenPrefix, denyTtlMs, channel, REVOKE_BATCH)
+          for (const hash of hashes) ended.push(hash)
+          if (left === 0) return ended
+        }
+      } catch (error) {
+        options.onCommandError?.(error)
+        // The epoch is recorded and the rest stays set aside: the next revoke-all ends it.
+        throw new RevocationIncomplete(ended.length, error)
+      }
+    }),
     isDenied: async (tokenHash) => await guarded(async () =>
       (await commands.atsDenied(denyKey, tokenHash)).length > 0),
     listDenied: async () => await guarded(async () => await commands.atsDenied(denyKey, '')),

@@ -1,3 +1,5 @@
+import { UnavailableError } from '../lib/status.js'
+
 /**
  * Where active tokens live. Keys are SHA-256 digests of tokens, never tokens.
  * A token's life is its entry's own expiry, set relative (milliseconds to live)
@@ -95,5 +97,16 @@ export function decodeRecord (value: string): TokenRecord | null {
     federated: value.slice(first + 1, second) === '1',
     accountId: value.slice(second + 1, third),
     username: value.slice(third + 1)
+  }
+}
+
+/**
+ * A revoke-all that failed part way (Redis went away between two of its bounded steps): the
+ * epoch was recorded, so no Login begun before it gets a token, and `ended` tokens were ended;
+ * the others stay set aside and the next revoke-all of the account ends them. A 503.
+ */
+export class RevocationIncomplete extends UnavailableError {
+  constructor (readonly ended: number, cause?: unknown) {
+    super('redis', cause)
   }
 }

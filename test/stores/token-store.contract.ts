@@ -3,7 +3,7 @@ import type { Test } from 'tap'
 import { hashToken, generateToken } from '../../src/lib/tokens.js'
 import type { TokenRecord, TokenStore } from '../../src/stores/token-store.js'
 
-export type MakeTokenStore = (t: Test, options: { denyTtlMs: number }) => Promise<TokenStore>
+export type MakeTokenStore = (t: Test, options: { denyTtlMs: number, maxTokensPerAccount?: number }) => Promise<TokenStore>
 
 const record = (accountId: string, overrides: Partial<TokenRecord> = {}): TokenRecord => ({
   accountId,
@@ -169,6 +169,29 @@ export function tokenStoreContract (t: Test, makeStore: MakeTokenStore): void {
     await store.terminateAccount('3', 0)
     t.equal(await store.issue(newHash(), record('3'), 60_000, 0), false, 'an older epoch never lowers the recorded one')
     t.equal(await store.issue(newHash(), record('3'), 60_000), true, 'an issue without an epoch is not checked')
+  })
+
+  t.test('the per-account cap: an issue beyond it ends the account\'s oldest tokens, announced and denied (issue 20 §3)', async (t) => {
+    const store = await makeStore(t, { denyTtlMs: 5000, maxTokensPerAccount: 3 })
+    const watcher = recordRevocations(store)
+    t.teardown(watcher.stop)
+    await until(watcher.isLive)
+    const hashes = Array.from({ length: 5 }, newHash)
+    for (const [i, hash] of hashes.entries()) {
+      await store.issue(hash, record('5'), 60_000 + i * 1000)
+      await sleep(2)
+    }
+    const theirs = newHash()
+    await store.issue(theirs, record('6'), 60_000)
+    for (const hash of hashes.slice(0, 2)) {
+      t.equal(await store.find(hash), null, 'one of the two oldest is ended')
+      t.equal(await store.isDenied(hash), true, 'and denied')
+    }
+    for (const hash of hashes.slice(2)) t.ok(await store.find(hash), 'the newest three stay')
+    t.ok(await store.find(theirs), 'another account is not counted')
+    await until(() => watcher.events.flat().length === 2)
+    t.same(watcher.events.flat().sort(), hashes.slice(0, 2).sort(), 'each ended one announced to the watchers')
+    t.same([...await store.terminateAccount('5')].sort(), hashes.slice(2).sort(), 'the index holds exactly the three')
   })
 
   t.test('terminateAccount skips tokens that expired on their own', async (t) => {

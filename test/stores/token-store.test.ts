@@ -7,13 +7,13 @@ import { rejection } from '../helpers/rejection.js'
 import { recordRevocations, tokenStoreContract, until } from './token-store.contract.js'
 
 t.test('in-process token store', async (t) => {
-  tokenStoreContract(t, async (_t, { denyTtlMs }) => createMemoryTokenStore({ denyTtlMs }))
+  tokenStoreContract(t, async (_t, { denyTtlMs, maxTokensPerAccount }) => createMemoryTokenStore({ denyTtlMs, maxTokensPerAccount }))
 })
 
 t.test('Redis token store', async (t) => {
   const url = await requireRedis()
-  tokenStoreContract(t, async (t, { denyTtlMs }) => {
-    const store = createRedisTokenStore({ url, keyPrefix: await freshRedisPrefix(t), denyTtlMs })
+  tokenStoreContract(t, async (t, { denyTtlMs, maxTokensPerAccount }) => {
+    const store = createRedisTokenStore({ url, keyPrefix: await freshRedisPrefix(t), denyTtlMs, maxTokensPerAccount })
     t.teardown(async () => { await store.close() })
     await store.ready()
     return store
@@ -27,8 +27,49 @@ t.test('Redis token store', async (t) => {
     await store.issue('h1', { accountId: '5', username: 'u', federated: false, expiresAt: 1 }, 30_000)
     const pttl = await store.redis.pttl(`${keyPrefix}t:h1`)
     t.ok(pttl > 29_000 && pttl <= 30_000, `PTTL ${pttl} is the given time to live`)
-    t.equal(await store.redis.type(`${keyPrefix}a:5`), 'hash', 'the account index is a (listpack-small) hash')
+    t.equal(await store.redis.type(`${keyPrefix}a:5`), 'zset', 'the account index is a sorted set, by expiry')
+    t.equal(await store.redis.object('ENCODING', `${keyPrefix}a:5`), 'listpack', 'listpack-encoded while small')
     t.ok(await store.redis.pttl(`${keyPrefix}a:5`) > 29_000, 'the index lives as long as its longest token')
+  })
+
+  t.test('an index of the earlier layout (a hash) is set aside at the next Login and still ended by revoke-all', async (t) => {
+    const keyPrefix = await freshRedisPrefix(t)
+    const store = createRedisTokenStore({ url, keyPrefix, denyTtlMs: 1000 })
+    t.teardown(async () => { await store.close() })
+    await store.ready()
+    const value = '9999999999999|0|5|u'
+    // Written as the version before the sorted-set index wrote them.
+    await store.redis.set(`${keyPrefix}t:old1`, value, 'PX', 60_000)
+    await store.redis.set(`${keyPrefix}t:old2`, value, 'PX', 60_000)
+    await store.redis.hset(`${keyPrefix}a:5`, 'old1', '', 'old2', '')
+    await store.issue('new1', { accountId: '5', username: 'u', federated: false, expiresAt: Date.now() + 60_000 }, 60_000)
+    t.equal(await store.redis.type(`${keyPrefix}a:5`), 'zset')
+    t.equal(await store.redis.type(`${keyPrefix}a:5:legacy`), 'hash', 'the old index set aside')
+    t.same((await store.terminateAccount('5')).sort(), ['new1', 'old1', 'old2'])
+    t.equal(await store.redis.exists(`${keyPrefix}t:old1`, `${keyPrefix}t:old2`, `${keyPrefix}t:new1`), 0)
+    t.equal(await store.redis.exists(`${keyPrefix}a:5`, `${keyPrefix}a:5:legacy`, `${keyPrefix}a:5:revoking`), 0, 'nothing left behind')
+  })
+
+  t.test('revoke-all is exact against a racing Login: what issued before it ends, what read the new epoch stays', async (t) => {
+    const keyPrefix = await freshRedisPrefix(t)
+    const store = createRedisTokenStore({ url, keyPrefix, denyTtlMs: 1000 })
+    t.teardown(async () => { await store.close() })
+    await store.ready()
+    const rec = { accountId: '8', username: 'u', federated: false, expiresAt: Date.now() + 60_000 }
+    const before = Array.from({ length: 300 }, (_, i) => `b${i}`)
+    for (const hash of before) await store.issue(hash, rec, 60_000, 0)
+    // Logins racing the batched revoke-all: with the old epoch (refused) and the new one (kept).
+    const revoking = store.terminateAccount('8', 1)
+    const racing = await Promise.all(Array.from({ length: 20 }, async (_, i) => ({
+      hash: `r${i}`, epoch: i % 2, issued: await store.issue(`r${i}`, rec, 60_000, i % 2)
+    })))
+    const ended = await revoking
+    t.same(ended.filter((hash) => hash.startsWith('b')).length, 300, 'every token issued before it is ended')
+    for (const login of racing) {
+      const found = await store.find(login.hash)
+      if (login.epoch === 0) t.ok(!login.issued && found === null, `${login.hash}: a Login on the old epoch got no token`)
+      else t.ok(login.issued && found !== null, `${login.hash}: a Login on the new epoch keeps its token`)
+    }
   })
 
   t.test('a Redis client that was handed in is not closed by the store', async (t) => {

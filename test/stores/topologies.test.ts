@@ -12,8 +12,8 @@ for (const [name, start] of [['Redis Cluster (3 masters)', startRedisCluster], [
     const topology: RedisTopology = await start(t)
 
     t.test('token store contract', async (t) => {
-      tokenStoreContract(t, async (t, { denyTtlMs }) => {
-        const store = createRedisTokenStore({ topology, keyPrefix: `{${uniqueName('c')}}:`, denyTtlMs })
+      tokenStoreContract(t, async (t, { denyTtlMs, maxTokensPerAccount }) => {
+        const store = createRedisTokenStore({ topology, keyPrefix: `{${uniqueName('c')}}:`, denyTtlMs, maxTokensPerAccount })
         t.teardown(async () => { await store.close() })
         await store.ready()
         return store
