@@ -61,7 +61,9 @@ t.test('a flood of correct Logins of one account: another account logs in within
   t.comment(`another account's Login: ${normal.toFixed(0)} ms alone (median of 5); during the flood of ${IN_FLIGHT} in flight: ` +
     `median ${percentile(latencies, 50).toFixed(0)} ms, max ${Math.max(...latencies).toFixed(0)} ms over ${OTHER_LOGINS} Logins; flood answers ${JSON.stringify(floodCounts)}`)
   t.same(statuses, [200], `every Login of the other account succeeded during the flood (${during.map((answer) => answer.status).join(' ')})`)
-  t.ok(percentile(latencies, 50) <= 4 * normal + 100, `its median during the flood is within its normal time (4x ${normal.toFixed(0)} ms + 100 ms)`)
+  // Generous, for a shared machine: waiting behind the flood's backlog, as first come first served
+  // made it, would cost some IN_FLIGHT hashes; a fair turn costs about the one hash already running.
+  t.ok(percentile(latencies, 50) <= 10 * normal + 200, `its median during the flood is within its normal time (10x ${normal.toFixed(0)} ms + 200 ms, against ${IN_FLIGHT}x behind the flood)`)
   t.ok((floodCounts[429] ?? 0) > 0, 'the flooding account\'s excess was refused with 429')
   t.notOk(floodAnswers.some((answer) => answer.status === 503), 'never with 503: the queue as a whole never filled')
   t.ok(floodAnswers.filter((answer) => answer.status === 429).every((answer) => answer.retryAfter === '1'), '429 with Retry-After: 1')
