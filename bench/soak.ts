@@ -108,7 +108,10 @@ async function main (): Promise<number> {
     let databaseUrl = process.env.SOAK_DATABASE_URL
     const extra: Record<string, string> = {
       // The defaults an operator would run with (the fault tests shorten the command timeout).
-      AUTH_REDIS_COMMAND_TIMEOUT_MS: '500'
+      AUTH_REDIS_COMMAND_TIMEOUT_MS: '500',
+      // The one load generator stands for many clients: no per-address share of the hash queue.
+      AUTH_HASH_IP_RUNNING: '64',
+      AUTH_HASH_IP_QUEUED: '100000'
     }
     if (redisUrl === undefined || databaseUrl === undefined) {
       process.stderr.write('soak: starting a throwaway redis-server and postgres\n')
