@@ -64,6 +64,8 @@ export function directVerifier (options: DirectVerifierOptions): Verifier {
     denyTtlMs: 1000,
     // The service refuses to serve on an evicting Redis and says so; a reader need not check again.
     requireNoEviction: false,
+    // This machine's clock decides nothing: the key's own expiry does (and, cached, its PTTL).
+    expireOnRead: false,
     commandTimeoutMs: options.timeoutMs,
     onError: options.onError
   })

@@ -63,7 +63,8 @@ export const revocationRoutes: FastifyPluginAsync<RevocationRoutesOptions> = asy
     schema: {
       tags: ['operations'],
       summary: 'Server-sent events: hashes of tokens as they are ended',
-      description: 'First event `ready`; then `revoked` events whose data is space-separated SHA-256 (base64url) token hashes. ' +
+      description: 'First event `ready`; then `revoked` events whose data is space-separated SHA-256 (base64url) token hashes, ' +
+        'and every 200 ms, while this instance\'s own feed is proven current, a `heartbeat` event whose data is how many more milliseconds that proof holds (a cache trusts the stream no longer). ' +
         'Closed when this instance loses its own feed: clients drop cached answers and reconnect. ' +
         'The stream never ends by itself, so Try it out here keeps waiting: watch it with `curl -N <service>/auth/revocations`.'
     }

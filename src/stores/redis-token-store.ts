@@ -231,6 +231,12 @@ export interface RedisTokenStoreOptions {
   requireNoEviction?: boolean
   /** Told once each time Redis is found with an evicting policy (for a clear log line). */
   onEvictionPolicy?: (error: EvictionPolicyError) => void
+  /**
+   * Refuse a found record whose `expiresAt` has come by this process's wall clock (default
+   * true: the service's answers). A guard on another machine turns it off: its clock may be
+   * wrong, and the key's own expiry (Redis's clock, a few ms past the named second) bounds it.
+   */
+  expireOnRead?: boolean
 }
 
 export interface RedisTokenStore extends TokenStore {
@@ -288,7 +294,7 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
     policyTimer = setInterval(() => { if (redis.status === 'ready') checkPolicy().catch(() => {}) }, 10_000)
     policyTimer.unref()
   }
-  const finder = createFinder(redis, tokenPrefix, options.onCommandError)
+  const finder = createFinder(redis, tokenPrefix, options.onCommandError, options.expireOnRead ?? true)
 
   return {
     redis,
@@ -377,8 +383,11 @@ interface PendingFind {
  * batch at most until the end of the loop turn it was made in (setImmediate). An MGET's
  * keys must share a Cluster slot, so without a hash tag in the prefix a Cluster gets GETs.
  */
-function createFinder (redis: RedisClient, tokenPrefix: string, onCommandError?: (error: unknown) => void): (tokenHash: string) => Promise<TokenRecord | null> {
-  const decode = (value: string | null | undefined): TokenRecord | null => value === null || value === undefined ? null : activeAt(decodeRecord(value), Date.now())
+function createFinder (redis: RedisClient, tokenPrefix: string, onCommandError: ((error: unknown) => void) | undefined, expireOnRead: boolean): (tokenHash: string) => Promise<TokenRecord | null> {
+  const decode = (value: string | null | undefined): TokenRecord | null => {
+    if (value === null || value === undefined) return null
+    return expireOnRead ? activeAt(decodeRecord(value), Date.now()) : decodeRecord(value)
+  }
   const unavailable = (error: unknown): StatusError => error instanceof StatusError ? error : serviceUnavailable('redis', error)
   const get = (entry: PendingFind): void => {
     redis.get(entry.key).then((value) => { entry.resolve(decode(value)) }, (error: unknown) => {
