@@ -127,6 +127,7 @@ if account then
   if kind == 'zset' then redis.call('ZREM', index, ARGV[1]) elseif kind == 'hash' then redis.call('HDEL', index, ARGV[1]) end
   redis.call('HDEL', index .. ':legacy', ARGV[1])
 end
+-- The token key is <tokenPrefix><tokenHash>: its prefix is what endTokens prepends.
 endTokens(string.sub(KEYS[1], 1, #KEYS[1] - #ARGV[1]), {ARGV[1]}, KEYS[2], tonumber(ARGV[2]), nowMs())
 redis.call('PUBLISH', ARGV[4], ARGV[1])
 return current`
