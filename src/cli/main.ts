@@ -13,7 +13,8 @@ import type { TokenStore } from '../stores/token-store.js'
 import type { AuditLog } from '../stores/audit-log.js'
 import { createMemoryTokenStore } from '../stores/memory-token-store.js'
 import { createSqlUserStore } from '../stores/user-store.js'
-import { escapeControlCharacters } from '../lib/text.js'
+import { escapeControlCharacters, normalizeUsername } from '../lib/text.js'
+import type { UsernameReport } from '../db/canonical-usernames.js'
 import { readPassword } from './read-password.js'
 
 const USAGE = `usage: auth-token-service <command>
@@ -199,6 +200,23 @@ async function optionalPasswordFromStdin (): Promise<string | undefined> {
   return password === undefined || password === '' ? undefined : password
 }
 
+/**
+ * What `migrate` did to stored usernames. Accounts whose canonical forms collide are never
+ * merged: they are listed, untouched, and the command fails until an operator resolves them
+ * (README, "Canonical usernames").
+ */
+function reportUsernames ({ renamed, collisions, refused }: UsernameReport): number {
+  const name = (username: string): string => JSON.stringify(username)
+  for (const { id, from, to } of renamed) process.stderr.write(`username of account ${id} made canonical: ${name(from)} -> ${name(to)}\n`)
+  for (const { canonical, accounts } of collisions) {
+    process.stderr.write(`accounts ${accounts.map(({ id, username }) => `${id} ${name(username)}`).join(', ')} are all ${name(canonical)} in canonical form: left as they are, not merged\n`)
+  }
+  for (const { id, username } of refused) process.stderr.write(`account ${id} ${name(username)} has no canonical form (a space, control or invisible character): left as it is, it cannot log in\n`)
+  if (collisions.length === 0 && refused.length === 0) return 0
+  process.stderr.write('auth-token-service: resolve the accounts above (rename or delete all but one of each group; see README, Canonical usernames), then run migrate again\n')
+  return 1
+}
+
 async function run (argv: string[]): Promise<number> {
   const invocation = parseCommandLine(argv)
   if (invocation.command === 'help') {
@@ -216,12 +234,12 @@ async function run (argv: string[]): Promise<number> {
     case 'migrate': {
       const database = await openDatabase(config, { command: 'migrate' })
       try {
-        const { applied } = await migrate(database).catch((error: unknown) => { throw unreachable('the database (DATABASE_URL)', error) })
+        const { applied, usernames } = await migrate(database).catch((error: unknown) => { throw unreachable('the database (DATABASE_URL)', error) })
         process.stderr.write(applied.length === 0 ? 'migrations: up to date\n' : `migrations applied: ${applied.join(', ')}\n`)
+        return reportUsernames(usernames)
       } finally {
         await database.close()
       }
-      return 0
     }
     case 'user add': {
       // Read before anything is opened: an empty stdin is a usage error that touches nothing.
@@ -266,7 +284,7 @@ async function run (argv: string[]): Promise<number> {
     case 'events': {
       const { username, since } = invocation
       return await withAccounts(config, invocation.command, false, async (_admin, audit) => {
-        for (const event of await audit.list({ username: username?.normalize('NFC'), since, limit: 100_000 })) {
+        for (const event of await audit.list({ username: username === undefined ? undefined : normalizeUsername(username), since, limit: 100_000 })) {
           const cells = [event.occurredAt.toISOString(), event.event, event.username ?? '-', event.outcome,
             event.clientIp ?? '-', event.userAgent ?? '-']
           process.stdout.write(`${cells.map(escapeControlCharacters).map((cell) => cell.replaceAll('\t', ' ')).join('\t')}\n`)

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyRequest } from 'fastify'
 import type { MalformedFormError } from './form-encoding.js'
 import { PASSWORD_MAX_BYTES, USERNAME_MAX_CHARS, isAcceptablePassword, isAcceptableUsername } from './text.js'
+import { usernameRefusal } from '../usernames.js'
 
 /**
  * Why a request is a 400: the `detail` of its answer and of its access-log line. A reason
@@ -73,7 +74,10 @@ export const reasons = {
   httpTransferEncoding: () => reason('Transfer-Encoding is not valid, or given with Content-Length'),
   httpChunk: () => reason('a chunk of the body is not valid'),
   httpOther: () => reason('request is not valid HTTP/1.1'),
-  requestNotValid: () => reason('request is not valid')
+  requestNotValid: () => reason('request is not valid'),
+  crossSiteRequest: () => reason('cross-site request'),
+  usernameRefusedCharacter: () => reason('username holds a space, control, invisible or unassigned character'),
+  usernameCompatibilityCharacter: () => reason('username holds a compatibility character (a ligature, or a circled, superscript or styled letter)')
 } as const
 
 /** Why a query string or form body the strict parser refused is bad. */
@@ -85,8 +89,11 @@ export function malformedFormReason (error: MalformedFormError, source: 'query s
 
 /** Why a normalized username cannot be one, or undefined when it can. */
 export function usernameProblem (normalized: string): Reason | undefined {
-  if (isAcceptableUsername(normalized)) return undefined
-  return normalized.length === 0 ? reasons.empty('username') : reasons.tooLong('username')
+  if (!isAcceptableUsername(normalized)) return normalized.length === 0 ? reasons.empty('username') : reasons.tooLong('username')
+  const refusal = usernameRefusal(normalized)
+  if (refusal === 'refused-character') return reasons.usernameRefusedCharacter()
+  if (refusal === 'compatibility-character') return reasons.usernameCompatibilityCharacter()
+  return undefined
 }
 
 /** Why a normalized password cannot be one, or undefined when it can. */

@@ -381,7 +381,9 @@ t.test('the events command', async (t) => {
   t.equal((await login(app, desk, 'bob', 'wrong')).status, 401)
   // User text with tabs, CR/LF and control characters: it must stay inside its cell and line.
   const nasty: Client = { ip: '203.0.113.9', ua: 'evil\tagent\r\nforged\tline\u0007' }
-  t.equal((await login(app, nasty, 'mallory\n2020-01-01T00:00:00.000Z\tlogin.success\talice', 'x')).status, 401)
+  // A username with controls in it is refused outright (issue 19: canonical usernames) and records nothing.
+  t.equal((await login(app, nasty, 'mallory\n2020-01-01T00:00:00.000Z\tlogin.success\talice', 'x')).status, 400)
+  t.equal((await login(app, nasty, 'mallory', 'x')).status, 401)
   await app.backends.audit.flush()
 
   await new Promise((resolve) => setTimeout(resolve, 20))
@@ -406,7 +408,7 @@ t.test('the events command', async (t) => {
     ['user.add', 'bob', 'created', '-', 'cli'],
     ['login.success', 'alice', 'issued', desk.ip, desk.ua],
     ['login.failure', 'bob', 'wrong-password', desk.ip, desk.ua],
-    ['login.failure', 'mallory\\u000a2020-01-01T00:00:00.000Z\\u0009login.success\\u0009alice', 'unknown-user', nasty.ip, 'evil\\u0009agent\\u000d\\u000aforged\\u0009line\\u0007'],
+    ['login.failure', 'mallory', 'unknown-user', nasty.ip, 'evil\\u0009agent\\u000d\\u000aforged\\u0009line\\u0007'],
     ['sessions.revoke', 'alice', 'tokens-ended-1', '-', 'cli'],
     ['user.passwd', 'alice', 'tokens-ended-0', '-', 'cli'],
     ['user.disable', 'bob', 'tokens-ended-0', '-', 'cli'],
