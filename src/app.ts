@@ -13,6 +13,7 @@ import { redactUrl } from './lib/redact.js'
 import { fastifyErrorReason, httpParserReason, malformedFormReason, reasons, type Reason } from './lib/bad-request.js'
 import { badRequest, internalError, notFound, StatusError, statusErrorForHttp, UnavailableError, type Unavailable } from './lib/status.js'
 import { createThrottledLog } from './lib/throttled-log.js'
+import { protectCookieRoutes } from './http/cross-site.js'
 import { authenticateRoutes } from './routes/authenticate.js'
 import { EMPTY_BODY, refuseOtherMethods } from './routes/http.js'
 import { loginRoutes } from './routes/login.js'
@@ -358,6 +359,8 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     parser: parseFormEncoded
   })
   await registerOpenApi(app, PACKAGE_VERSION)
+  // Before the routes: it adds its check to Login's and Logout's as they are registered.
+  protectCookieRoutes(app, config.allowedOrigins)
   await app.register(loginRoutes, { auth, config })
   await app.register(authenticateRoutes, { auth })
   await app.register(logoutRoutes, { auth, config })

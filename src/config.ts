@@ -63,6 +63,8 @@ export interface Config {
   ldap: LdapConfig | undefined
   /** A directory user with no local account gets one (federated) at the first successful login. */
   ldapAutoProvision: boolean
+  /** Origins besides the service's own whose browser requests may log in and out (AUTH_ALLOWED_ORIGINS). */
+  allowedOrigins: string[]
 }
 
 export class ConfigError extends Error {
@@ -186,6 +188,22 @@ function ldapConfig (env: Env): LdapConfig | undefined {
   return { ...common, mode: 'search', bindDn, bindPassword, searchBase, searchFilter }
 }
 
+/** AUTH_ALLOWED_ORIGINS: origins as a browser sends them in `Origin` (scheme://host[:port], no path). */
+function origins (env: Env, name: string): string[] {
+  const raw = present(env, name)
+  if (raw === undefined) return []
+  return raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '').map((entry) => {
+    let origin: string | undefined
+    try {
+      origin = new URL(entry).origin
+    } catch {}
+    if (origin === undefined || origin === 'null' || origin !== entry) {
+      throw new ConfigError(name, `expected origins such as https://app.example.org (scheme, host, port; no path or trailing slash), got "${entry}"`)
+    }
+    return origin
+  })
+}
+
 const redisUrl = (env: Env): string | undefined => url(env, 'REDIS_URL', ['redis:', 'rediss:'])
 
 const DAY = 24 * 60 * 60
@@ -271,6 +289,7 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     },
     ldap: ldapConfig(env),
     ldapAutoProvision: boolean(env, 'AUTH_LDAP_AUTO_PROVISION', false),
+    allowedOrigins: origins(env, 'AUTH_ALLOWED_ORIGINS'),
     ...overrides
   }
   if (config.shutdownDelayMs >= config.shutdownTimeoutMs) {

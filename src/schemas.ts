@@ -140,8 +140,15 @@ const badRequestAnswer = (detail: Reason) => errorAnswer('Bad Request: `detail` 
 export const ERROR_ANSWERS = {
   401: errorAnswer('Login Failed (status 701): unknown user, wrong password or disabled account, answered alike',
     { status: 701, message: 'Login Failed' }),
-  403: errorAnswer('Unauthorized: the token is missing, unknown, expired or ended',
-    { status: 403, message: 'Unauthorized' }),
+  403: Type.Object({
+    status: Type.Integer(),
+    message: Type.String(),
+    detail: Type.Optional(Type.String({ description: 'Why, when it is not the token: `cross-site request`.' }))
+  }, {
+    description: 'Unauthorized: the token is missing, unknown, expired or ended. Or Forbidden, with detail `cross-site request`: ' +
+      'a browser request from another site or an origin not allowed (Login, Logout)',
+    examples: [{ status: 403, message: 'Unauthorized' }]
+  }),
   404: errorAnswer('Not Found: no such route (an extra path segment, another spelling: paths are case-sensitive)',
     { status: 404, message: 'Not Found' }),
   405: errorAnswer('Method Not Allowed: another method on this path; Allow names the right ones',
