@@ -70,7 +70,7 @@ export const AuthenticateParamsSchema = Type.Object({
   token: Type.Optional(Token(TOKEN_GIVEN)),
   format: Type.Optional(Type.Literal('json', { description: 'Only json (the default) is accepted.' })),
   jsonpFunction: PaddingName('Answer as `function <name>() {return <status object>;}` (JavaScript, always HTTP 200): ' +
-    'a JavaScript identifier of 1–64 characters, not a reserved word.'),
+    'a JavaScript identifier of 1–64 characters, not a reserved word nor a global a page relies on (alert, setTimeout, Object, constructor…).'),
   jsopFunction: PaddingName(SAME_AS_JSONP_FUNCTION),
   jsonpFormat: PaddingName(SAME_AS_JSONP_FUNCTION),
   callback: PaddingName(SAME_AS_JSONP_FUNCTION)

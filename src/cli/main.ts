@@ -173,7 +173,8 @@ async function withAccounts<T> (config: Config, command: string, endsTokens: boo
     tokens = endsTokens ? await openConnectedTokenStore(config, database) : createMemoryTokenStore({ denyTtlMs: 1000 })
     const audit = openAuditLog(config, database, quietLog)
     try {
-      return await work(createAccountAdmin({ users: createSqlUserStore(database), tokens, hasher: createPasswordHasher(config.argon2), audit, actor: 'cli' }), audit)
+      const passwordPolicy = { minLength: config.passwordMinLength, blocklist: true, refuseUsername: true }
+      return await work(createAccountAdmin({ users: createSqlUserStore(database), tokens, hasher: createPasswordHasher(config.argon2), audit, actor: 'cli', passwordPolicy }), audit)
     } finally {
       await audit.close()
     }
@@ -277,7 +278,8 @@ async function run (argv: string[]): Promise<number> {
       return await withAccounts(config, invocation.command, false, async (admin) => {
         for (const account of await admin.list()) {
           const flags = [account.federated ? 'federated' : 'local', account.disabled ? 'disabled' : 'enabled']
-          process.stdout.write(`${account.username}\t${flags.join('\t')}\n`)
+          // Escaped as `events` escapes: a name with a newline or a tab in it forges no line or cell.
+          process.stdout.write(`${escapeControlCharacters(account.username).replaceAll('\t', ' ')}\t${flags.join('\t')}\n`)
         }
         return 0
       })
@@ -309,6 +311,8 @@ function describe (error: unknown): { message: string, code: number } {
   if (error instanceof ConfigError) return { message: `configuration error: ${error.message}`, code: 1 }
   if (error instanceof NotMigratedError || error instanceof DataDirBusyError || error instanceof DataDirLockError) return { message: error.message, code: 1 }
   if (error instanceof StatusError) {
+    // A refused username or password: the reason, which names the rule and never the value.
+    if (error.status === 400 && error.detail !== undefined) return { message: error.detail, code: 1 }
     const messages: Record<number, string> = {
       400: 'invalid username or password (username 1-256 characters, password 1-1024 bytes)',
       404: 'no such account',
