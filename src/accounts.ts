@@ -1,4 +1,5 @@
 import type { PasswordHasher } from './lib/passwords.js'
+import { DEFAULT_PASSWORD_POLICY, passwordRefusal, type PasswordPolicy } from './passwords/policy.js'
 import { passwordProblem, reasons, usernameProblem } from './lib/bad-request.js'
 import { badRequest, StatusError } from './lib/status.js'
 import { normalizePassword, normalizeUsername } from './lib/text.js'
@@ -38,9 +39,11 @@ export interface AccountAdminDeps {
   audit: AuditLog
   /** Who makes the changes, for the audit trail (the command line, the bootstrap). */
   actor?: string
+  /** What a new password must be (passwords/policy.ts); NIST SP 800-63B's defaults when absent. */
+  passwordPolicy?: PasswordPolicy
 }
 
-export function createAccountAdmin ({ users, tokens, hasher, audit, actor = 'admin' }: AccountAdminDeps): AccountAdmin {
+export function createAccountAdmin ({ users, tokens, hasher, audit, actor = 'admin', passwordPolicy = DEFAULT_PASSWORD_POLICY }: AccountAdminDeps): AccountAdmin {
   const record = (event: 'user.add' | 'user.passwd' | 'user.disable' | 'user.enable' | 'sessions.revoke', account: UserRecord, ended: number): void => {
     audit.record({ event, username: account.username, accountId: account.id, userAgent: actor, outcome: event === 'user.add' ? 'created' : `tokens-ended-${ended}`, tokensEnded: ended })
   }
@@ -50,9 +53,10 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, actor = 'adm
     if (problem !== undefined) throw badRequest(problem)
     return username
   }
-  const validPassword = (raw: string): string => {
+  /** A password this service is asked to set: the limits of any password, then the policy's. */
+  const validPassword = async (raw: string, username: string): Promise<string> => {
     const password = normalizePassword(raw)
-    const problem = passwordProblem(password)
+    const problem = passwordProblem(password) ?? await passwordRefusal(password, username, passwordPolicy)
     if (problem !== undefined) throw badRequest(problem)
     return password
   }
@@ -80,14 +84,14 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, actor = 'adm
     async add (username, password, federated) {
       const name = validUsername(username)
       if (password === undefined && !federated) throw badRequest(reasons.required('password'))
-      const passwordHash = password === undefined ? null : await hasher.hash(validPassword(password))
+      const passwordHash = password === undefined ? null : await hasher.hash(await validPassword(password, name))
       const account = await users.create({ username: name, passwordHash, federated })
       record('user.add', account, 0)
       return account
     },
     async setPassword (username, password) {
       const account = await existing(username)
-      const updated = await users.setPasswordHash(account.username, await hasher.hash(validPassword(password)))
+      const updated = await users.setPasswordHash(account.username, await hasher.hash(await validPassword(password, account.username)))
       if (updated === null) throw unknownUser()
       const ended = await endTokens('user.passwd', updated)
       record('user.passwd', updated, ended)

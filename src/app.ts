@@ -13,6 +13,9 @@ import { redactUrl } from './lib/redact.js'
 import { fastifyErrorReason, httpParserReason, malformedFormReason, reasons, type Reason } from './lib/bad-request.js'
 import { badRequest, internalError, notFound, StatusError, statusErrorForHttp, UnavailableError, type Unavailable } from './lib/status.js'
 import { createThrottledLog } from './lib/throttled-log.js'
+import { protectCookieRoutes } from './http/cross-site.js'
+import { hasSeveralHosts } from './http/host-header.js'
+import { publicServesInternals, revocationsOpen } from './internal-surfaces.js'
 import { authenticateRoutes } from './routes/authenticate.js'
 import { EMPTY_BODY, refuseOtherMethods } from './routes/http.js'
 import { loginRoutes } from './routes/login.js'
@@ -301,7 +304,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   const auth = createAuthService({ ...observed, config })
   app.decorate('backends', backends)
   app.decorate('auth', auth)
-  app.decorate('accounts', createAccountAdmin(observed))
+  app.decorate('accounts', createAccountAdmin({ ...observed, passwordPolicy: { minLength: config.passwordMinLength, blocklist: true, refuseUsername: true } }))
   app.decorate('metrics', metrics)
   app.decorate('lifecycle', { draining: false })
 
@@ -317,6 +320,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     const refused = (request.query as ParsedQuery)[REFUSED_QUERY]
     if (refused !== undefined) done(badRequest(refused))
     else if (request.headers.host === undefined && request.raw.httpVersion === '1.1') done(badRequest(reasons.hostRequired()))
+    else if (hasSeveralHosts(request.raw.rawHeaders)) done(badRequest(reasons.hostGivenMoreThanOnce()))
     else done()
   })
 
@@ -359,10 +363,21 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     parser: parseFormEncoded
   })
   await registerOpenApi(app, PACKAGE_VERSION)
+  // Before the routes: it adds its check to Login's and Logout's as they are registered.
+  protectCookieRoutes(app, config.allowedOrigins)
   await app.register(loginRoutes, { auth, config })
   await app.register(authenticateRoutes, { auth })
   await app.register(logoutRoutes, { auth, config })
-  await app.register(revocationRoutes, { tokens: backends.tokens })
+  // Outside production the public port keeps the internal surfaces too (a first run); never in production.
+  const internals = publicServesInternals(config)
+  if (internals) {
+    await app.register(revocationRoutes, {
+      tokens: backends.tokens,
+      key: config.revocationsKey,
+      open: revocationsOpen(config),
+      maxSubscribers: config.revocationsMaxSubscribers
+    })
+  }
   await app.register(healthRoutes, {
     tokens: backends.tokens,
     database: backends.database,
@@ -370,12 +385,14 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     draining: () => app.lifecycle.draining,
     timeoutMs: config.healthTimeoutMs
   })
-  if (config.metricsPort === undefined) registerMetricsRoute(app, metrics)
-  await registerOpenApiRoutes(app)
+  if (internals) {
+    registerMetricsRoute(app, metrics)
+    await registerOpenApiRoutes(app)
+  }
   return app
 }
 
-/** GET /metrics in Prometheus' text format; on the main app, or alone on METRICS_PORT (server.ts). */
+/** GET /metrics in Prometheus' text format; on the internal listener, and on the main app outside production. */
 export function registerMetricsRoute (app: FastifyInstance, metrics: Metrics): void {
   app.get('/metrics', {
     logLevel: 'silent',

@@ -3,6 +3,7 @@ import type { HashCaller, PasswordHasher } from './lib/passwords.js'
 import { passwordProblem, usernameProblem } from './lib/bad-request.js'
 import { badRequest, loginFailed, StatusError, tooManyRequests, unauthorized, UnavailableError } from './lib/status.js'
 import { normalizePassword, normalizeUsername } from './lib/text.js'
+import { canonicalUsername } from './usernames.js'
 import { expiryInstant } from './lib/time.js'
 import { generateToken, hashToken, isTokenShaped } from './lib/tokens.js'
 import type { Directory } from './federation/ldap-directory.js'
@@ -90,16 +91,23 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
   /**
    * Through the directory: a federated account, or (directory on) a name with no account.
    * A dummy hash runs beside the bind, so every attempt costs at least one argon2 verify,
-   * as local accounts do.
+   * as local accounts do. The account is the one the directory names (its uid, read back
+   * after the bind), not the one typed: a directory that matches `CAROL` or `carol ` to
+   * carol's entry leads to carol's account, disabled or locked as it is.
    */
-  async function checkWithDirectory (dir: Directory, username: string, password: string, account: UserRecord | null, caller: HashCaller): Promise<CredentialCheck> {
-    const [accepted] = await Promise.all([dir.verify(username, password), hasher.verifyDummy(password, caller)])
+  async function checkWithDirectory (dir: Directory, username: string, password: string, typed: UserRecord | null, caller: HashCaller): Promise<CredentialCheck> {
+    const [uid] = await Promise.all([dir.identify(username, password), hasher.verifyDummy(password, caller)])
+    if (uid === null) return typed === null ? { ok: false, outcome: 'unknown-user' } : { ok: false, outcome: 'wrong-password', account: typed }
+    const identity = canonicalUsername(uid)
+    // A directory name that cannot be a username here (a space, an invisible character): nobody.
+    if (!identity.ok || usernameProblem(identity.username) !== undefined) return { ok: false, outcome: 'unknown-user' }
+    let account = identity.username === username ? typed : await users.findByUsername(identity.username)
     if (account === null) {
-      if (!accepted) return { ok: false, outcome: 'unknown-user' }
       if (config.ldapAutoProvision !== true) return { ok: false, outcome: 'not-provisioned' }
-      account = await provision(username)
+      account = await provision(identity.username)
     }
-    if (!accepted) return { ok: false, outcome: 'wrong-password', account }
+    // The directory's name belongs to a local account: the directory cannot vouch for it.
+    if (!account.federated) return { ok: false, outcome: 'unknown-user' }
     if (account.disabled) return { ok: false, outcome: 'disabled', account }
     return { ok: true, account }
   }
@@ -198,6 +206,14 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
         audit.record({ event: 'login.failure', ...context, accountId: checked.account?.id, outcome: checked.outcome })
         if (failure.lockedForMs > 0) audit.record({ event: 'login.lockout', ...context, accountId: checked.account?.id, outcome: `locked-${Math.ceil(failure.lockedForMs / 1000)}s` })
         throw loginFailed()
+      }
+      if (checked.account.username !== username) {
+        // The directory named another account than the one typed: its own lock holds too.
+        const own = await limiter.check(checked.account.username, client.ip)
+        if (!own.allowed) {
+          audit.record({ event: 'login.refused', ...context, accountId: checked.account.id, outcome: own.reason })
+          throw tooManyRequests(own.retryAfterMs / 1000)
+        }
       }
       const settled = await limiter.recordSuccess(username)
       if (!settled.allowed) {

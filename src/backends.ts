@@ -106,7 +106,9 @@ export async function openBackends (config: Config, log: Log, hook?: BackendErro
   const database = await openDatabase(config, { onPoolError: throttledErrorLog(log, 'postgres', hook), command: 'serve' })
   try {
     if (database.kind === 'pglite') {
-      await migrate(database)
+      const { usernames } = await migrate(database)
+      const unresolved = usernames.collisions.length + usernames.refused.length
+      if (unresolved > 0) log.warn({ collisions: usernames.collisions.length, refused: usernames.refused.length }, 'accounts whose usernames collide or have no canonical form cannot log in: run `auth-token-service migrate` for the list')
     } else {
       await assertMigrated(database)
     }

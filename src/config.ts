@@ -52,8 +52,19 @@ export interface Config {
   maxTokensPerAccount: number
   /** Audit events buffered in memory before new ones are dropped (and counted). */
   auditBufferSize: number
-  /** Serve /metrics on this port only (not on the public one); undefined: on the main port. */
-  metricsPort: number | undefined
+  /**
+   * The internal listener (INTERNAL_HOST, INTERNAL_PORT; METRICS_PORT is its deprecated name):
+   * /metrics, /docs, /openapi.json and /auth/revocations. With NODE_ENV=production the public
+   * port serves none of them.
+   */
+  internalHost: string
+  internalPort: number
+  /** Bearer key a revocation-feed subscriber must send (AUTH_REVOCATIONS_KEY); undefined: see revocationsOpen. */
+  revocationsKey: string | undefined
+  /** Revocation-feed subscribers at once, per instance; past it a new one is answered 503. */
+  revocationsMaxSubscribers: number
+  /** Settings given under a deprecated name, for the start-up log to warn about. */
+  deprecated: string[]
   /** After SIGTERM: how long readiness answers 503 before the listener closes. */
   shutdownDelayMs: number
   /** After SIGTERM: the longest wait for in-flight requests before the process exits anyway. */
@@ -65,6 +76,10 @@ export interface Config {
   ldap: LdapConfig | undefined
   /** A directory user with no local account gets one (federated) at the first successful login. */
   ldapAutoProvision: boolean
+  /** Fewest characters of a password this service sets (AUTH_PASSWORD_MIN_LENGTH; NIST SP 800-63B). */
+  passwordMinLength: number
+  /** Origins besides the service's own whose browser requests may log in and out (AUTH_ALLOWED_ORIGINS). */
+  allowedOrigins: string[]
 }
 
 export class ConfigError extends Error {
@@ -163,8 +178,11 @@ function ldapConfig (env: Env): LdapConfig | undefined {
     return undefined
   }
   if (!/^ldaps?:\/\/[^\s/]+\/?$/.test(url)) throw new ConfigError('AUTH_LDAP_URL', 'expected ldap://host[:port] or ldaps://host[:port]')
+  const usernameAttribute = present(env, 'AUTH_LDAP_USERNAME_ATTRIBUTE') ?? 'uid'
+  if (!/^[A-Za-z][A-Za-z0-9-]{0,63}$/.test(usernameAttribute)) throw new ConfigError('AUTH_LDAP_USERNAME_ATTRIBUTE', `expected an attribute name such as uid, got "${usernameAttribute}"`)
   const common = {
     url,
+    usernameAttribute,
     timeoutMs: integer(env, 'AUTH_LDAP_TIMEOUT_MS', 5000, 100, 60_000),
     tls: {
       caFile: present(env, 'AUTH_LDAP_TLS_CA_FILE'),
@@ -186,6 +204,29 @@ function ldapConfig (env: Env): LdapConfig | undefined {
     throw new ConfigError('AUTH_LDAP_SEARCH_FILTER', 'must be a parenthesized filter holding {username}, e.g. (uid={username})')
   }
   return { ...common, mode: 'search', bindDn, bindPassword, searchBase, searchFilter }
+}
+
+/** AUTH_ALLOWED_ORIGINS: origins as a browser sends them in `Origin` (scheme://host[:port], no path). */
+function origins (env: Env, name: string): string[] {
+  const raw = present(env, name)
+  if (raw === undefined) return []
+  return raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '').map((entry) => {
+    let origin: string | undefined
+    try {
+      origin = new URL(entry).origin
+    } catch {}
+    if (origin === undefined || origin === 'null' || origin !== entry) {
+      throw new ConfigError(name, `expected origins such as https://app.example.org (scheme, host, port; no path or trailing slash), got "${entry}"`)
+    }
+    return origin
+  })
+}
+
+/** The revocation feed's subscriber key: long enough that guessing it is hopeless. */
+function revocationsKey (env: Env): string | undefined {
+  const key = present(env, 'AUTH_REVOCATIONS_KEY')
+  if (key !== undefined && key.length < 32) throw new ConfigError('AUTH_REVOCATIONS_KEY', `must be at least 32 characters (openssl rand -base64 32), got ${key.length}`)
+  return key
 }
 
 const redisUrl = (env: Env): string | undefined => url(env, 'REDIS_URL', ['redis:', 'rediss:'])
@@ -271,7 +312,11 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     },
     maxTokensPerAccount: integer(env, 'AUTH_MAX_TOKENS_PER_ACCOUNT', 1000, 1, 1_000_000),
     auditBufferSize: integer(env, 'AUTH_AUDIT_BUFFER', 10_000, 1, 1_000_000),
-    metricsPort: present(env, 'METRICS_PORT') === undefined ? undefined : integer(env, 'METRICS_PORT', 0, 0, 65535),
+    internalHost: present(env, 'INTERNAL_HOST') ?? '127.0.0.1',
+    internalPort: integer(env, 'INTERNAL_PORT', present(env, 'METRICS_PORT') === undefined ? 3001 : integer(env, 'METRICS_PORT', 3001, 0, 65535), 0, 65535),
+    revocationsKey: revocationsKey(env),
+    revocationsMaxSubscribers: integer(env, 'AUTH_REVOCATIONS_MAX_SUBSCRIBERS', 64, 1, 100_000),
+    deprecated: present(env, 'METRICS_PORT') === undefined ? [] : ['METRICS_PORT is now INTERNAL_PORT (it carries /metrics, /docs, /openapi.json and /auth/revocations): rename it'],
     shutdownDelayMs: integer(env, 'SHUTDOWN_DELAY_MS', 0, 0, 600_000),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
     healthTimeoutMs: integer(env, 'HEALTH_TIMEOUT_MS', 1000, 10, 60_000),
@@ -283,6 +328,9 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     },
     ldap: ldapConfig(env),
     ldapAutoProvision: boolean(env, 'AUTH_LDAP_AUTO_PROVISION', false),
+    allowedOrigins: origins(env, 'AUTH_ALLOWED_ORIGINS'),
+    // NIST SP 800-63B: at least 8; 64 is the most a policy may ask (verifiers must take at least 64).
+    passwordMinLength: integer(env, 'AUTH_PASSWORD_MIN_LENGTH', 8, 8, 64),
     ...overrides
   }
   if (config.shutdownDelayMs >= config.shutdownTimeoutMs) {

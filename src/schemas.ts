@@ -70,7 +70,7 @@ export const AuthenticateParamsSchema = Type.Object({
   token: Type.Optional(Token(TOKEN_GIVEN)),
   format: Type.Optional(Type.Literal('json', { description: 'Only json (the default) is accepted.' })),
   jsonpFunction: PaddingName('Answer as `function <name>() {return <status object>;}` (JavaScript, always HTTP 200): ' +
-    'a JavaScript identifier of 1–64 characters, not a reserved word.'),
+    'a JavaScript identifier of 1–64 characters, not a reserved word nor a global a page relies on (alert, setTimeout, Object, constructor…).'),
   jsopFunction: PaddingName(SAME_AS_JSONP_FUNCTION),
   jsonpFormat: PaddingName(SAME_AS_JSONP_FUNCTION),
   callback: PaddingName(SAME_AS_JSONP_FUNCTION)
@@ -140,8 +140,15 @@ const badRequestAnswer = (detail: Reason) => errorAnswer('Bad Request: `detail` 
 export const ERROR_ANSWERS = {
   401: errorAnswer('Login Failed (status 701): unknown user, wrong password or disabled account, answered alike',
     { status: 701, message: 'Login Failed' }),
-  403: errorAnswer('Unauthorized: the token is missing, unknown, expired or ended',
-    { status: 403, message: 'Unauthorized' }),
+  403: Type.Object({
+    status: Type.Integer(),
+    message: Type.String(),
+    detail: Type.Optional(Type.String({ description: 'Why, when it is not the token: `cross-site request`.' }))
+  }, {
+    description: 'Unauthorized: the token is missing, unknown, expired or ended. Or Forbidden, with detail `cross-site request`: ' +
+      'a browser request from another site or an origin not allowed (Login, Logout)',
+    examples: [{ status: 403, message: 'Unauthorized' }]
+  }),
   404: errorAnswer('Not Found: no such route (an extra path segment, another spelling: paths are case-sensitive)',
     { status: 404, message: 'Not Found' }),
   405: errorAnswer('Method Not Allowed: another method on this path; Allow names the right ones',

@@ -1,9 +1,12 @@
 import closeWithGrace from 'close-with-grace'
-import Fastify, { type FastifyInstance } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { buildApp, registerMetricsRoute } from './app.js'
-import type { Config } from './config.js'
+import { buildApp } from './app.js'
+import { startInternalListener } from './internal-listener.js'
+import { ConfigError, type Config } from './config.js'
+import type { EnsureResult } from './accounts.js'
+import { StatusError } from './lib/status.js'
 import { escapeControlCharacters } from './lib/text.js'
 import { tuneV8ForServing } from './lib/v8-tuning.js'
 
@@ -13,7 +16,16 @@ import { tuneV8ForServing } from './lib/v8-tuning.js'
  */
 export async function bootstrapAccount (app: FastifyInstance, config: Config): Promise<void> {
   if (config.bootstrapUsername === undefined || config.bootstrapPassword === undefined) return
-  const result = await app.accounts.ensure(config.bootstrapUsername, config.bootstrapPassword, { reset: config.bootstrapReset })
+  let result: EnsureResult
+  try {
+    result = await app.accounts.ensure(config.bootstrapUsername, config.bootstrapPassword, { reset: config.bootstrapReset })
+  } catch (error) {
+    // A name or password the rules refuse: the start stops on one line naming the variable and the rule.
+    if (error instanceof StatusError && error.detail !== undefined) {
+      throw new ConfigError(error.detail.startsWith('username') ? 'AUTH_BOOTSTRAP_USERNAME' : 'AUTH_BOOTSTRAP_PASSWORD', error.detail)
+    }
+    throw error
+  }
   const username = escapeControlCharacters(result.account.username)
   switch (result.outcome) {
     case 'created':
@@ -36,15 +48,6 @@ function localUrl (address: string | AddressInfo | null): string | null {
   return `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`
 }
 
-/** /metrics alone on its own port, so it need never be public. */
-async function startMetricsServer (app: FastifyInstance, config: Config): Promise<FastifyInstance> {
-  const server = Fastify({ logger: false, exposeHeadRoutes: false })
-  registerMetricsRoute(server, app.metrics)
-  await server.listen({ host: config.host, port: config.metricsPort ?? 0 })
-  app.log.info({ port: config.metricsPort }, 'metrics listening on their own port')
-  return server
-}
-
 /**
  * The process entry: build, bootstrap, listen. On SIGTERM/SIGINT: readiness answers 503
  * first (for SHUTDOWN_DELAY_MS, so load balancers stop sending), then the listener closes,
@@ -53,7 +56,11 @@ async function startMetricsServer (app: FastifyInstance, config: Config): Promis
 export async function startServer (config: Config): Promise<FastifyInstance> {
   tuneV8ForServing()
   const app = await buildApp(config)
-  let metricsServer: FastifyInstance | undefined
+  let internal: FastifyInstance | undefined
+  for (const warning of config.deprecated) app.log.warn(warning)
+  if (config.nodeEnv === 'production' && config.revocationsKey === undefined) {
+    app.log.warn('AUTH_REVOCATIONS_KEY is not set: the revocation feed is off, and guards in HTTP mode run without a cache')
+  }
   try {
     await bootstrapAccount(app, config)
     // Listening before Redis answers would turn the first requests into 503s; wait a little, then go on
@@ -61,7 +68,10 @@ export async function startServer (config: Config): Promise<FastifyInstance> {
     if (app.backends.ready !== undefined && !await app.backends.ready(5000)) {
       app.log.warn('Redis is not answering yet: token operations answer 503 until it does')
     }
-    if (config.metricsPort !== undefined) metricsServer = await startMetricsServer(app, config)
+    // The internal listener first (it needs the app ready, for its API document): once the public
+    // port answers, everything does.
+    await app.ready()
+    internal = await startInternalListener(app, config)
     await app.listen({ host: config.host, port: config.port })
     // The embedded database's directory names its owner: a refused command says where it listens.
     await app.backends.database.dataDirLock?.announce({ url: localUrl(app.server.address()) }).catch((error: unknown) => {
@@ -70,7 +80,7 @@ export async function startServer (config: Config): Promise<FastifyInstance> {
     })
   } catch (error) {
     // A failed start (a taken port, say) closes what it opened, so the process exits with the error.
-    await metricsServer?.close()
+    await internal?.close()
     await app.close()
     throw error
   }
@@ -80,7 +90,7 @@ export async function startServer (config: Config): Promise<FastifyInstance> {
     app.lifecycle.draining = true
     if (config.shutdownDelayMs > 0) await sleep(config.shutdownDelayMs)
     await app.close()
-    await metricsServer?.close()
+    await internal?.close()
     app.log.info('closed')
   })
   return app

@@ -25,6 +25,7 @@ async function startEmbedded (t: Test, cwd: string, env: Record<string, string> 
     cwd,
     env: {
       PATH: process.env.PATH,
+      INTERNAL_PORT: '0',
       HOST: '127.0.0.1',
       PORT: '0',
       AUTH_BOOTSTRAP_USERNAME: BOOTSTRAP.username,

@@ -13,7 +13,8 @@ import { RevocationIncomplete, type TokenStore } from '../stores/token-store.js'
 import type { AuditLog } from '../stores/audit-log.js'
 import { createMemoryTokenStore } from '../stores/memory-token-store.js'
 import { createSqlUserStore } from '../stores/user-store.js'
-import { escapeControlCharacters } from '../lib/text.js'
+import { escapeControlCharacters, normalizeUsername } from '../lib/text.js'
+import type { UsernameReport } from '../db/canonical-usernames.js'
 import { readPassword } from './read-password.js'
 
 const USAGE = `usage: auth-token-service <command>
@@ -172,7 +173,8 @@ async function withAccounts<T> (config: Config, command: string, endsTokens: boo
     tokens = endsTokens ? await openConnectedTokenStore(config, database) : createMemoryTokenStore({ denyTtlMs: 1000 })
     const audit = openAuditLog(config, database, quietLog)
     try {
-      return await work(createAccountAdmin({ users: createSqlUserStore(database), tokens, hasher: createPasswordHasher(config.argon2), audit, actor: 'cli' }), audit)
+      const passwordPolicy = { minLength: config.passwordMinLength, blocklist: true, refuseUsername: true }
+      return await work(createAccountAdmin({ users: createSqlUserStore(database), tokens, hasher: createPasswordHasher(config.argon2), audit, actor: 'cli', passwordPolicy }), audit)
     } finally {
       await audit.close()
     }
@@ -199,6 +201,23 @@ async function optionalPasswordFromStdin (): Promise<string | undefined> {
   return password === undefined || password === '' ? undefined : password
 }
 
+/**
+ * What `migrate` did to stored usernames. Accounts whose canonical forms collide are never
+ * merged: they are listed, untouched, and the command fails until an operator resolves them
+ * (README, "Canonical usernames").
+ */
+function reportUsernames ({ renamed, collisions, refused }: UsernameReport): number {
+  const name = (username: string): string => JSON.stringify(username)
+  for (const { id, from, to } of renamed) process.stderr.write(`username of account ${id} made canonical: ${name(from)} -> ${name(to)}\n`)
+  for (const { canonical, accounts } of collisions) {
+    process.stderr.write(`accounts ${accounts.map(({ id, username }) => `${id} ${name(username)}`).join(', ')} are all ${name(canonical)} in canonical form: left as they are, not merged\n`)
+  }
+  for (const { id, username } of refused) process.stderr.write(`account ${id} ${name(username)} has no canonical form (a space, control or invisible character): left as it is, it cannot log in\n`)
+  if (collisions.length === 0 && refused.length === 0) return 0
+  process.stderr.write('auth-token-service: resolve the accounts above (rename or delete all but one of each group; see README, Canonical usernames), then run migrate again\n')
+  return 1
+}
+
 async function run (argv: string[]): Promise<number> {
   const invocation = parseCommandLine(argv)
   if (invocation.command === 'help') {
@@ -216,12 +235,12 @@ async function run (argv: string[]): Promise<number> {
     case 'migrate': {
       const database = await openDatabase(config, { command: 'migrate' })
       try {
-        const { applied } = await migrate(database).catch((error: unknown) => { throw unreachable('the database (DATABASE_URL)', error) })
+        const { applied, usernames } = await migrate(database).catch((error: unknown) => { throw unreachable('the database (DATABASE_URL)', error) })
         process.stderr.write(applied.length === 0 ? 'migrations: up to date\n' : `migrations applied: ${applied.join(', ')}\n`)
+        return reportUsernames(usernames)
       } finally {
         await database.close()
       }
-      return 0
     }
     case 'user add': {
       // Read before anything is opened: an empty stdin is a usage error that touches nothing.
@@ -259,14 +278,15 @@ async function run (argv: string[]): Promise<number> {
       return await withAccounts(config, invocation.command, false, async (admin) => {
         for (const account of await admin.list()) {
           const flags = [account.federated ? 'federated' : 'local', account.disabled ? 'disabled' : 'enabled']
-          process.stdout.write(`${account.username}\t${flags.join('\t')}\n`)
+          // Escaped as `events` escapes: a name with a newline or a tab in it forges no line or cell.
+          process.stdout.write(`${escapeControlCharacters(account.username).replaceAll('\t', ' ')}\t${flags.join('\t')}\n`)
         }
         return 0
       })
     case 'events': {
       const { username, since } = invocation
       return await withAccounts(config, invocation.command, false, async (_admin, audit) => {
-        for (const event of await audit.list({ username: username?.normalize('NFC'), since, limit: 100_000 })) {
+        for (const event of await audit.list({ username: username === undefined ? undefined : normalizeUsername(username), since, limit: 100_000 })) {
           const cells = [event.occurredAt.toISOString(), event.event, event.username ?? '-', event.outcome,
             event.clientIp ?? '-', event.userAgent ?? '-']
           process.stdout.write(`${cells.map(escapeControlCharacters).map((cell) => cell.replaceAll('\t', ' ')).join('\t')}\n`)
@@ -298,6 +318,8 @@ function describe (error: unknown): { message: string, code: number } {
     }
   }
   if (error instanceof StatusError) {
+    // A refused username or password: the reason, which names the rule and never the value.
+    if (error.status === 400 && error.detail !== undefined) return { message: error.detail, code: 1 }
     const messages: Record<number, string> = {
       400: 'invalid username or password (username 1-256 characters, password 1-1024 bytes)',
       404: 'no such account',

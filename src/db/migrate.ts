@@ -2,6 +2,7 @@ import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Database } from './queryable.js'
+import { canonicalizeUsernames, type UsernameReport } from './canonical-usernames.js'
 
 /** `sql/` at the package root, found the same way from `src/` (tests) and `dist/` (built). */
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../../sql/', import.meta.url))
@@ -11,6 +12,8 @@ const MIGRATION_LOCK_ID = 72_403_117
 
 export interface MigrationResult {
   applied: string[]
+  /** Stored usernames brought to their canonical form, and those that could not be. */
+  usernames: UsernameReport
 }
 
 /**
@@ -34,6 +37,6 @@ export async function migrate (db: Database, dir: string = MIGRATIONS_DIR): Prom
       await tx.query('INSERT INTO schema_migrations (name) VALUES ($1)', [script.name])
       applied.push(script.name)
     }
-    return { applied }
+    return { applied, usernames: await canonicalizeUsernames(tx) }
   })
 }

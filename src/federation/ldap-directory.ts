@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs'
-import { Client, InvalidCredentialsError } from 'ldapts'
+import { Client, InvalidCredentialsError, type Entry } from 'ldapts'
 import { escapeDnValue, escapeFilterValue, fillTemplate } from '../lib/ldap-escape.js'
 import { serviceUnavailable } from '../lib/status.js'
 
@@ -10,11 +10,20 @@ import { serviceUnavailable } from '../lib/status.js'
 export interface Directory {
   /** True when the directory accepts this user's password; false for a wrong password or an unknown user. 503 when it cannot be asked. */
   verify (username: string, password: string): Promise<boolean>
+  /**
+   * Who the directory says this is, when it accepts the password: the entry's username
+   * attribute (uid) as read back after the bind, never the name typed (directories match
+   * names ignoring case and surrounding spaces). Null for a wrong password, an unknown user,
+   * or an entry without the attribute. 503 when it cannot be asked.
+   */
+  identify (username: string, password: string): Promise<string | null>
 }
 
 export type LdapConfig = {
   url: string
   timeoutMs: number
+  /** The attribute that names the user (AUTH_LDAP_USERNAME_ATTRIBUTE); `uid` when absent. */
+  usernameAttribute?: string
   tls: { caFile: string | undefined, rejectUnauthorized: boolean, startTls: boolean }
 } & (
   /** Bind straight as the user: the DN comes from a template with `{username}`. */
@@ -55,34 +64,54 @@ export function createLdapDirectory (config: LdapConfig): Directory {
     }
   }
 
-  const userDn = async (client: Client, username: string): Promise<string | undefined> => {
-    if (config.mode === 'template') return fillTemplate(config.userDnTemplate, escapeDnValue(username))
+  const attribute = config.usernameAttribute ?? 'uid'
+
+  /** The user's entry: its DN, and (search mode) its names as the service account read them. */
+  const userEntry = async (client: Client, username: string): Promise<Entry | undefined> => {
+    if (config.mode === 'template') return { dn: fillTemplate(config.userDnTemplate, escapeDnValue(username)) }
     if (!await bindAs(client, config.bindDn, config.bindPassword)) throw new Error('the directory refused the service account (AUTH_LDAP_BIND_DN)')
     const { searchEntries } = await client.search(config.searchBase, {
       scope: 'sub',
       filter: fillTemplate(config.searchFilter, escapeFilterValue(username)),
-      attributes: ['dn'],
+      attributes: [attribute],
       sizeLimit: 2
     })
     // Zero or several matches: no such user (a filter that matches two people names nobody).
-    return searchEntries.length === 1 ? searchEntries[0]?.dn : undefined
+    return searchEntries.length === 1 ? searchEntries[0] : undefined
+  }
+
+  /** The entry's names, read back as the user now bound when the search did not bring them (template mode). */
+  const namesOf = async (client: Client, entry: Entry): Promise<string[]> => {
+    let found = entry[attribute]
+    if (found === undefined) {
+      const { searchEntries } = await client.search(entry.dn, { scope: 'base', attributes: [attribute], sizeLimit: 1 })
+      found = searchEntries[0]?.[attribute]
+    }
+    const values = found === undefined ? [] : Array.isArray(found) ? found : [found]
+    // uid may hold several values: the first in code-point order, so the key never depends on which one was typed.
+    return values.map((value) => typeof value === 'string' ? value : value.toString('utf8')).sort()
+  }
+
+  const identify = async (username: string, password: string): Promise<string | null> => {
+    // An empty password would be an "unauthenticated bind", which many directories accept.
+    if (password.length === 0) return null
+    let client: Client | undefined
+    try {
+      client = await connect()
+      const entry = await userEntry(client, username)
+      // Unknown user: the same bind work as a wrong password, against a DN that cannot match.
+      const bound = await bindAs(client, entry?.dn ?? `${NO_SUCH_USER_RDN},${config.mode === 'search' ? config.searchBase : 'dc=invalid'}`, password)
+      if (!bound || entry === undefined) return null
+      return (await namesOf(client, entry))[0] ?? null
+    } catch (error) {
+      throw serviceUnavailable('directory', error)
+    } finally {
+      await client?.unbind().catch(() => {})
+    }
   }
 
   return {
-    async verify (username, password) {
-      // An empty password would be an "unauthenticated bind", which many directories accept.
-      if (password.length === 0) return false
-      let client: Client | undefined
-      try {
-        client = await connect()
-        const dn = await userDn(client, username)
-        // Unknown user: the same bind work as a wrong password, against a DN that cannot match.
-        return await bindAs(client, dn ?? `${NO_SUCH_USER_RDN},${config.mode === 'search' ? config.searchBase : 'dc=invalid'}`, password) && dn !== undefined
-      } catch (error) {
-        throw serviceUnavailable('directory', error)
-      } finally {
-        await client?.unbind().catch(() => {})
-      }
-    }
+    identify,
+    verify: async (username, password) => await identify(username, password) !== null
   }
 }

@@ -64,8 +64,13 @@ export interface DirectGuardOptions extends CommonGuardOptions {
 /** Verify over HTTP against the token service's Authenticate, e.g. `http://auth:3000/auth/Authenticate`. */
 export interface HttpGuardOptions extends CommonGuardOptions {
   authenticateUrl: string | URL
-  /** The service's revocation stream; default the same origin's `/auth/revocations`. */
+  /**
+   * The service's revocation stream, on its internal listener (INTERNAL_PORT); default the same
+   * origin's `/auth/revocations` (served there outside production only).
+   */
   revocationsUrl?: string | URL
+  /** The service's AUTH_REVOCATIONS_KEY, sent as `Authorization: Bearer` to the stream. */
+  revocationsKey?: string
   fetch?: FetchFunction
 }
 
@@ -124,6 +129,7 @@ function openVerifier (options: AuthTokenGuardOptions, onError: (error: unknown)
     return httpVerifier({
       authenticateUrl,
       revocationsUrl: options.revocationsUrl === undefined ? endpoint(authenticateUrl.origin, 'auth/revocations') : new URL(options.revocationsUrl),
+      revocationsKey: options.revocationsKey,
       timeoutMs: options.timeoutMs === undefined ? 2000 : positiveNumber(options.timeoutMs, 'timeoutMs'),
       fetch: options.fetch ?? globalThis.fetch,
       onError

@@ -75,6 +75,8 @@ export function createEventStreamParser (onEvent: (event: ServerSentEvent) => vo
 
 export interface RevocationFeedOptions {
   url: string | URL
+  /** The service's AUTH_REVOCATIONS_KEY, sent as `Authorization: Bearer`. */
+  key?: string | undefined
   fetch?: FetchFunction
   /** First reconnection delay, doubled on each failure up to `maxBackoffMs`. */
   minBackoffMs?: number
@@ -130,7 +132,7 @@ export function followRevocations (options: RevocationFeedOptions, watcher: Revo
     try {
       touch()
       const response = await fetchFunction(options.url, {
-        headers: { accept: 'text/event-stream', 'cache-control': 'no-store' },
+        headers: { accept: 'text/event-stream', 'cache-control': 'no-store', ...(options.key === undefined ? {} : { authorization: `Bearer ${options.key}` }) },
         redirect: 'error',
         signal: controller.signal
       })

@@ -101,6 +101,7 @@ export function directVerifier (options: DirectVerifierOptions): Verifier {
 export interface HttpVerifierOptions {
   authenticateUrl: URL
   revocationsUrl: URL
+  revocationsKey?: string | undefined
   timeoutMs: number
   fetch: FetchFunction
   onError: (error: unknown) => void
@@ -136,7 +137,7 @@ export function httpVerifier (options: HttpVerifierOptions): Verifier {
         { cause: error.kind === 'network' ? error.cause : undefined })
     },
     watch (watcher) {
-      feed = followRevocations({ url: options.revocationsUrl, fetch: options.fetch, onError: options.onError }, watcher)
+      feed = followRevocations({ url: options.revocationsUrl, key: options.revocationsKey, fetch: options.fetch, onError: options.onError }, watcher)
     },
     async settle () {},
     async close () {

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyRequest } from 'fastify'
 import type { MalformedFormError } from './form-encoding.js'
 import { PASSWORD_MAX_BYTES, USERNAME_MAX_CHARS, isAcceptablePassword, isAcceptableUsername } from './text.js'
+import { usernameRefusal } from '../usernames.js'
 
 /**
  * Why a request is a 400: the `detail` of its answer and of its access-log line. A reason
@@ -50,6 +51,7 @@ export const reasons = {
   formatNotJson: () => reason('format must be json'),
   paddingNotIdentifier: (parameter: Parameter) => reason(`padding function name in ${parameter} is not a valid identifier`),
   paddingReserved: (parameter: Parameter) => reason(`padding function name in ${parameter} is a reserved word`),
+  paddingGlobal: (parameter: Parameter) => reason(`padding function name in ${parameter} is a global a page relies on`),
   paddingNamesDiffer: () => reason('two different padding function names given'),
   notValid: (parameter: Parameter) => reason(`${parameter} is not valid`),
   badPercentEncoding: (where: Parameter | Source | 'a parameter name in the query string' | 'a parameter name in the form body') =>
@@ -63,6 +65,7 @@ export const reasons = {
   bodyLengthMismatch: () => reason('body length does not match Content-Length'),
   bodyUnreadable: () => reason('body could not be read'),
   hostRequired: () => reason('Host header is required'),
+  hostGivenMoreThanOnce: () => reason('Host header given more than once'),
   contentTypeRequired: () => reason('Content-Type header is required'),
   httpRequestLine: () => reason('request line is not valid HTTP/1.1'),
   httpMethod: () => reason('request method is not valid'),
@@ -73,7 +76,13 @@ export const reasons = {
   httpTransferEncoding: () => reason('Transfer-Encoding is not valid, or given with Content-Length'),
   httpChunk: () => reason('a chunk of the body is not valid'),
   httpOther: () => reason('request is not valid HTTP/1.1'),
-  requestNotValid: () => reason('request is not valid')
+  requestNotValid: () => reason('request is not valid'),
+  crossSiteRequest: () => reason('cross-site request'),
+  passwordTooShort: (min: number) => reason(`password is shorter than ${min} characters`),
+  passwordCommon: () => reason('password is on a list of common and breached passwords'),
+  passwordHasUsername: () => reason('password contains the username'),
+  usernameRefusedCharacter: () => reason('username holds a space, control, invisible or unassigned character'),
+  usernameCompatibilityCharacter: () => reason('username holds a compatibility character (a ligature, or a circled, superscript or styled letter)')
 } as const
 
 /** Why a query string or form body the strict parser refused is bad. */
@@ -85,8 +94,11 @@ export function malformedFormReason (error: MalformedFormError, source: 'query s
 
 /** Why a normalized username cannot be one, or undefined when it can. */
 export function usernameProblem (normalized: string): Reason | undefined {
-  if (isAcceptableUsername(normalized)) return undefined
-  return normalized.length === 0 ? reasons.empty('username') : reasons.tooLong('username')
+  if (!isAcceptableUsername(normalized)) return normalized.length === 0 ? reasons.empty('username') : reasons.tooLong('username')
+  const refusal = usernameRefusal(normalized)
+  if (refusal === 'refused-character') return reasons.usernameRefusedCharacter()
+  if (refusal === 'compatibility-character') return reasons.usernameCompatibilityCharacter()
+  return undefined
 }
 
 /** Why a normalized password cannot be one, or undefined when it can. */

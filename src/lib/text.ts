@@ -1,6 +1,11 @@
-/** Usernames are stored and compared after NFC normalization, case kept. */
+import { mapUsername } from '../usernames.js'
+
+/**
+ * Usernames are stored and compared in their canonical form (src/usernames.ts: width-mapped,
+ * case-folded, NFC); usernameProblem refuses what cannot be one.
+ */
 export function normalizeUsername (username: string): string {
-  return username.normalize('NFC')
+  return mapUsername(username)
 }
 
 /** Passwords are NFC-normalized before hashing and checking, exact otherwise. */

@@ -7,27 +7,21 @@ import { badRequest, StatusError, SUCCESS, type StatusBody } from '../lib/status
 import { formatExpirationDate } from '../lib/time.js'
 import { AuthenticateParamsSchema, AuthenticateSuccessSchema, errorResponses, PADDING_PARAMETER_NAMES, TokenPathSchema, type AuthenticateParams } from '../schemas.js'
 import { EMPTY_BODY, refuseOtherMethods, tokenCookie } from './http.js'
+import { paddingNameRefusal } from '../http/padding-names.js'
 
 export interface AuthenticateRoutesOptions {
   auth: AuthService
 }
 
-/** Names a padding function may not have: JavaScript's reserved words and the globals it must not shadow. */
-const RESERVED = new Set([
-  'break', 'case', 'catch', 'class', 'const', 'continue', 'debugger', 'default', 'delete', 'do', 'else', 'enum',
-  'export', 'extends', 'false', 'finally', 'for', 'function', 'if', 'import', 'in', 'instanceof', 'new', 'null',
-  'return', 'super', 'switch', 'this', 'throw', 'true', 'try', 'typeof', 'var', 'void', 'while', 'with', 'yield',
-  'let', 'static', 'implements', 'interface', 'package', 'private', 'protected', 'public', 'await', 'async',
-  'arguments', 'eval', 'undefined', 'NaN', 'Infinity'
-])
-
-/** The one padding-function name asked for, or undefined; two different names or a reserved word: 400. */
+/** The one padding-function name asked for, or undefined; two different names, a reserved word or a page's global: 400. */
 function paddingFunction (params: AuthenticateParams): string | undefined {
   let name: string | undefined
   for (const key of PADDING_PARAMETER_NAMES) {
     const value = params[key]
     if (value === undefined) continue
-    if (RESERVED.has(value)) throw badRequest(reasons.paddingReserved(key))
+    const refusal = paddingNameRefusal(value)
+    if (refusal === 'reserved-word') throw badRequest(reasons.paddingReserved(key))
+    if (refusal === 'page-global') throw badRequest(reasons.paddingGlobal(key))
     if (name !== undefined && name !== value) throw badRequest(reasons.paddingNamesDiffer())
     name = value
   }

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify'
 import type { Test } from 'tap'
+import { createAccountAdmin, type AccountAdmin } from '../../src/accounts.js'
 import { buildApp } from '../../src/app.js'
+import type { PasswordPolicy } from '../../src/passwords/policy.js'
 import { assembleBackends } from '../../src/backends.js'
 import type { Config } from '../../src/config.js'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
@@ -15,6 +17,17 @@ import { freshPglite } from './pglite.js'
 import { freshPostgresDatabase, freshRedisPrefix, requireRedis } from './servers.js'
 
 export type BackendKind = 'real' | 'embedded'
+
+/** For test fixtures only: any password of 1–1024 bytes. */
+const FIXTURE_PASSWORDS: PasswordPolicy = { minLength: 1, blocklist: false, refuseUsername: false }
+
+/**
+ * The app's account admin with fixture passwords allowed ('pw', 'right'): for tests whose
+ * subject is not the password policy (test/passwords/policy.test.ts is).
+ */
+export function fixtureAccounts (app: FastifyInstance): AccountAdmin {
+  return createAccountAdmin({ ...app.backends, passwordPolicy: FIXTURE_PASSWORDS })
+}
 
 export interface TestApp {
   app: FastifyInstance
@@ -68,7 +81,9 @@ export async function buildTestApp (t: Test, kind: BackendKind = 'real', overrid
     redisStore,
     redisPrefix,
     async addUser (username, password, federated = false) {
-      await app.accounts.add(username, password, federated)
+      // Fixtures use short, made-up passwords ('pw', 'right'): the password policy has tests of
+      // its own (test/passwords/policy.test.ts), and Login checks any stored hash alike.
+      await fixtureAccounts(app).add(username, password, federated)
     }
   }
 }

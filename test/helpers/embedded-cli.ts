@@ -7,8 +7,8 @@ import { CLI, type ServiceProcess } from './throwaway-servers.js'
  * processes: what test/cli-embedded-*.test.ts share.
  */
 
-export const ADMIN = Object.freeze({ username: 'admin', password: 'first & only admin' })
-export const ALICE = Object.freeze({ first: 'alice first secret', second: 'alice second secret' })
+export const ADMIN = Object.freeze({ username: 'admin', password: 'first & only operator' })
+export const ALICE = Object.freeze({ first: 'her first secret', second: 'her second secret' })
 
 export interface Run { args: string[], code: number | null, stdout: string, stderr: string }
 

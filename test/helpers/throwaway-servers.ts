@@ -334,7 +334,7 @@ export async function startService (scope: Scope, env: Record<string, string>, o
   const port = options.port ?? await freePort()
   const baseUrl = `http://127.0.0.1:${port}`
   const child = spawn(process.execPath, [CLI, 'serve'], {
-    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), ...env },
+    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), INTERNAL_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   track(child, 'SIGKILL')

@@ -12,6 +12,7 @@ import type { TokenStore } from '../../src/stores/token-store.js'
 import { testConfig } from '../helpers/config.js'
 import { freshPglite } from '../helpers/pglite.js'
 import { backendsOf, jsonObject, LogCapture } from './support.js'
+import { fixtureAccounts } from '../helpers/app.js'
 
 /*
  * Under a login flood or a backend outage the 503s come by the thousand: each used to log a
@@ -48,7 +49,7 @@ t.test('a full hash queue: one warn line at once, one when the interval ends wit
   // One hash at a time and none waiting: of concurrent Logins, all but one find the queue full.
   const config = testConfig({ logLevel: 'info', hashing: { concurrency: 1, maxQueued: 0 } })
   const { app, capture } = await appOn(t, config, await freshPglite(), createMemoryTokenStore({ denyTtlMs: 1000 }))
-  await app.accounts.add('flood', 'flood secret', false)
+  await fixtureAccounts(app).add('flood', 'flood secret', false)
   const from = capture.mark()
   const statuses = await Promise.all(Array.from({ length: 30 }, async () =>
     (await app.inject({ method: 'POST', url: '/auth/Login', payload: { username: 'flood', password: 'flood secret' } })).statusCode))

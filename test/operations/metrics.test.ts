@@ -183,25 +183,27 @@ t.test('the hash queue depth shows logins waiting for argon2', async (t) => {
   t.equal(sample(await scrape(app), 'auth_password_hash_queue_depth'), 0, 'back to 0')
 })
 
-t.test('with metricsPort set, the app itself has no /metrics', async (t) => {
-  const { app } = await buildTestApp(t, 'real', { metricsPort: 9464 })
-  const response = await app.inject({ url: '/metrics' })
-  t.equal(response.statusCode, 404)
-  t.same(response.json(), { status: 404, message: 'Not Found' })
-  const doc = (await app.inject({ url: '/openapi.json' })).json<{ paths: Record<string, unknown> }>()
-  t.notOk('/metrics' in doc.paths, 'nor does its OpenAPI document')
+t.test('with NODE_ENV=production the public app serves none of the internal surfaces', async (t) => {
+  const { app } = await buildTestApp(t, 'real', { nodeEnv: 'production' })
+  for (const path of ['/metrics', '/docs', '/docs/json', '/openapi.json', '/auth/revocations']) {
+    const response = await app.inject({ url: path })
+    t.equal(response.statusCode, 404, path)
+    t.same(response.json(), { status: 404, message: 'Not Found' }, `${path}: the usual 404`)
+  }
+  t.equal((await app.inject({ url: '/auth/Authenticate' })).statusCode, 403, 'the operations are there')
 })
 
-t.test('the built service with METRICS_PORT serves /metrics on that port only', async (t) => {
+t.test('the built service in production serves /metrics on the internal listener only', async (t) => {
   const metricsPort = await freePort()
   const service = await startService(t, await tempDir(t, 'ats-metrics-'), {
+    NODE_ENV: 'production',
     DATABASE_URL: await migratedDatabaseUrl(t),
     REDIS_URL: await requireRedis(),
     AUTH_REDIS_KEY_PREFIX: await freshRedisPrefix(t),
-    METRICS_PORT: String(metricsPort)
+    INTERNAL_PORT: String(metricsPort)
   })
   const metricsBase = `http://127.0.0.1:${metricsPort}`
-  t.match(service.output(), /metrics listening on their own port/)
+  t.match(service.output(), /internal listener: \/metrics, \/docs, \/openapi.json, \/auth\/revocations/)
 
   t.equal((await fetch(`${service.baseUrl}/auth/Authenticate`)).status, 403)
   const onMain = await fetch(`${service.baseUrl}/metrics`)
@@ -216,12 +218,28 @@ t.test('the built service with METRICS_PORT serves /metrics on that port only', 
   t.equal(sample(text, 'http_requests_total', { route: '(unmatched)', method: 'GET', status: '404' }), 1, 'the refused /metrics, as an unmatched route')
   t.ok(metricType(text, 'nodejs_eventloop_lag_seconds') !== undefined)
 
-  for (const path of ['/auth/Authenticate', '/health/ready', '/openapi.json', '/docs']) {
-    t.equal((await fetch(`${metricsBase}${path}`)).status, 404, `${path}: not on the metrics port`)
+  for (const path of ['/auth/Authenticate', '/health/ready', '/auth/Login']) {
+    t.equal((await fetch(`${metricsBase}${path}`)).status, 404, `${path}: not on the internal listener`)
   }
+  for (const path of ['/openapi.json', '/docs', '/auth/revocations']) {
+    t.equal((await fetch(`${service.baseUrl}${path}`)).status, 404, `${path}: not on the public port`)
+  }
+  const document = await fetch(`${metricsBase}/openapi.json`)
+  t.equal(document.status, 200, 'the API document is on the internal listener')
+  t.ok('/auth/Login' in (await document.json() as { paths: Record<string, unknown> }).paths, 'describing the public operations')
+  t.equal((await fetch(`${metricsBase}/docs`)).status, 200, 'and /docs')
+  t.equal((await fetch(`${metricsBase}/auth/revocations`)).status, 404, 'no AUTH_REVOCATIONS_KEY in production: the feed is off')
+  t.match(service.output(), /AUTH_REVOCATIONS_KEY is not set/)
 
   service.child.kill('SIGTERM')
   t.equal(await service.exited, 0, 'SIGTERM ends it cleanly')
   const after = await fetch(`${metricsBase}/metrics`).then(() => 'answered', () => 'refused')
   t.equal(after, 'refused', 'the metrics port is closed too')
+})
+
+t.test('METRICS_PORT still works, as a deprecated name of INTERNAL_PORT, with a warning', async (t) => {
+  const metricsPort = await freePort()
+  const service = await startService(t, await tempDir(t, 'ats-metrics-'), { METRICS_PORT: String(metricsPort), INTERNAL_PORT: '' /* unset: METRICS_PORT names the port */ })
+  t.equal((await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).status, 200)
+  t.match(service.output(), /METRICS_PORT is now INTERNAL_PORT/)
 })

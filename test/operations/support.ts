@@ -129,7 +129,7 @@ export async function startService (t: Test, cwd: string, env: Record<string, st
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` (npm test does it first)`)
   const child = spawn(process.execPath, [CLI, 'serve'], {
     cwd,
-    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', ...env },
+    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', INTERNAL_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   let output = ''

@@ -9,6 +9,7 @@ import { testConfig } from '../helpers/config.js'
 import { freshPglite } from '../helpers/pglite.js'
 import { backendsOf, LogCapture } from '../operations/support.js'
 import { assertStatus, badRequestBody, FORM, JSON_HEADERS, type InjectOptions } from './support.js'
+import { fixtureAccounts } from '../helpers/app.js'
 
 /*
  * Every 400 says what is wrong (issue 17, section 5): `{"status":400,"message":"Bad Request",
@@ -28,7 +29,7 @@ const backends = backendsOf(t, config, database, createMemoryTokenStore({ denyTt
 const capture = new LogCapture()
 const app = await buildApp(config, { backends, logStream: capture })
 t.teardown(async () => { await app.close() })
-await app.accounts.add('alice', 'pw', false)
+await fixtureAccounts(app).add('alice', 'pw', false)
 
 function records (): LogRecord[] {
   return capture.since(0).map((line) => JSON.parse(line) as LogRecord)
@@ -102,9 +103,9 @@ t.test('the routes\' own checks and the auth service\'s', async (t) => {
 
   // The account administration (CLI, bootstrap) refuses with the same reasons.
   for (const [what, add, detail] of [
-    ['an empty username', async () => await app.accounts.add('', 'pw', false), 'username is empty'],
-    ['no password for an account that is not federated', async () => await app.accounts.add('bob', undefined, false), 'password is required'],
-    ['a password over 1024 bytes', async () => await app.accounts.add('bob', 'p'.repeat(1025), false), 'password is longer than 1024 bytes']
+    ['an empty username', async () => await fixtureAccounts(app).add('', 'pw', false), 'username is empty'],
+    ['no password for an account that is not federated', async () => await fixtureAccounts(app).add('bob', undefined, false), 'password is required'],
+    ['a password over 1024 bytes', async () => await fixtureAccounts(app).add('bob', 'p'.repeat(1025), false), 'password is longer than 1024 bytes']
   ] as const) {
     const error: unknown = await add().then(() => undefined, (e: unknown) => e)
     t.ok(error instanceof StatusError && error.status === 400 && error.detail === detail, `accounts, ${what}: 400 saying "${detail}"`)

@@ -3,7 +3,7 @@ import fc, { type Arbitrary } from 'fast-check'
 import { connect } from 'node:net'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import { PARAMETERS, reasons } from '../../src/lib/bad-request.js'
-import { buildTestApp } from '../helpers/app.js'
+import { buildTestApp, fixtureAccounts } from '../helpers/app.js'
 import { freshRedisPrefix } from '../helpers/servers.js'
 
 /*
@@ -27,8 +27,8 @@ const { app } = await buildTestApp(t, 'real', {
 })
 const KNOWN = { username: 'fuzzer', password: 'fuzz pass&=%/' }
 const CANARY = { username: 'canary', password: `canary-${Math.random().toString(36).slice(2)}` }
-await app.accounts.add(KNOWN.username, KNOWN.password, false)
-await app.accounts.add(CANARY.username, CANARY.password, false)
+await fixtureAccounts(app).add(KNOWN.username, KNOWN.password, false)
+await fixtureAccounts(app).add(CANARY.username, CANARY.password, false)
 async function issueToken (): Promise<string> {
   return (await app.inject({ method: 'POST', url: '/auth/Login', payload: KNOWN })).json<{ token: string }>().token
 }

@@ -35,7 +35,14 @@ function settings (env: NodeJS.ProcessEnv): Settings {
     throw new Error(`AUTH_SERVICE_URL: not a URL: "${env.AUTH_SERVICE_URL ?? ''}"`)
   }
   const authenticateUrl = new URL('/auth/Authenticate', base)
-  return { host, port, guard: { authenticateUrl, cache }, verifies: `over HTTP with ${authenticateUrl.href}` }
+  // The revocation feed is on the service's internal listener (in production only there), behind its key.
+  const internal = env.AUTH_INTERNAL_URL?.trim()
+  const revocationsKey = env.AUTH_REVOCATIONS_KEY?.trim()
+  const feed = {
+    ...(internal === undefined || internal === '' ? {} : { revocationsUrl: new URL('/auth/revocations', internal) }),
+    ...(revocationsKey === undefined || revocationsKey === '' ? {} : { revocationsKey })
+  }
+  return { host, port, guard: { authenticateUrl, cache, ...feed }, verifies: `over HTTP with ${authenticateUrl.href}` }
 }
 
 let config: Settings

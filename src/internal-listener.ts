@@ -1,0 +1,48 @@
+import fastifySwagger from '@fastify/swagger'
+import fastifySwaggerUi from '@fastify/swagger-ui'
+import Fastify, { type FastifyError, type FastifyInstance } from 'fastify'
+import { registerMetricsRoute } from './app.js'
+import type { Config } from './config.js'
+import { internalError, notFound, StatusError, statusErrorForHttp } from './lib/status.js'
+import { revocationRoutes } from './routes/revocations.js'
+import { revocationsOpen } from './internal-surfaces.js'
+
+/**
+ * The internal listener (INTERNAL_HOST:INTERNAL_PORT, 127.0.0.1:3001 by default): what only
+ * the operator's side needs — /metrics, the API reference (/docs, /openapi.json) and the
+ * revocation feed (/auth/revocations) — on an address that is not published. With
+ * NODE_ENV=production the public port serves none of them (issue 19 §4).
+ */
+
+/** The internal app over the main app's metrics, document and token store. The main app must be ready (its document complete). */
+export async function buildInternalApp (app: FastifyInstance, config: Config): Promise<FastifyInstance> {
+  const internal = Fastify({ logger: false, exposeHeadRoutes: false, return503OnClosing: false })
+  internal.setErrorHandler((error: FastifyError | StatusError, _request, reply) => {
+    const status = error instanceof StatusError ? error : typeof error.statusCode === 'number' ? statusErrorForHttp(error.statusCode) : internalError()
+    return reply.code(status.httpStatus).headers(status.headers).header('cache-control', 'no-store').send(status.toBody())
+  })
+  internal.setNotFoundHandler(async (_request, reply) => await reply.code(404).send(notFound().toBody()))
+  registerMetricsRoute(internal, app.metrics)
+  // The public app's own document, as it stands: the reference describes the public operations.
+  await internal.register(fastifySwagger, { mode: 'static', specification: { document: app.swagger() as never } })
+  internal.get('/openapi.json', { logLevel: 'silent' }, async () => app.swagger())
+  await internal.register(fastifySwaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true, tryItOutEnabled: false }, staticCSP: false })
+  await internal.register(revocationRoutes, {
+    tokens: app.backends.tokens,
+    key: config.revocationsKey,
+    open: revocationsOpen(config),
+    maxSubscribers: config.revocationsMaxSubscribers,
+    onCut: (remoteAddress) => { app.log.warn({ remoteAddress }, 'revocation subscriber cut: its socket took nothing for too long') }
+  })
+  return internal
+}
+
+/** Builds and listens; the caller closes it (after the public app, so the feed outlives no request). */
+export async function startInternalListener (app: FastifyInstance, config: Config): Promise<FastifyInstance> {
+  const internal = await buildInternalApp(app, config)
+  await internal.listen({ host: config.internalHost, port: config.internalPort })
+  const address = internal.server.address()
+  app.log.info({ host: config.internalHost, port: typeof address === 'object' && address !== null ? address.port : config.internalPort },
+    'internal listener: /metrics, /docs, /openapi.json, /auth/revocations')
+  return internal
+}

@@ -1,0 +1,141 @@
+import { connect, type Socket } from 'node:net'
+import t, { type Test } from 'tap'
+import type { AddressInfo } from 'node:net'
+import type { FastifyInstance } from 'fastify'
+import { buildInternalApp } from '../../src/internal-listener.js'
+import { generateToken, hashToken } from '../../src/lib/tokens.js'
+import { followRevocations } from '../../src/guard/sse-feed.js'
+import { buildTestApp } from '../helpers/app.js'
+
+/*
+ * Issue 19 §4: the revocation feed needed no credential, had no cap (2,000 streams from one
+ * client in 4 s), and buffered without limit for a subscriber that did not read. Here on the
+ * internal listener as the service runs it, over real sockets.
+ */
+
+const KEY = 'k'.repeat(20) + '-revocations-key-0123456789'
+
+async function internalListener (t: Test, maxSubscribers = 2): Promise<{ app: FastifyInstance, port: number }> {
+  const { app, config } = await buildTestApp(t, 'embedded', { nodeEnv: 'production', revocationsKey: KEY, revocationsMaxSubscribers: maxSubscribers })
+  await app.ready()
+  const internal = await buildInternalApp(app, config)
+  await internal.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(async () => { await internal.close() })
+  return { app, port: (internal.server.address() as AddressInfo).port }
+}
+
+/** Whether a new subscriber is let in now (it is closed at once either way). */
+async function admitted (port: number): Promise<boolean> {
+  const probe = subscribe(port, { authorization: `Bearer ${KEY}` })
+  const answer = await probe.head
+  probe.socket.destroy()
+  return answer.startsWith('HTTP/1.1 200')
+}
+
+/** A raw subscriber: the request written by hand, the answer read as it comes. */
+function subscribe (port: number, headers: Record<string, string>): { socket: Socket, received: () => string, head: Promise<string> } {
+  const socket = connect(port, '127.0.0.1')
+  let text = ''
+  const head = new Promise<string>((resolve, reject) => {
+    socket.on('data', (chunk) => {
+      text += chunk.toString('latin1')
+      if (text.includes('\r\n\r\n')) resolve(text)
+    })
+    socket.once('error', reject)
+    socket.once('close', () => { resolve(text) })
+  })
+  const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')
+  socket.write(`GET /auth/revocations HTTP/1.1\r\nHost: 127.0.0.1\r\n${lines}\r\n`)
+  return { socket, received: () => text, head }
+}
+
+const until = async (what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> => {
+  const started = Date.now()
+  while (!check()) {
+    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
+t.test('a subscriber needs the key, compared whole', async (t) => {
+  const { port } = await internalListener(t)
+  for (const [what, headers] of [
+    ['no key', {}],
+    ['a wrong key', { authorization: `Bearer ${KEY.slice(0, -1)}x` }],
+    ['a prefix of the key', { authorization: `Bearer ${KEY.slice(0, 10)}` }],
+    ['the key as Basic', { authorization: `Basic ${KEY}` }]
+  ] as Array<[string, Record<string, string>]>) {
+    const { socket, head } = subscribe(port, headers)
+    const answer = await head
+    socket.destroy()
+    t.match(answer, /^HTTP\/1\.1 401 /, what)
+    t.match(answer, /www-authenticate: Bearer/i, `${what}: says how`)
+  }
+  const { socket, received } = subscribe(port, { authorization: `Bearer ${KEY}` })
+  t.teardown(() => socket.destroy())
+  await until('the ready event', () => received().includes('event: ready'))
+  t.match(received(), /^HTTP\/1\.1 200 /)
+})
+
+t.test('subscribers are capped; a slot frees when one leaves', async (t) => {
+  const { port } = await internalListener(t, 2)
+  const open = [subscribe(port, { authorization: `Bearer ${KEY}` }), subscribe(port, { authorization: `Bearer ${KEY}` })]
+  t.teardown(() => { for (const { socket } of open) socket.destroy() })
+  for (const subscriber of open) await until('ready', () => subscriber.received().includes('event: ready'))
+  const third = subscribe(port, { authorization: `Bearer ${KEY}` })
+  const refused = await third.head
+  third.socket.destroy()
+  t.match(refused, /^HTTP\/1\.1 503 /, 'the third is refused')
+  t.match(refused, /retry-after: 5/i)
+  open[0]?.socket.destroy()
+  let freed = false
+  for (let attempt = 0; attempt < 100 && !freed; attempt++) freed = await admitted(port)
+  t.ok(freed, 'a new subscriber gets the slot')
+})
+
+t.test('a subscriber that stops reading is cut, not buffered for; the others go on', async (t) => {
+  const { app, port } = await internalListener(t, 2)
+  const slow = subscribe(port, { authorization: `Bearer ${KEY}` })
+  const fast = subscribe(port, { authorization: `Bearer ${KEY}` })
+  t.teardown(() => { slow.socket.destroy(); fast.socket.destroy() })
+  await until('ready', () => slow.received().includes('event: ready') && fast.received().includes('event: ready'))
+  // The slow one reads nothing more: the kernel's buffers fill, then Node's.
+  slow.socket.pause()
+  const record = { accountId: '1', username: 'alice', federated: false, expiresAt: Date.now() + 60_000 }
+  let sent = 0
+  let cut = false
+  for (let round = 0; round < 400 && !cut; round++) {
+    await Promise.all(Array.from({ length: 2000 }, async () => { await app.backends.tokens.issue(hashToken(generateToken()), record, 60_000) }))
+    sent += (await app.backends.tokens.terminateAccount('1')).length
+    // The cap is 2: a third subscriber gets in only once the slow one is gone.
+    cut = await admitted(port)
+  }
+  t.ok(cut, `the slow subscriber was cut after ${sent} revocations`)
+  await until('the fast subscriber to have every revocation', () => (fast.received().match(/[A-Za-z0-9_-]{22}/g)?.length ?? 0) >= sent, 30_000)
+  t.equal(fast.socket.destroyed, false, 'the subscriber that reads stays')
+})
+
+t.test('the guard\'s feed client sends the key, and follows revocations on the internal listener', async (t) => {
+  const { app, port } = await internalListener(t, 4)
+  const url = `http://127.0.0.1:${port}/auth/revocations`
+  const follow = (key: string | undefined) => {
+    const seen = { live: false, revoked: [] as string[], errors: [] as string[] }
+    const handle = followRevocations({ url, key, minBackoffMs: 50, maxBackoffMs: 50, onError: (error) => { seen.errors.push(String(error)) } }, {
+      live: () => { seen.live = true },
+      interrupted: () => { seen.live = false },
+      revoked: (hashes) => { seen.revoked.push(...hashes) }
+    })
+    t.teardown(async () => { await handle.close() })
+    return seen
+  }
+  const withKey = follow(KEY)
+  const without = follow(undefined)
+  await until('the keyed feed live', () => withKey.live)
+  await until('the keyless one refused', () => without.errors.length > 0)
+  t.equal(without.live, false, 'no key: never live')
+  const token = generateToken()
+  await app.backends.tokens.issue(hashToken(token), { accountId: '7', username: 'ann', federated: false, expiresAt: Date.now() + 60_000 }, 60_000)
+  await app.backends.tokens.terminate(hashToken(token))
+  await until('the revocation', () => withKey.revoked.includes(hashToken(token)))
+  t.pass('delivered')
+})
