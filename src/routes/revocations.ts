@@ -21,6 +21,8 @@ export interface RevocationRoutesOptions {
   heartbeatMs?: number
   /** How long a subscriber's socket may stay full before it is cut. */
   drainTimeoutMs?: number
+  /** How much may wait in memory for a subscriber's socket before it is cut. */
+  maxPendingBytes?: number
   /** Told when a subscriber is cut for not reading (for the log). */
   onCut?: (remoteAddress: string | undefined) => void
 }
@@ -60,7 +62,7 @@ interface Subscriber {
  * never buffers for a subscriber that does not read (issue 19 §4).
  */
 export const revocationRoutes: FastifyPluginAsync<RevocationRoutesOptions> = async (app, options) => {
-  const { tokens, key, open = true, maxSubscribers = 64, heartbeatMs = FEED_HEARTBEAT_MS, drainTimeoutMs = 10_000, onCut } = options
+  const { tokens, key, open = true, maxSubscribers = 64, heartbeatMs = FEED_HEARTBEAT_MS, drainTimeoutMs = 10_000, maxPendingBytes = 1024 * 1024, onCut } = options
   const streams = new Set<Subscriber>()
   let live = false
   /** Monotonic instant until which this instance's own feed is proven current. */
@@ -128,8 +130,10 @@ export const revocationRoutes: FastifyPluginAsync<RevocationRoutesOptions> = asy
     })
     // Full: the socket took less than was written, and Node holds the rest in memory. A
     // revocation cannot be skipped (the subscriber's cache would keep an ended token), so a
-    // subscriber still full at the next event, or after drainTimeoutMs, is cut: it reconnects
-    // and starts again with an empty cache, as after any break in the feed.
+    // subscriber that lets more than maxPendingBytes pile up, or stays full for drainTimeoutMs,
+    // is cut: it reconnects and starts again with an empty cache, as after any break in the feed.
+    // (A burst of events, such as a revoke-all's batches, may fill a reader's socket for a
+    // moment: that alone is no reason to cut it.)
     let full: NodeJS.Timeout | undefined
     const cut = (): void => {
       clearTimeout(full)
@@ -137,11 +141,13 @@ export const revocationRoutes: FastifyPluginAsync<RevocationRoutesOptions> = asy
       raw.destroy()
     }
     const write = (chunk: string): void => {
-      if (full !== undefined) {
+      if (raw.destroyed) return
+      if (raw.write(chunk)) return
+      if (raw.writableLength > maxPendingBytes) {
         cut()
         return
       }
-      if (raw.write(chunk)) return
+      if (full !== undefined) return
       full = setTimeout(cut, drainTimeoutMs)
       raw.once('drain', () => {
         clearTimeout(full)
