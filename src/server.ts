@@ -4,8 +4,8 @@ import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { buildApp, registerMetricsRoute } from './app.js'
 import type { Config } from './config.js'
-import { escapeControlCharacters } from './lib/text.js'
-import { tuneV8ForServing } from './lib/v8-tuning.js'
+import { escapeControlCharacters } from './credentials.js'
+import { tuneV8ForServing } from './v8-tuning.js'
 
 /**
  * Creates the bootstrap account if the config names one and it does not exist yet; an

@@ -5,7 +5,7 @@ import { Redis } from 'ioredis'
 import { DEFAULT_KEY_PREFIX } from '../../src/stores/redis-client.js'
 import { createRedisTokenStore } from '../../src/stores/redis-token-store.js'
 import type { TokenRecord } from '../../src/stores/token-store.js'
-import { generateToken, hashToken } from '../../src/lib/tokens.js'
+import { generateToken, hashToken } from '../../src/tokens/token.js'
 import { accountName, seededRandom } from './accounts.js'
 import { freePort } from './children.js'
 

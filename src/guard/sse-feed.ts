@@ -1,5 +1,5 @@
 import type { RevocationWatcher } from '../stores/token-store.js'
-import type { FetchFunction } from '../client/http.js'
+import type { FetchFunction } from '../client/wire.js'
 
 /**
  * The HTTP mode's revocation feed: a client of the service's `GET /auth/revocations`

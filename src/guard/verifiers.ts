@@ -1,4 +1,4 @@
-import { authenticateAt, type FetchFunction } from '../client/http.js'
+import { authenticateAt, type FetchFunction } from '../client/wire.js'
 import type { RedisClient } from '../stores/redis-client.js'
 import { createRedisTokenStore } from '../stores/redis-token-store.js'
 import type { RevocationWatcher, TokenRecord } from '../stores/token-store.js'

@@ -1,6 +1,6 @@
-import { sha256 } from '../lib/tokens.js'
+import { sha256 } from '../tokens/token.js'
 import { DEFAULT_KEY_PREFIX, type RedisClient } from './redis-client.js'
-import { serviceUnavailable, StatusError } from '../lib/status.js'
+import { serviceUnavailable, StatusError } from '../http/status.js'
 import { accountStateTtlMs, type LimitVerdict, type LoginLimiter, type LoginLimits } from './login-limiter.js'
 
 /*

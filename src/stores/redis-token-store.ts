@@ -1,5 +1,5 @@
 import { createRedisClient, DEFAULT_KEY_PREFIX, duplicateForSubscribing, type RedisClient, type RedisTopology } from './redis-client.js'
-import { serviceUnavailable, StatusError } from '../lib/status.js'
+import { serviceUnavailable, StatusError } from '../http/status.js'
 import { decodeRecord, encodeRecord, type RevocationWatcher, type TokenRecord, type TokenStore } from './token-store.js'
 
 /*

@@ -1,4 +1,4 @@
-import { StatusError, serviceUnavailable } from '../lib/status.js'
+import { StatusError, serviceUnavailable } from '../http/status.js'
 import type { Queryable } from '../db/queryable.js'
 
 export interface UserRecord {

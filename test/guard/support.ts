@@ -8,7 +8,7 @@ import { createAuthClient, type AuthClient } from '../../src/client/index.js'
 import { authTokenGuard, type AuthTokenGuardOptions } from '../../src/guard/index.js'
 import type { Config } from '../../src/config.js'
 import type { RedisTopology } from '../../src/stores/redis-client.js'
-import { hashToken } from '../../src/lib/tokens.js'
+import { hashToken } from '../../src/tokens/token.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { requireRedis } from '../helpers/servers.js'
 

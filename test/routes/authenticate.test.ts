@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap'
-import { hashToken } from '../../src/lib/tokens.js'
+import { hashToken } from '../../src/tokens/token.js'
 import { buildTestApp } from '../helpers/app.js'
 import {
   assertPrivacyHeaders, assertStatus, BODIES, badRequestBody, expiredToken, form, FORM, headerNames, JSON_HEADERS, JSON_TYPE,

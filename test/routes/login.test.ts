@@ -1,5 +1,5 @@
 import t from 'tap'
-import { hashToken } from '../../src/lib/tokens.js'
+import { hashToken } from '../../src/tokens/token.js'
 import { buildTestApp } from '../helpers/app.js'
 import {
   assertClearedCookie, assertLoginSuccess, assertStatus, assertTokenCookie, authenticate, BODIES, badRequestBody, form, FORM, headerNames, JSON_HEADERS,

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { hashToken } from '../../src/lib/tokens.js'
+import { hashToken } from '../../src/tokens/token.js'
 import { buildTestApp } from '../helpers/app.js'
 import {
   assertLoginSuccess, assertStatus, assertTokenCookie, authenticate, BODIES, expiredToken, form, FORM, JSON_HEADERS,

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import type { Test } from 'tap'
-import { hashToken } from '../../src/lib/tokens.js'
+import { hashToken } from '../../src/tokens/token.js'
 import type { TestApp } from '../helpers/app.js'
 
 /**

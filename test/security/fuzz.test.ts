@@ -2,7 +2,7 @@ import t, { type Test } from 'tap'
 import fc, { type Arbitrary } from 'fast-check'
 import { connect } from 'node:net'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
-import { PARAMETERS, reasons } from '../../src/lib/bad-request.js'
+import { PARAMETERS, reasons } from '../../src/http/bad-request.js'
 import { buildTestApp } from '../helpers/app.js'
 import { freshRedisPrefix } from '../helpers/servers.js'
 

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Test } from 'tap'
-import { hashToken, generateToken } from '../../src/lib/tokens.js'
+import { hashToken, generateToken } from '../../src/tokens/token.js'
 import type { TokenRecord, TokenStore } from '../../src/stores/token-store.js'
 
 export type MakeTokenStore = (t: Test, options: { denyTtlMs: number }) => Promise<TokenStore>

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyRequest } from 'fastify'
 import type { MalformedFormError } from './form-encoding.js'
-import { PASSWORD_MAX_BYTES, USERNAME_MAX_CHARS, isAcceptablePassword, isAcceptableUsername } from './text.js'
+import { PASSWORD_MAX_BYTES, USERNAME_MAX_CHARS, isAcceptablePassword, isAcceptableUsername } from '../credentials.js'
 
 /**
  * Why a request is a 400: the `detail` of its answer and of its access-log line. A reason

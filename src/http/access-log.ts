@@ -1,6 +1,6 @@
 import type { Bindings, ChildLoggerOptions, LevelWithSilentOrString } from 'pino'
 import type { FastifyBaseLogger } from 'fastify'
-import { escapeControlCharacters } from './text.js'
+import { escapeControlCharacters } from '../credentials.js'
 
 /**
  * The access log, the one line most requests log, written without pino's generic path:

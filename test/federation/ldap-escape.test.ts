@@ -1,5 +1,5 @@
 import t from 'tap'
-import { escapeDnValue, escapeFilterValue, fillTemplate } from '../../src/lib/ldap-escape.js'
+import { escapeDnValue, escapeFilterValue, fillTemplate } from '../../src/federation/ldap-escape.js'
 
 t.test('filter values (RFC 4515): the five specials become hex escapes', async (t) => {
   t.equal(escapeFilterValue('alice'), 'alice')

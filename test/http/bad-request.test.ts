@@ -1,6 +1,6 @@
 import t from 'tap'
-import { httpParserReason, knownParameter, malformedFormReason, passwordProblem, usernameProblem, validationReason } from '../../src/lib/bad-request.js'
-import { MalformedFormError, parseFormEncoded } from '../../src/lib/form-encoding.js'
+import { httpParserReason, knownParameter, malformedFormReason, passwordProblem, usernameProblem, validationReason } from '../../src/http/bad-request.js'
+import { MalformedFormError, parseFormEncoded } from '../../src/http/form-encoding.js'
 
 /* The reasons of a 400 (lib/bad-request.ts): they name the service's own parameters only. */
 

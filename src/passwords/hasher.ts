@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { parseOptions, type Algorithm, type Version } from '@node-rs/argon2'
 import { createBoundedQueue, type BoundedQueue } from './bounded-queue.js'
 import { createHashWorkers, HashThreadError } from './hash-workers.js'
-import { serviceUnavailable, StatusError } from './status.js'
+import { serviceUnavailable, StatusError } from '../http/status.js'
 
 export interface Argon2Policy {
   /** KiB of memory; OWASP's minimum for argon2id is 19456 with t=2, p=1. */

@@ -2,9 +2,9 @@ import t from 'tap'
 import { readdirSync, readFileSync } from 'node:fs'
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { createHashWorkers, HashThreadError } from '../../src/lib/hash-workers.js'
-import { createPasswordHasher } from '../../src/lib/passwords.js'
-import { StatusError } from '../../src/lib/status.js'
+import { createHashWorkers, HashThreadError } from '../../src/passwords/hash-workers.js'
+import { createPasswordHasher } from '../../src/passwords/hasher.js'
+import { StatusError } from '../../src/http/status.js'
 
 const OPTIONS = { algorithm: 2, version: 1, memoryCost: 19456, timeCost: 2, parallelism: 1, outputLen: 32 }
 
@@ -48,7 +48,7 @@ t.test('close: later operations are refused, and no thread is left', async (t) =
 })
 
 t.test('idle hashing threads do not keep a process alive', async (t) => {
-  const module = fileURLToPath(new URL('../../dist/lib/hash-workers.js', import.meta.url))
+  const module = fileURLToPath(new URL('../../dist/passwords/hash-workers.js', import.meta.url))
   const script = `import { createHashWorkers } from ${JSON.stringify(module)}
 const workers = createHashWorkers(2)
 console.log((await workers.hash('x', ${JSON.stringify(OPTIONS)})).slice(0, 10))`

@@ -1,7 +1,7 @@
 import t from 'tap'
 import fc from 'fast-check'
-import { generateToken, hashToken, isTokenShaped, TOKEN_DIGEST_LENGTH } from '../../src/lib/tokens.js'
-import { expiryInstant, formatExpirationDate } from '../../src/lib/time.js'
+import { generateToken, hashToken, isTokenShaped, TOKEN_DIGEST_LENGTH } from '../../src/tokens/token.js'
+import { expiryInstant, formatExpirationDate } from '../../src/tokens/time.js'
 
 t.test('tokens: 256 bits, base64url, distinct; only the SHA-256 is stored', async (t) => {
   const tokens = new Set(Array.from({ length: 1000 }, generateToken))

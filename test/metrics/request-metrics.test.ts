@@ -1,6 +1,6 @@
 import t from 'tap'
 import { Counter, Histogram, Registry } from 'prom-client'
-import { createRequestMetrics } from '../../src/lib/request-metrics.js'
+import { createRequestMetrics } from '../../src/metrics/request-metrics.js'
 
 const NAMES = { counter: 'http_requests_total', counterHelp: 'HTTP requests', histogram: 'http_request_duration_seconds', histogramHelp: 'HTTP latency' }
 const BUCKETS = [0.001, 0.01, 0.1]

@@ -1,4 +1,4 @@
-import { escapeControlCharacters } from './text.js'
+import { escapeControlCharacters } from '../credentials.js'
 
 const SECRET_KEYS = new Set(['password', 'token', 'authtoken', 'authtoken1'])
 

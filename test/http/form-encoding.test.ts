@@ -1,6 +1,6 @@
 import t from 'tap'
 import fc from 'fast-check'
-import { MalformedFormError, parseFormEncoded } from '../../src/lib/form-encoding.js'
+import { MalformedFormError, parseFormEncoded } from '../../src/http/form-encoding.js'
 
 t.test('decodes percent-encoding and plus as space', async (t) => {
   const params = parseFormEncoded('username=ann&password=p%26ss+w%3Drd%2B%25%2F%23%22%27&empty=&flag')

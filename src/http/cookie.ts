@@ -2,7 +2,7 @@ import { fastifyCookie, type CookieSerializeOptions } from '@fastify/cookie'
 import type { FastifyInstance, FastifyRequest, HTTPMethods } from 'fastify'
 import type { ClientContext } from '../auth.js'
 import type { Config } from '../config.js'
-import { methodNotAllowed } from '../lib/status.js'
+import { methodNotAllowed } from './status.js'
 
 /** What a POST without a body carries, so body schemas can require an object and still allow none. */
 export const EMPTY_BODY: Readonly<Record<string, never>> = Object.freeze({})
