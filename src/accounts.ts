@@ -1,7 +1,7 @@
 import type { PasswordHasher } from './passwords/hasher.js'
-import { passwordProblem, reasons, usernameProblem } from './http/bad-request.js'
+import { reasons } from './http/bad-request.js'
 import { badRequest, StatusError } from './http/status.js'
-import { normalizePassword, normalizeUsername } from './credentials.js'
+import { checkedPassword, checkedUsername } from './credentials.js'
 import type { AuditLog } from './stores/audit-log.js'
 import type { TokenStore } from './stores/token-store.js'
 import type { UserRecord, UserStore } from './stores/user-store.js'
@@ -44,20 +44,8 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, actor = 'adm
   const record = (event: 'user.add' | 'user.passwd' | 'user.disable' | 'user.enable' | 'sessions.revoke', account: UserRecord, ended: number): void => {
     audit.record({ event, username: account.username, accountId: account.id, userAgent: actor, outcome: event === 'user.add' ? 'created' : `tokens-ended-${ended}`, tokensEnded: ended })
   }
-  const validUsername = (raw: string): string => {
-    const username = normalizeUsername(raw)
-    const problem = usernameProblem(username)
-    if (problem !== undefined) throw badRequest(problem)
-    return username
-  }
-  const validPassword = (raw: string): string => {
-    const password = normalizePassword(raw)
-    const problem = passwordProblem(password)
-    if (problem !== undefined) throw badRequest(problem)
-    return password
-  }
   const existing = async (username: string): Promise<UserRecord> => {
-    const account = await users.findByUsername(validUsername(username))
+    const account = await users.findByUsername(checkedUsername(username))
     if (account === null) throw unknownUser()
     return account
   }
@@ -65,16 +53,16 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, actor = 'adm
 
   const admin: AccountAdmin = {
     async add (username, password, federated) {
-      const name = validUsername(username)
+      const name = checkedUsername(username)
       if (password === undefined && !federated) throw badRequest(reasons.required('password'))
-      const passwordHash = password === undefined ? null : await hasher.hash(validPassword(password))
+      const passwordHash = password === undefined ? null : await hasher.hash(checkedPassword(password))
       const account = await users.create({ username: name, passwordHash, federated })
       record('user.add', account, 0)
       return account
     },
     async setPassword (username, password) {
       const account = await existing(username)
-      const updated = await users.setPasswordHash(account.username, await hasher.hash(validPassword(password)))
+      const updated = await users.setPasswordHash(account.username, await hasher.hash(checkedPassword(password)))
       if (updated === null) throw unknownUser()
       const ended = await endTokens(updated)
       record('user.passwd', updated, ended)
@@ -96,7 +84,7 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, actor = 'adm
       return { account, ended }
     },
     async ensure (username, password, options = {}) {
-      const name = validUsername(username)
+      const name = checkedUsername(username)
       const account = await users.findByUsername(name)
       if (account === null) {
         try {

@@ -14,7 +14,8 @@ import { fastifyErrorReason, httpParserReason, malformedFormReason, reasons, typ
 import { badRequest, internalError, notFound, StatusError, statusErrorForHttp, UnavailableError, type Unavailable } from './http/status.js'
 import { createThrottledLog } from './http/throttled-log.js'
 import { authenticateRoutes } from './routes/authenticate.js'
-import { EMPTY_BODY, refuseOtherMethods } from './http/cookie.js'
+import { EMPTY_BODY } from './http/empty-body.js'
+import { refuseOtherMethods } from './http/methods.js'
 import { loginRoutes } from './routes/login.js'
 import { logoutRoutes } from './routes/logout.js'
 import { revocationRoutes } from './routes/revocations.js'
@@ -59,7 +60,7 @@ type RequestObserver = (route: string, method: string, status: number, seconds: 
  * route, status, latency. (Fastify's default is two lines.) A route's own log level
  * applies, so health checks and /metrics stay out of the access log. With `writeLine`
  * (the service's own logger and destination) the line is written by hand
- * (lib/access-log.ts); with a logger of the caller's, through it.
+ * (http/access-log.ts); with a logger of the caller's, through it.
  *
  * With `observe`, every request is also counted here, whatever its log level: Fastify calls
  * this once per finished response in an app that has a logger, so the request metrics need

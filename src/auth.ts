@@ -1,14 +1,14 @@
 import type { Config } from './config.js'
 import type { PasswordHasher } from './passwords/hasher.js'
-import { passwordProblem, usernameProblem } from './http/bad-request.js'
-import { badRequest, loginFailed, tooManyRequests, unauthorized } from './http/status.js'
-import { normalizePassword, normalizeUsername } from './credentials.js'
+import { loginFailed, tooManyRequests, unauthorized } from './http/status.js'
+import { checkedPassword, checkedUsername } from './credentials.js'
 import { expiryInstant } from './tokens/time.js'
 import { generateToken, hashToken, isTokenShaped } from './tokens/token.js'
 import type { Directory } from './federation/ldap-directory.js'
 import type { AuditLog } from './stores/audit-log.js'
 import type { LoginLimiter } from './stores/login-limiter.js'
-import type { TokenRecord, TokenStore } from './stores/token-store.js'
+import type { TokenStore } from './stores/token-store.js'
+import type { TokenRecord } from './tokens/record.js'
 import type { UserRecord, UserStore } from './stores/user-store.js'
 
 /**
@@ -146,11 +146,9 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
 
   return {
     async login (request) {
-      const username = normalizeUsername(request.username)
-      const password = normalizePassword(request.password)
       // Refused before any hashing or counting: a megabyte password must not cost a hash.
-      const problem = usernameProblem(username) ?? passwordProblem(password)
-      if (problem !== undefined) throw badRequest(problem)
+      const username = checkedUsername(request.username)
+      const password = checkedPassword(request.password)
       const { client } = request
       const context = { username, clientIp: client.ip, userAgent: client.userAgent }
 

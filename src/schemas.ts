@@ -10,7 +10,7 @@ import { PARAMETER_LIMITS, type Reason } from './http/bad-request.js'
 const NO_NUL = '^[^\\u0000]*$'
 export const PADDING_FUNCTION_PATTERN = '^[A-Za-z_$][A-Za-z0-9_$]{0,63}$'
 
-/** The limits of README's answers table (lib/bad-request.ts keeps them, lib/text.ts checks them after NFC). */
+/** The limits of README's answers table (http/bad-request.ts keeps them, credentials.ts checks them after NFC). */
 const USERNAME_MAX_CHARS = PARAMETER_LIMITS.username.max
 /** A password over this many characters is over as many bytes; the byte limit itself is checked before hashing. */
 const PASSWORD_MAX_CHARS = PARAMETER_LIMITS.password.max

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { buildApp, registerMetricsRoute } from './app.js'
 import type { Config } from './config.js'
-import { escapeControlCharacters } from './credentials.js'
+import { escapeControlCharacters } from './http/log-escape.js'
 import { tuneV8ForServing } from './v8-tuning.js'
 
 /**

@@ -13,7 +13,7 @@ import type { TokenStore } from '../stores/token-store.js'
 import type { AuditLog } from '../stores/audit-log.js'
 import { createMemoryTokenStore } from '../stores/memory-token-store.js'
 import { createSqlUserStore } from '../stores/user-store.js'
-import { escapeControlCharacters } from '../credentials.js'
+import { escapeControlCharacters } from '../http/log-escape.js'
 import { readPassword } from './read-password.js'
 
 const USAGE = `usage: auth-token-service <command>

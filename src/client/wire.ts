@@ -4,6 +4,8 @@
  * answer or a failure, and nothing here logs.
  */
 
+import { TOKEN_COOKIE } from '../tokens/cookie.js'
+
 export type FetchFunction = typeof globalThis.fetch
 
 export type AuthClientError =
@@ -29,8 +31,6 @@ export interface FormRequest {
   timeoutMs: number
   fetch: FetchFunction
 }
-
-export const TOKEN_COOKIE = 'AuthToken1'
 
 /**
  * POSTs a form body (secrets never go in a URL, where proxies log them) and reads

@@ -1,7 +1,8 @@
 import { authenticateAt, type FetchFunction } from '../client/wire.js'
 import type { RedisClient } from '../stores/redis-client.js'
 import { createRedisTokenStore } from '../stores/redis-token-store.js'
-import type { RevocationWatcher, TokenRecord } from '../stores/token-store.js'
+import type { RevocationWatcher } from '../stores/token-store.js'
+import type { TokenRecord } from '../tokens/record.js'
 import { followRevocations } from './sse-feed.js'
 
 /** Answers from the token service's side, whichever way it is reached. */

@@ -1,6 +1,6 @@
 import type { Bindings, ChildLoggerOptions, LevelWithSilentOrString } from 'pino'
 import type { FastifyBaseLogger } from 'fastify'
-import { escapeControlCharacters } from '../credentials.js'
+import { escapeControlCharacters } from './log-escape.js'
 
 /**
  * The access log, the one line most requests log, written without pino's generic path:
@@ -9,7 +9,7 @@ import { escapeControlCharacters } from '../credentials.js'
  * (with the child made on first use) took the CPU per request to 0.89-1.03 ×, median 0.93
  * (bench/README.md). The line is the one
  * pino writes for `log.child({ reqId }).info({ req, route, statusCode, detail, responseTime },
- * 'request completed')` with the same base fields, byte for byte (test/lib/access-log.test.ts),
+ * 'request completed')` with the same base fields, byte for byte (test/http/access-log.test.ts),
  * and goes to the same destination, so it keeps its order among the other lines.
  */
 
@@ -27,7 +27,7 @@ export interface AccessEntry {
   remoteAddress: string | undefined
   route: string
   statusCode: number
-  /** A 400's detail (lib/bad-request.ts); absent, as pino leaves out an undefined field, otherwise. */
+  /** A 400's detail (http/bad-request.ts); absent, as pino leaves out an undefined field, otherwise. */
   detail?: string | undefined
   /** Milliseconds. */
   responseTime: number

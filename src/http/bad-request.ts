@@ -1,6 +1,5 @@
 import type { FastifyError, FastifyRequest } from 'fastify'
 import type { MalformedFormError } from './form-encoding.js'
-import { PASSWORD_MAX_BYTES, USERNAME_MAX_CHARS, isAcceptablePassword, isAcceptableUsername } from '../credentials.js'
 
 /**
  * Why a request is a 400: the `detail` of its answer and of its access-log line. A reason
@@ -25,10 +24,13 @@ export function knownParameter (name: string | undefined): Parameter | undefined
   return name !== undefined && KNOWN.has(name) ? name as Parameter : undefined
 }
 
-/** The longest value each parameter takes, in the unit the limit is kept in (README, Answers). */
+/**
+ * The longest value each parameter takes, in the unit the limit is kept in (README, Answers);
+ * a username counts code points and a password bytes, after NFC (credentials.ts).
+ */
 export const PARAMETER_LIMITS: Readonly<Record<'username' | 'password' | 'token', { max: number, unit: 'characters' | 'bytes' }>> = {
-  username: { max: USERNAME_MAX_CHARS, unit: 'characters' },
-  password: { max: PASSWORD_MAX_BYTES, unit: 'bytes' },
+  username: { max: 256, unit: 'characters' },
+  password: { max: 1024, unit: 'bytes' },
   token: { max: 2048, unit: 'characters' }
 }
 
@@ -81,18 +83,6 @@ export function malformedFormReason (error: MalformedFormError, source: 'query s
   if (error.problem === 'proto') return reasons.protoParameter(source)
   if (error.parameter === undefined) return reasons.badPercentEncoding(`a parameter name in the ${source}`)
   return reasons.badPercentEncoding(knownParameter(error.parameter) ?? source)
-}
-
-/** Why a normalized username cannot be one, or undefined when it can. */
-export function usernameProblem (normalized: string): Reason | undefined {
-  if (isAcceptableUsername(normalized)) return undefined
-  return normalized.length === 0 ? reasons.empty('username') : reasons.tooLong('username')
-}
-
-/** Why a normalized password cannot be one, or undefined when it can. */
-export function passwordProblem (normalized: string): Reason | undefined {
-  if (isAcceptablePassword(normalized)) return undefined
-  return normalized.length === 0 ? reasons.empty('password') : reasons.tooLong('password')
 }
 
 /** Why Node's HTTP parser refused a request (its llhttp error code), for the 400 written to the socket. */

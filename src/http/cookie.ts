@@ -1,14 +1,7 @@
 import { fastifyCookie, type CookieSerializeOptions } from '@fastify/cookie'
-import type { FastifyInstance, FastifyRequest, HTTPMethods } from 'fastify'
-import type { ClientContext } from '../auth.js'
+import type { FastifyRequest } from 'fastify'
 import type { Config } from '../config.js'
-import { methodNotAllowed } from './status.js'
-
-/** What a POST without a body carries, so body schemas can require an object and still allow none. */
-export const EMPTY_BODY: Readonly<Record<string, never>> = Object.freeze({})
-
-/** The cookie that carries the token (spec §2). */
-export const TOKEN_COOKIE = 'AuthToken1'
+import { TOKEN_COOKIE } from '../tokens/cookie.js'
 
 /**
  * The `AuthToken1` cookie of a request, parsed as @fastify/cookie parses it. Routes that
@@ -29,24 +22,4 @@ export function tokenCookieOptions (config: Pick<Config, 'cookieSecure' | 'cooki
     secure: config.cookieSecure,
     ...(config.cookieDomain === undefined ? {} : { domain: config.cookieDomain })
   }
-}
-
-/**
- * Answers every method but `allowed` on `url` with 405 and an `Allow` header, so a
- * wrong method is told what would work instead of getting a 404.
- */
-export function refuseOtherMethods (app: FastifyInstance, url: string, allowed: readonly HTTPMethods[]): void {
-  const others = app.supportedMethods.filter((method) => !allowed.includes(method as HTTPMethods))
-  const error = methodNotAllowed(allowed)
-  app.route({
-    method: others,
-    url,
-    schema: { hide: true },
-    handler: async () => { throw error }
-  })
-}
-
-/** The client as the limits and the audit trail see it; `request.ip` honours only trusted proxies. */
-export function clientOf (request: FastifyRequest): ClientContext {
-  return { ip: request.ip, userAgent: request.headers['user-agent'] }
 }

@@ -1,4 +1,4 @@
-import { escapeControlCharacters } from '../credentials.js'
+import { escapeControlCharacters } from './log-escape.js'
 
 const SECRET_KEYS = new Set(['password', 'token', 'authtoken', 'authtoken1'])
 

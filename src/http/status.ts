@@ -44,7 +44,7 @@ export class StatusError extends Error {
   }
 }
 
-/** A request the service cannot act on; `reason` (lib/bad-request.ts) says what is wrong with it. */
+/** A request the service cannot act on; `reason` (bad-request.ts) says what is wrong with it. */
 export const badRequest = (reason: Reason): StatusError => new StatusError(400, 'Bad Request', 400, {}, { detail: reason })
 export const unauthorized = (): StatusError => new StatusError(403, 'Unauthorized', 403)
 export const notFound = (): StatusError => new StatusError(404, 'Not Found', 404)

@@ -11,8 +11,9 @@ export const queueFull = (): StatusError => new UnavailableError('hash-queue', u
 
 /**
  * At most `concurrency` tasks at once and `maxQueued` waiting; beyond that a
- * task is refused rather than queued without bound. Used for password hashing,
- * so a login flood cannot take every libuv thread that other work needs.
+ * task is refused rather than queued without bound. Used for password hashing
+ * (on the hasher's own threads, hash-workers.ts): a login flood gets a quick 503
+ * with Retry-After instead of a queue, and a wait, that grow without limit.
  */
 export function createBoundedQueue (concurrency: number, maxQueued: number): BoundedQueue {
   let running = 0

@@ -1,12 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AuthService } from '../auth.js'
-import type { TokenRecord } from '../stores/token-store.js'
+import type { TokenRecord } from '../tokens/record.js'
 import { reasons } from '../http/bad-request.js'
 import { badRequest, StatusError, SUCCESS, type StatusBody } from '../http/status.js'
 import { formatExpirationDate } from '../tokens/time.js'
 import { AuthenticateParamsSchema, AuthenticateSuccessSchema, errorResponses, PADDING_PARAMETER_NAMES, TokenPathSchema, type AuthenticateParams } from '../schemas.js'
-import { EMPTY_BODY, refuseOtherMethods, tokenCookie } from '../http/cookie.js'
+import { tokenCookie } from '../http/cookie.js'
+import { EMPTY_BODY } from '../http/empty-body.js'
+import { refuseOtherMethods } from '../http/methods.js'
 
 export interface AuthenticateRoutesOptions {
   auth: AuthService

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify'
 import type { Database } from '../db/queryable.js'
 import type { TokenStore } from '../stores/token-store.js'
-import { refuseOtherMethods } from '../http/cookie.js'
+import { refuseOtherMethods } from '../http/methods.js'
 
 export interface HealthRoutesOptions {
   tokens: TokenStore

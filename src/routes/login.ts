@@ -7,7 +7,10 @@ import { reasons } from '../http/bad-request.js'
 import { badRequest } from '../http/status.js'
 import { formatExpirationDate } from '../tokens/time.js'
 import { errorResponses, LegacyLoginPathSchema, LoginParamsSchema, LoginSuccessSchema } from '../schemas.js'
-import { clientOf, refuseOtherMethods, TOKEN_COOKIE, tokenCookieOptions } from '../http/cookie.js'
+import { tokenCookieOptions } from '../http/cookie.js'
+import { refuseOtherMethods } from '../http/methods.js'
+import { TOKEN_COOKIE } from '../tokens/cookie.js'
+import { clientOf } from './client-context.js'
 
 export interface LoginRoutesOptions {
   auth: AuthService

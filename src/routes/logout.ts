@@ -6,7 +6,10 @@ import type { Config } from '../config.js'
 import { reasons } from '../http/bad-request.js'
 import { SUCCESS } from '../http/status.js'
 import { errorResponses, SuccessSchema, TokenParamsSchema, TokenPathSchema } from '../schemas.js'
-import { clientOf, refuseOtherMethods, TOKEN_COOKIE, tokenCookieOptions } from '../http/cookie.js'
+import { tokenCookieOptions } from '../http/cookie.js'
+import { refuseOtherMethods } from '../http/methods.js'
+import { TOKEN_COOKIE } from '../tokens/cookie.js'
+import { clientOf } from './client-context.js'
 
 export interface LogoutRoutesOptions {
   auth: AuthService

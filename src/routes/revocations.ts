@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify'
 import type { RevocationWatcher, TokenStore } from '../stores/token-store.js'
 import { serviceUnavailable } from '../http/status.js'
-import { refuseOtherMethods } from '../http/cookie.js'
+import { refuseOtherMethods } from '../http/methods.js'
 
 export interface RevocationRoutesOptions {
   tokens: TokenStore

@@ -1,16 +1,4 @@
-/**
- * Where active tokens live. Keys are SHA-256 digests of tokens, never tokens.
- * A token's life is its entry's own expiry, set relative (milliseconds to live)
- * from the instant its expiration date was computed: no sweep job, and no clock
- * difference between the service and the store can stretch or cut it.
- */
-export interface TokenRecord {
-  accountId: string
-  username: string
-  federated: boolean
-  /** Epoch milliseconds of the `expiration_date` the client was given. */
-  expiresAt: number
-}
+import type { TokenRecord } from '../tokens/record.js'
 
 /**
  * Follows revocations as they happen, for caches of positive answers. Between
@@ -25,6 +13,12 @@ export interface RevocationWatcher {
   interrupted (): void
 }
 
+/**
+ * Where active tokens live. Keys are SHA-256 digests of tokens, never tokens.
+ * A token's life is its entry's own expiry, set relative (milliseconds to live)
+ * from the instant its expiration date was computed: no sweep job, and no clock
+ * difference between the service and the store can stretch or cut it.
+ */
 export interface TokenStore {
   /** Stores a new token for `ttlMs` milliseconds and adds it to its account's index. */
   issue (tokenHash: string, record: TokenRecord, ttlMs: number): Promise<void>
@@ -52,24 +46,4 @@ export interface TokenStore {
   /** Resolves when the store answers (readiness checks); a 503 StatusError otherwise. */
   ping (): Promise<void>
   close (): Promise<void>
-}
-
-/** Compact, order-fixed value: `expiresAt|federated|accountId|username` (username last: it may hold `|`). */
-export function encodeRecord (record: TokenRecord): string {
-  return `${record.expiresAt}|${record.federated ? 1 : 0}|${record.accountId}|${record.username}`
-}
-
-export function decodeRecord (value: string): TokenRecord | null {
-  const first = value.indexOf('|')
-  const second = value.indexOf('|', first + 1)
-  const third = value.indexOf('|', second + 1)
-  if (first < 0 || second < 0 || third < 0) return null
-  const expiresAt = Number(value.slice(0, first))
-  if (!Number.isFinite(expiresAt)) return null
-  return {
-    expiresAt,
-    federated: value.slice(first + 1, second) === '1',
-    accountId: value.slice(second + 1, third),
-    username: value.slice(third + 1)
-  }
 }

@@ -1,8 +1,8 @@
 import t from 'tap'
-import { httpParserReason, knownParameter, malformedFormReason, passwordProblem, usernameProblem, validationReason } from '../../src/http/bad-request.js'
+import { httpParserReason, knownParameter, malformedFormReason, validationReason } from '../../src/http/bad-request.js'
 import { MalformedFormError, parseFormEncoded } from '../../src/http/form-encoding.js'
 
-/* The reasons of a 400 (lib/bad-request.ts): they name the service's own parameters only. */
+/* The reasons of a 400 (http/bad-request.ts): they name the service's own parameters only. */
 
 function refusal (text: string): MalformedFormError {
   try {
@@ -39,16 +39,6 @@ t.test('schema failures: the first one, by keyword and by the shape of what was 
   t.equal(validationReason(at('const', 'format'), 'querystring', { format: 'xml' }, true), 'format must be json')
   t.equal(validationReason(at('pattern', 'secret'), 'querystring', { secret: 'x' }, true), 'request is not valid', 'a parameter not ours is never named')
   t.equal(validationReason(at('format', 'token'), 'querystring', { token: 'x' }, true), 'token is not valid', 'an unforeseen keyword still names the parameter')
-})
-
-t.test('usernames and passwords after NFC', async (t) => {
-  t.equal(usernameProblem('alice'), undefined)
-  t.equal(usernameProblem(''), 'username is empty')
-  t.equal(usernameProblem('😀'.repeat(256)), undefined, '256 characters, counted as code points')
-  t.equal(usernameProblem('u'.repeat(257)), 'username is longer than 256 characters')
-  t.equal(passwordProblem('é'.repeat(512)), undefined, '1024 bytes')
-  t.equal(passwordProblem('é'.repeat(513)), 'password is longer than 1024 bytes')
-  t.equal(passwordProblem(''), 'password is empty')
 })
 
 t.test('Node\'s HTTP parser errors', async (t) => {

@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Test } from 'tap'
 import { hashToken, generateToken } from '../../src/tokens/token.js'
-import type { TokenRecord, TokenStore } from '../../src/stores/token-store.js'
+import type { TokenStore } from '../../src/stores/token-store.js'
+import type { TokenRecord } from '../../src/tokens/record.js'
 
 export type MakeTokenStore = (t: Test, options: { denyTtlMs: number }) => Promise<TokenStore>
 
