@@ -7,7 +7,7 @@ import { badRequest, StatusError, SUCCESS, type StatusBody } from '../http/statu
 import { formatExpirationDate } from '../tokens/time.js'
 import { AuthenticateParamsSchema, AuthenticateSuccessSchema, errorResponses, PADDING_PARAMETER_NAMES, TokenPathSchema, type AuthenticateParams } from '../schemas.js'
 import { tokenCookie } from '../http/cookie.js'
-import { EMPTY_BODY } from '../http/empty-body.js'
+import { EMPTY_BODY } from '../http/parsing.js'
 import { refuseOtherMethods } from '../http/methods.js'
 
 export interface AuthenticateRoutesOptions {

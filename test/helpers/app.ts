@@ -55,7 +55,7 @@ export async function buildTestApp (t: Test, kind: BackendKind = 'real', overrid
   }
   await migrate(database)
   const backends = assembleBackends(config, { database, tokens })
-  const app = await buildApp(config, { backends, logger: false })
+  const app = await buildApp(config, { backends, logger: { level: 'silent' } })
   t.teardown(async () => {
     await app.close()
     await backends.close()

@@ -43,7 +43,7 @@ function deadRedis (): TokenStore {
 }
 
 async function appOn (t: Test, config: Config, database: Database, tokens: TokenStore, logStream?: LogCapture): Promise<FastifyInstance> {
-  const app = await buildApp(config, { backends: backendsOf(t, config, database, tokens), ...(logStream === undefined ? { logger: false } : { logStream }) })
+  const app = await buildApp(config, { backends: backendsOf(t, config, database, tokens), ...(logStream === undefined ? { logger: { level: 'silent' } } : { logStream }) })
   t.teardown(async () => { await app.close() })
   return app
 }

@@ -137,9 +137,9 @@ t.test('what is dropped elsewhere (audit events, log lines) is a counter that fo
 })
 
 t.test('every request is counted once, whatever logger the app has', async (t) => {
-  // With a logger Fastify reports each finished response to the app's log controller, which
-  // counts it; without one (logger: false) an onResponse hook does. Neither may miss a request
-  // nor count one twice, and a route that logs nothing (/health/live) is counted all the same.
+  // Fastify reports each finished response to the app's log controller, which counts it; an app
+  // asked for no logger (logger: false) gets a silent one, so it counts the same way. None may miss
+  // a request nor count one twice, and a route that logs nothing (/health/live) is counted all the same.
   const loggers: Array<[string, { logger: FastifyServerOptions['logger'] } | { logStream: LogCapture }]> = [
     ['the service\'s own access log', { logStream: new LogCapture() }],
     ['a caller\'s logger', { logger: { level: 'silent' } }],

@@ -168,7 +168,7 @@ async function deadApp (t: Test, dead: 'redis' | 'postgres') {
     const database = createPostgresDatabase({ connectionString: 'postgres://postgres@127.0.0.1:1/none', connectionTimeoutMillis: 300 })
     backends = { ...base.app.backends, database, users: createSqlUserStore(database), async close () { await database.close() } }
   }
-  const app = await buildApp(base.config, { backends, logger: false })
+  const app = await buildApp(base.config, { backends, logger: { level: 'silent' } })
   t.teardown(async () => {
     await app.close()
     await backends.close()

@@ -121,7 +121,7 @@ t.test('50 concurrent Logouts of one token: exactly one succeeds', async (t) => 
 })
 
 t.test('the token is ended everywhere: another instance on the same stores refuses it at once', async (t) => {
-  const other = await buildApp(testApp.config, { backends: app.backends, logger: false })
+  const other = await buildApp(testApp.config, { backends: app.backends, logger: { level: 'silent' } })
   t.teardown(async () => { await other.close() })
   const token = await fresh()
   t.equal((await authenticate(other, token)).statusCode, 200, 'the other instance knows the token')

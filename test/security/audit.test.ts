@@ -212,7 +212,7 @@ async function appWithAudit (t: Test, config: Config, makeAudit: (database: Data
   const database = await freshPglite()
   const tokens = createMemoryTokenStore({ denyTtlMs: 60_000 })
   const backends = assembleBackends(config, { database, tokens, audit: makeAudit(database) })
-  const app = await buildApp(config, { backends, logger: false })
+  const app = await buildApp(config, { backends, logger: { level: 'silent' } })
   t.teardown(async () => {
     await app.close()
     await backends.close()

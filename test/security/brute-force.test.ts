@@ -202,7 +202,7 @@ t.test('real backends (Postgres, Redis)', async (t) => {
     const tokens = createRedisTokenStore({ url: await requireRedis(), keyPrefix: prefix, denyTtlMs: 1000 })
     await tokens.ready()
     const backends = assembleBackends(config, { database, tokens })
-    const broken = await buildApp(config, { backends, logger: false })
+    const broken = await buildApp(config, { backends, logger: { level: 'silent' } })
     t.teardown(async () => {
       await broken.close()
       await backends.close()
