@@ -1,7 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { Database } from './queryable.js'
+import type { Database } from './database.js'
 
 /** `sql/` at the package root, found the same way from `src/` (tests) and `dist/` (built). */
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../../sql/', import.meta.url))

@@ -1,6 +1,6 @@
 import { authenticateAt, type FetchFunction } from '../client/wire.js'
-import type { RedisClient } from '../stores/redis-client.js'
-import { createRedisTokenStore } from '../stores/redis-token-store.js'
+import type { RedisClient } from '../stores/redis/client.js'
+import { createRedisTokenStore } from '../stores/redis/token-store.js'
 import type { RevocationWatcher } from '../stores/token-store.js'
 import type { TokenRecord } from '../tokens/record.js'
 import { followRevocations } from './sse-feed.js'

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify'
-import type { Database } from '../db/queryable.js'
+import type { Database } from '../db/database.js'
 import type { TokenStore } from '../stores/token-store.js'
 import { refuseOtherMethods } from '../http/methods.js'
 

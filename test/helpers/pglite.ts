@@ -1,7 +1,7 @@
 import { PGlite } from '@electric-sql/pglite'
 import { wrapPglite } from '../../src/db/pglite.js'
 import { migrate } from '../../src/db/migrate.js'
-import type { Database } from '../../src/db/queryable.js'
+import type { Database } from '../../src/db/database.js'
 
 let template: Promise<PGlite> | undefined
 

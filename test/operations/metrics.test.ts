@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyServerOptions, InjectOptions } from 'fasti
 import { buildApp } from '../../src/app.js'
 import { migrate } from '../../src/db/migrate.js'
 import { createMetrics } from '../../src/metrics/metrics.js'
-import { createMemoryTokenStore } from '../../src/stores/memory-token-store.js'
+import { createMemoryTokenStore } from '../../src/stores/memory/token-store.js'
 import { buildTestApp } from '../helpers/app.js'
 import { testConfig } from '../helpers/config.js'
 import { freshPglite } from '../helpers/pglite.js'

@@ -11,7 +11,7 @@ import { assembleBackends, type Backends } from '../../src/backends.js'
 import type { Config } from '../../src/config.js'
 import { migrate } from '../../src/db/migrate.js'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
-import type { Database } from '../../src/db/queryable.js'
+import type { Database } from '../../src/db/database.js'
 import type { TokenStore } from '../../src/stores/token-store.js'
 import { freshPostgresDatabase } from '../helpers/servers.js'
 

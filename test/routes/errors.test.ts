@@ -2,7 +2,7 @@ import t, { type Test } from 'tap'
 import { buildApp } from '../../src/app.js'
 import { openLoginLimiter, type Backends } from '../../src/backends.js'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
-import { createRedisTokenStore } from '../../src/stores/redis-token-store.js'
+import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
 import { createSqlUserStore } from '../../src/stores/user-store.js'
 import { buildTestApp } from '../helpers/app.js'
 import {

@@ -1,6 +1,6 @@
 import t from 'tap'
-import { createMemoryTokenStore } from '../../src/stores/memory-token-store.js'
-import { createRedisTokenStore } from '../../src/stores/redis-token-store.js'
+import { createMemoryTokenStore } from '../../src/stores/memory/token-store.js'
+import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
 import { freshRedisPrefix, requireRedis } from '../helpers/servers.js'
 import { startRedisServer } from '../helpers/redis-topologies.js'
 import { rejection } from '../helpers/rejection.js'

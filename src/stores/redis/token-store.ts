@@ -1,7 +1,7 @@
-import { createRedisClient, DEFAULT_KEY_PREFIX, duplicateForSubscribing, type RedisClient, type RedisTopology } from './redis-client.js'
-import { serviceUnavailable, StatusError } from '../http/status.js'
-import { decodeRecord, encodeRecord, type TokenRecord } from '../tokens/record.js'
-import type { RevocationWatcher, TokenStore } from './token-store.js'
+import { createRedisClient, DEFAULT_KEY_PREFIX, duplicateForSubscribing, type RedisClient, type RedisTopology } from './client.js'
+import { serviceUnavailable, StatusError } from '../../http/status.js'
+import { decodeRecord, encodeRecord, type TokenRecord } from '../../tokens/record.js'
+import type { RevocationWatcher, TokenStore } from '../token-store.js'
 
 /*
  * Key layout (prefix default `{ats}:`, a hash tag: see DEFAULT_KEY_PREFIX):

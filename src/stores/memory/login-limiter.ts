@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks'
-import { accountStateTtlMs, lockDurationMs, type LimitVerdict, type LoginLimiter, type LoginLimits } from './login-limiter.js'
+import { accountStateTtlMs, lockDurationMs, type LimitVerdict, type LoginLimiter, type LoginLimits } from '../login-limiter.js'
 
 interface AccountState { failures: number, level: number, lockedUntil: number, forgetAt: number }
 interface IpState { failures: number, windowEnds: number }

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks'
-import type { TokenRecord } from '../tokens/record.js'
-import type { RevocationWatcher, TokenStore } from './token-store.js'
+import type { TokenRecord } from '../../tokens/record.js'
+import type { RevocationWatcher, TokenStore } from '../token-store.js'
 
 interface Entry {
   record: TokenRecord

@@ -1,7 +1,7 @@
-import { sha256 } from '../tokens/token.js'
-import { DEFAULT_KEY_PREFIX, type RedisClient } from './redis-client.js'
-import { serviceUnavailable, StatusError } from '../http/status.js'
-import { accountStateTtlMs, type LimitVerdict, type LoginLimiter, type LoginLimits } from './login-limiter.js'
+import { sha256 } from '../../tokens/token.js'
+import { DEFAULT_KEY_PREFIX, type RedisClient } from './client.js'
+import { serviceUnavailable, StatusError } from '../../http/status.js'
+import { accountStateTtlMs, type LimitVerdict, type LoginLimiter, type LoginLimits } from '../login-limiter.js'
 
 /*
  * Keys (prefix default `{ats}:`), account and IP hashed so any username or address is only data:
