@@ -88,11 +88,11 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   await app.register(loginRoutes, { auth, config })
   await app.register(authenticateRoutes, { auth })
   await app.register(logoutRoutes, { auth, config })
-  await app.register(revocationRoutes, { tokens: backends.tokens })
+  await app.register(revocationRoutes, { revocations: backends.revocations })
   await app.register(healthRoutes, {
     tokens: backends.tokens,
     database: backends.database,
-    names: { tokens: 'redis' in backends.tokens ? 'redis' : 'in-process', database: backends.database.kind },
+    names: { tokens: backends.tokens.kind, database: backends.database.kind },
     draining: () => app.lifecycle.draining,
     timeoutMs: config.healthTimeoutMs
   })

@@ -59,7 +59,7 @@ export async function startServer (config: Config): Promise<FastifyInstance> {
     await bootstrapAccount(app, config)
     // Listening before Redis answers would turn the first requests into 503s; wait a little, then go on
     // (the service answers 503 until Redis is back, and recovers by itself).
-    if (app.backends.ready !== undefined && !await app.backends.ready(5000)) {
+    if (!await app.backends.ready(5000)) {
       app.log.warn('Redis is not answering yet: token operations answer 503 until it does')
     }
     if (config.metricsPort !== undefined) metricsServer = await startMetricsServer(app, config)

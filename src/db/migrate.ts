@@ -37,3 +37,25 @@ export async function migrate (db: Database, dir: string = MIGRATIONS_DIR): Prom
     return { applied }
   })
 }
+
+export class NotMigratedError extends Error {
+  constructor () {
+    super('the database has no users table yet: run `auth-token-service migrate` (or `npm run migrate`) first')
+    this.name = 'NotMigratedError'
+  }
+}
+
+/** A real Postgres is migrated by `migrate`; refuse to work on one that was not. */
+export async function assertMigrated (database: Database): Promise<void> {
+  const { rows } = await database.query<{ present: boolean }>("SELECT to_regclass('public.users') IS NOT NULL AS present")
+  if (rows[0]?.present !== true) throw new NotMigratedError()
+}
+
+/**
+ * Makes a database ready for work: the embedded PGlite is migrated here; a real Postgres is
+ * migrated by `migrate` (a one-shot step in compose), and work on an unmigrated one is refused.
+ */
+export async function migrateOrCheck (database: Database): Promise<void> {
+  if (database.kind === 'pglite') await migrate(database)
+  else await assertMigrated(database)
+}

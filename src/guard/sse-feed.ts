@@ -1,4 +1,4 @@
-import type { RevocationWatcher } from '../stores/token-store.js'
+import type { RevocationWatcher } from '../stores/revocation-feed.js'
 import type { FetchFunction } from '../client/wire.js'
 
 /**

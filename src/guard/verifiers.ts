@@ -1,8 +1,9 @@
 import { authenticateAt, type FetchFunction } from '../client/wire.js'
 import type { RedisClient } from '../stores/redis/client.js'
 import { createRedisTokenStore } from '../stores/redis/token-store.js'
-import type { RevocationWatcher } from '../stores/token-store.js'
+import type { RevocationWatcher } from '../stores/revocation-feed.js'
 import type { TokenRecord } from '../tokens/record.js'
+import { withTimeout } from '../time-limit.js'
 import { followRevocations } from './sse-feed.js'
 
 /** Answers from the token service's side, whichever way it is reached. */
@@ -24,17 +25,7 @@ export class VerifierUnavailable extends Error {
 }
 
 async function within<T> (promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  try {
-    return await Promise.race([
-      promise,
-      new Promise<never>((_resolve, reject) => {
-        timer = setTimeout(() => { reject(new VerifierUnavailable(`no answer within ${ms} ms`)) }, ms)
-      })
-    ])
-  } finally {
-    clearTimeout(timer)
-  }
+  return await withTimeout(promise, ms, () => { throw new VerifierUnavailable(`no answer within ${ms} ms`) })
 }
 
 export interface DirectVerifierOptions {

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify'
 import type { Database } from '../db/database.js'
 import type { TokenStore } from '../stores/token-store.js'
 import { refuseOtherMethods } from '../http/methods.js'
+import { withTimeout } from '../time-limit.js'
 
 export interface HealthRoutesOptions {
   tokens: TokenStore
@@ -16,13 +17,7 @@ export interface HealthRoutesOptions {
 type CheckResult = 'ok' | 'down'
 
 async function check (work: () => Promise<unknown>, timeoutMs: number): Promise<CheckResult> {
-  let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<CheckResult>((resolve) => { timer = setTimeout(() => { resolve('down') }, timeoutMs) })
-  try {
-    return await Promise.race([work().then((): CheckResult => 'ok', (): CheckResult => 'down'), timeout])
-  } finally {
-    clearTimeout(timer)
-  }
+  return await withTimeout(work().then((): CheckResult => 'ok', (): CheckResult => 'down'), timeoutMs, (): CheckResult => 'down')
 }
 
 /**

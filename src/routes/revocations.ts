@@ -1,10 +1,10 @@
 import type { FastifyPluginAsync } from 'fastify'
-import type { RevocationWatcher, TokenStore } from '../stores/token-store.js'
+import type { RevocationFeed, RevocationWatcher } from '../stores/revocation-feed.js'
 import { serviceUnavailable } from '../http/status.js'
 import { refuseOtherMethods } from '../http/methods.js'
 
 export interface RevocationRoutesOptions {
-  tokens: TokenStore
+  revocations: RevocationFeed
   /** Comment lines keep idle proxies from closing the stream. */
   heartbeatMs?: number
 }
@@ -16,7 +16,7 @@ export interface RevocationRoutesOptions {
  * When this instance's own feed is cut, every stream is closed, so that clients drop
  * their caches and reconnect. Hashes of ended tokens are no secret.
  */
-export const revocationRoutes: FastifyPluginAsync<RevocationRoutesOptions> = async (app, { tokens, heartbeatMs = 15_000 }) => {
+export const revocationRoutes: FastifyPluginAsync<RevocationRoutesOptions> = async (app, { revocations, heartbeatMs = 15_000 }) => {
   const streams = new Set<{ write: (chunk: string) => void, end: () => void }>()
   let live = false
   const watcher: RevocationWatcher = {
@@ -30,7 +30,7 @@ export const revocationRoutes: FastifyPluginAsync<RevocationRoutesOptions> = asy
       for (const stream of streams) stream.end()
     }
   }
-  const stopWatching = tokens.watchRevocations(watcher)
+  const stopWatching = revocations.watchRevocations(watcher)
   // preClose, not onClose: open streams would otherwise keep the server from closing.
   app.addHook('preClose', async () => {
     stopWatching()

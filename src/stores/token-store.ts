@@ -1,17 +1,5 @@
 import type { TokenRecord } from '../tokens/record.js'
 
-/**
- * Follows revocations as they happen, for caches of positive answers. Between
- * `interrupted` and the next `live`, messages may have been missed: a cache must
- * not be trusted then, and is dropped.
- */
-export interface RevocationWatcher {
-  revoked (tokenHashes: readonly string[]): void
-  /** The feed is connected: from now on every revocation is delivered. */
-  live (): void
-  /** The feed was cut: revocations may be missed until the next `live`. */
-  interrupted (): void
-}
 
 /**
  * Where active tokens live. Keys are SHA-256 digests of tokens, never tokens.
@@ -20,6 +8,10 @@ export interface RevocationWatcher {
  * difference between the service and the store can stretch or cut it.
  */
 export interface TokenStore {
+  /** Which implementation this is: named in readiness answers and the start-up line, and it picks the limiter beside it. */
+  readonly kind: 'redis' | 'in-process'
+  /** Resolves once the store can answer (its connection is ready); at once for the in-process one. */
+  ready (): Promise<void>
   /** Stores a new token for `ttlMs` milliseconds and adds it to its account's index. */
   issue (tokenHash: string, record: TokenRecord, ttlMs: number): Promise<void>
   /** The active token's record, or null for unknown, expired or terminated. One round trip. */
@@ -37,12 +29,6 @@ export interface TokenStore {
   terminate (tokenHash: string): Promise<TokenRecord | null>
   /** Ends every active token of the account; returns the hashes it ended. */
   terminateAccount (accountId: string): Promise<string[]>
-  /** True while a terminated token's hash is in the short-lived deny set. */
-  isDenied (tokenHash: string): Promise<boolean>
-  /** Every hash in the deny set now (the catch-up list for caching verifiers). */
-  listDenied (): Promise<string[]>
-  /** Delivers every terminate and terminateAccount, from any instance sharing the store. Returns an unsubscribe. */
-  watchRevocations (watcher: RevocationWatcher): () => void
   /** Resolves when the store answers (readiness checks); a 503 StatusError otherwise. */
   ping (): Promise<void>
   close (): Promise<void>

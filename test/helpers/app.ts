@@ -9,7 +9,7 @@ import type { Database } from '../../src/db/database.js'
 import { createMemoryTokenStore } from '../../src/stores/memory/token-store.js'
 import { createRedisTokenStore, type RedisTokenStore } from '../../src/stores/redis/token-store.js'
 import type { RedisTopology } from '../../src/stores/redis/client.js'
-import type { TokenStore } from '../../src/stores/token-store.js'
+import type { ServiceTokenStore } from '../../src/backends.js'
 import { testConfig } from './config.js'
 import { freshPglite } from './pglite.js'
 import { freshPostgresDatabase, freshRedisPrefix, requireRedis } from './servers.js'
@@ -20,7 +20,7 @@ export interface TestApp {
   app: FastifyInstance
   config: Config
   database: Database
-  tokens: TokenStore
+  tokens: ServiceTokenStore
   /** Set for the 'real' kind: the Redis store, with its client and key prefix. */
   redisStore?: RedisTokenStore
   redisPrefix?: string
@@ -38,7 +38,7 @@ export async function buildTestApp (t: Test, kind: BackendKind = 'real', overrid
   const redisPrefix = kind === 'real' ? await freshRedisPrefix(t) : undefined
   const config = testConfig(redisPrefix === undefined ? overrides : { redisKeyPrefix: redisPrefix, ...overrides })
   let database: Database
-  let tokens: TokenStore
+  let tokens: ServiceTokenStore
   let redisStore: RedisTokenStore | undefined
   if (kind === 'real') {
     database = createPostgresDatabase({ connectionString: await freshPostgresDatabase(t) })

@@ -8,7 +8,7 @@ import type { Database } from '../../src/db/database.js'
 import { LOG_THROTTLE_MS } from '../../src/http/throttled-log.js'
 import { createMemoryTokenStore } from '../../src/stores/memory/token-store.js'
 import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
-import type { TokenStore } from '../../src/stores/token-store.js'
+import type { ServiceTokenStore } from '../../src/backends.js'
 import { testConfig } from '../helpers/config.js'
 import { freshPglite } from '../helpers/pglite.js'
 import { backendsOf, jsonObject, LogCapture } from './support.js'
@@ -22,7 +22,7 @@ import { backendsOf, jsonObject, LogCapture } from './support.js'
 
 interface Built { app: FastifyInstance, capture: LogCapture }
 
-async function appOn (t: Test, config: Config, database: Database, tokens: TokenStore): Promise<Built> {
+async function appOn (t: Test, config: Config, database: Database, tokens: ServiceTokenStore): Promise<Built> {
   const capture = new LogCapture()
   const app = await buildApp(config, { backends: backendsOf(t, config, database, tokens), logStream: capture })
   t.teardown(async () => { await app.close() })

@@ -12,7 +12,7 @@ import type { Config } from '../../src/config.js'
 import { migrate } from '../../src/db/migrate.js'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
 import type { Database } from '../../src/db/database.js'
-import type { TokenStore } from '../../src/stores/token-store.js'
+import type { ServiceTokenStore } from '../../src/backends.js'
 import { freshPostgresDatabase } from '../helpers/servers.js'
 
 /**
@@ -22,7 +22,7 @@ import { freshPostgresDatabase } from '../helpers/servers.js'
  */
 
 /** Backends over the given database and token store; closed at the end of the test. */
-export function backendsOf (t: Test, config: Config, database: Database, tokens: TokenStore): Backends {
+export function backendsOf (t: Test, config: Config, database: Database, tokens: ServiceTokenStore): Backends {
   const backends = assembleBackends(config, { database, tokens })
   t.teardown(async () => { await backends.close() })
   return backends

@@ -10,7 +10,7 @@ import { migrate } from '../../src/db/migrate.js'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
 import type { Database } from '../../src/db/database.js'
 import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
-import type { TokenStore } from '../../src/stores/token-store.js'
+import type { ServiceTokenStore } from '../../src/backends.js'
 import { bootstrapAccount } from '../../src/server.js'
 import { testConfig } from '../helpers/config.js'
 import { freshPostgresDatabase, freshRedisPrefix, requireRedis } from '../helpers/servers.js'
@@ -97,7 +97,7 @@ function form (params: Record<string, string>): string {
 }
 
 /** Backends over the given database and token store (the app is handed them, so it never closes them); closed at the end. */
-async function backendsFor (t: Test, config: Config, database: Database, tokens: TokenStore): Promise<Backends> {
+async function backendsFor (t: Test, config: Config, database: Database, tokens: ServiceTokenStore): Promise<Backends> {
   // Both apps share the database: whichever closes second finds it closed, which close() tolerates.
   const backends = assembleBackends(config, { database, tokens })
   t.teardown(async () => { await backends.close() })

@@ -1,10 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Test } from 'tap'
 import { hashToken, generateToken } from '../../src/tokens/token.js'
+import type { RevocationFeed } from '../../src/stores/revocation-feed.js'
 import type { TokenStore } from '../../src/stores/token-store.js'
 import type { TokenRecord } from '../../src/tokens/record.js'
 
-export type MakeTokenStore = (t: Test, options: { denyTtlMs: number }) => Promise<TokenStore>
+export type MakeTokenStore = (t: Test, options: { denyTtlMs: number }) => Promise<TokenStore & RevocationFeed>
 
 const record = (accountId: string, overrides: Partial<TokenRecord> = {}): TokenRecord => ({
   accountId,
@@ -32,7 +33,7 @@ export interface RecordingWatcher {
   stop: () => void
 }
 
-export function recordRevocations (store: TokenStore): RecordingWatcher {
+export function recordRevocations (store: RevocationFeed): RecordingWatcher {
   const events: string[][] = []
   let live = false
   let interruptions = 0

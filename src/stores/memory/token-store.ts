@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks'
 import type { TokenRecord } from '../../tokens/record.js'
-import type { RevocationWatcher, TokenStore } from '../token-store.js'
+import type { RevocationFeed, RevocationWatcher } from '../revocation-feed.js'
+import type { TokenStore } from '../token-store.js'
 
 interface Entry {
   record: TokenRecord
@@ -18,7 +19,11 @@ export interface MemoryTokenStoreOptions {
  * The embedded default's token store: the Redis store's semantics in one process.
  * Every method is synchronous inside, so each is atomic as the Redis scripts are.
  */
-export function createMemoryTokenStore (options: MemoryTokenStoreOptions): TokenStore {
+export interface MemoryTokenStore extends TokenStore, RevocationFeed {
+  readonly kind: 'in-process'
+}
+
+export function createMemoryTokenStore (options: MemoryTokenStoreOptions): MemoryTokenStore {
   const now = options.now ?? (() => performance.now())
   const tokens = new Map<string, Entry>()
   const accounts = new Map<string, Set<string>>()
@@ -66,6 +71,9 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Token
   }
 
   return {
+    kind: 'in-process',
+    // Nothing to connect to.
+    async ready () {},
     async issue (tokenHash, record, ttlMs) {
       pruneOldest()
       tokens.set(tokenHash, { record: { ...record }, deadline: now() + ttlMs })
