@@ -43,20 +43,17 @@ export const LoginParamsSchema = Type.Object({
   password: Type.Optional(Password()),
   token: Type.Optional(Token('An active token of the same account, to refresh it: the answer is that token with its full lifetime again.'))
 })
-export type LoginParams = Static<typeof LoginParamsSchema>
 
 export const LegacyLoginPathSchema = Type.Object({
   username: Username(1),
   password: Password(1)
 })
-export type LegacyLoginPath = Static<typeof LegacyLoginPathSchema>
 
 const TOKEN_GIVEN = 'The token Login gave (43 characters).'
 
 export const TokenPathSchema = Type.Object({
   token: Token(TOKEN_GIVEN)
 })
-export type TokenPath = Static<typeof TokenPathSchema>
 
 const PaddingName = (description: string) => Type.Optional(Type.String({ pattern: PADDING_FUNCTION_PATTERN, description }))
 const SAME_AS_JSONP_FUNCTION = 'The same as jsonpFunction, spelt otherwise.'
@@ -64,7 +61,6 @@ const SAME_AS_JSONP_FUNCTION = 'The same as jsonpFunction, spelt otherwise.'
 export const TokenParamsSchema = Type.Object({
   token: Type.Optional(Token(TOKEN_GIVEN))
 })
-export type TokenParams = Static<typeof TokenParamsSchema>
 
 export const AuthenticateParamsSchema = Type.Object({
   token: Type.Optional(Token(TOKEN_GIVEN)),
@@ -155,7 +151,7 @@ export const ERROR_ANSWERS = {
   503: errorAnswer('Service Unavailable: Redis, Postgres or the directory cannot be reached, or too many logins are waiting for a hash (then with Retry-After); never a false Success',
     { status: 503, message: 'Service Unavailable' }, { 'Retry-After': RETRY_AFTER })
 } as const
-export type ErrorStatus = keyof typeof ERROR_ANSWERS
+type ErrorStatus = keyof typeof ERROR_ANSWERS
 
 /**
  * The response schemas of an operation that answers 400 (shown with `badRequestExample`) and

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { endpoint } from '../client/index.js'
 import type { FetchFunction } from '../client/wire.js'
+import { createThrottledLog } from '../http/throttled-log.js'
 import { hashToken, isTokenShaped } from '../tokens/token.js'
 import { DEFAULT_KEY_PREFIX, type RedisClient } from '../stores/redis/client.js'
 import type { TokenRecord } from '../tokens/record.js'
@@ -105,14 +106,11 @@ function positiveNumber (value: unknown, name: string): number {
   return value
 }
 
-/** One log line per kind of trouble per 10 s: a dead Redis must not flood the host's log. */
+/** One log line per kind of trouble per 10 s (http/throttled-log.ts): a dead Redis must not flood the host's log. */
 function throttled (log: (message: string) => void): (error: unknown) => void {
-  let last = 0
+  const throttle = createThrottledLog()
   return (error) => {
-    const now = Date.now()
-    if (now - last < 10_000) return
-    last = now
-    log(error instanceof Error ? error.message : String(error))
+    throttle('trouble', () => { log(error instanceof Error ? error.message : String(error)) })
   }
 }
 
