@@ -20,8 +20,8 @@ import { randomBytes } from 'node:crypto'
 import { availableParallelism, loadavg } from 'node:os'
 import { performance } from 'node:perf_hooks'
 import { Redis } from 'ioredis'
-import { HttpDriver, issuedToken, isRecord } from '../test/helpers/throwaway-load.js'
-import { runCli, serviceEnv, startService, startThrowawayPostgres, startThrowawayRedis, type Scope } from '../test/helpers/throwaway-servers.js'
+import { HttpDriver, issuedToken, isRecord } from '../support/load.js'
+import { runCli, serviceEnv, startService, startThrowawayPostgres, startThrowawayRedis, type Scope } from '../support/processes.js'
 
 function setting (name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name]

@@ -9,7 +9,7 @@ import type { FastifyInstance } from 'fastify'
 import pg from 'pg'
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
-import { freshPostgresDatabase, freshRedisPrefix, requireRedis } from './helpers/servers.js'
+import { freshPostgresDatabase, freshRedisPrefix, requireRedis } from '../support/postgres.js'
 
 /*
  * The command line as an operator meets it: the built binary (dist/cli/main.js, what the

@@ -9,8 +9,8 @@ import { authTokenGuard, type AuthTokenGuardOptions } from '../../src/guard/inde
 import type { Config } from '../../src/config.js'
 import type { RedisTopology } from '../../src/stores/redis/client.js'
 import { hashToken } from '../../src/tokens/token.js'
-import { buildTestApp, type TestApp } from '../helpers/app.js'
-import { requireRedis } from '../helpers/servers.js'
+import { buildTestApp, type TestApp } from '../support/app.js'
+import { requireRedis } from '../../support/postgres.js'
 
 /**
  * A real token service listening on a port (Postgres + a Redis prefix of its own),

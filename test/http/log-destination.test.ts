@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { LOG_EXIT_FLUSH_MS, LOG_FLUSH_BYTES } from '../../src/http/log-destination.js'
-import { fifoReader } from '../helpers/fifo-reader.js'
+import { fifoReader } from '../support/fifo-reader.js'
 
 const MODULE = fileURLToPath(new URL('../../dist/http/log-destination.js', import.meta.url))
 

@@ -9,8 +9,8 @@ import { LOG_THROTTLE_MS } from '../../src/http/throttled-log.js'
 import { createMemoryTokenStore } from '../../src/stores/memory/token-store.js'
 import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
 import type { ServiceTokenStore } from '../../src/backends.js'
-import { testConfig } from '../helpers/config.js'
-import { freshPglite } from '../helpers/pglite.js'
+import { testConfig } from '../support/config.js'
+import { freshPglite } from '../support/pglite.js'
 import { backendsOf, jsonObject, LogCapture } from './support.js'
 
 /*

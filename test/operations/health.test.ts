@@ -8,9 +8,9 @@ import { createPostgresDatabase } from '../../src/db/postgres.js'
 import type { Database } from '../../src/db/database.js'
 import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
 import type { ServiceTokenStore } from '../../src/backends.js'
-import { buildTestApp } from '../helpers/app.js'
-import { testConfig } from '../helpers/config.js'
-import { freshPostgresDatabase, freshRedisPrefix, requireRedis } from '../helpers/servers.js'
+import { buildTestApp } from '../support/app.js'
+import { testConfig } from '../support/config.js'
+import { freshPostgresDatabase, freshRedisPrefix, requireRedis } from '../../support/postgres.js'
 import { backendsOf, freePort, jsonObject, LogCapture } from './support.js'
 
 /*

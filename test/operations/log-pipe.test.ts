@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
-import { fifoReader } from '../helpers/fifo-reader.js'
+import { fifoReader } from '../support/fifo-reader.js'
 import { freePort, jsonObject, sample } from './support.js'
 
 /**

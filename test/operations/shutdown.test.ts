@@ -1,7 +1,7 @@
 import { Agent, request } from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { freshRedisPrefix, requireRedis } from '../helpers/servers.js'
+import { freshRedisPrefix, requireRedis } from '../../support/postgres.js'
 import { jsonObject, migratedDatabaseUrl, startService, tempDir, type Service } from './support.js'
 
 /*

@@ -13,7 +13,7 @@ import { migrate } from '../../src/db/migrate.js'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
 import type { Database } from '../../src/db/database.js'
 import type { ServiceTokenStore } from '../../src/backends.js'
-import { freshPostgresDatabase } from '../helpers/servers.js'
+import { freshPostgresDatabase } from '../../support/postgres.js'
 
 /**
  * Helpers of the operations tests: backends assembled from given parts (a dead Redis,

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import { hashToken } from '../../src/tokens/token.js'
-import { buildTestApp } from '../helpers/app.js'
+import { buildTestApp } from '../support/app.js'
 import {
   assertPrivacyHeaders, assertStatus, BODIES, badRequestBody, expiredToken, form, FORM, headerNames, JSON_HEADERS, JSON_TYPE,
   loginForm, parseExpiration, sleep, tokenFor, unknownToken, type InjectOptions, type LoginSuccess, type Reply

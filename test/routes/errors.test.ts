@@ -4,7 +4,7 @@ import { openLoginLimiter, type Backends } from '../../src/backends.js'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
 import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
 import { createSqlUserStore } from '../../src/stores/user-store.js'
-import { buildTestApp } from '../helpers/app.js'
+import { buildTestApp } from '../support/app.js'
 import {
   allowed, assertNoLeak, assertPrivacyHeaders, assertStatus, BODIES, badRequestBody, form, FORM, JSON_HEADERS, statusBody, tokenFor,
   unknownToken, type InjectOptions

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import { buildApp } from '../../src/app.js'
-import { buildTestApp } from '../helpers/app.js'
+import { buildTestApp } from '../support/app.js'
 import {
   allowed, assertClearedCookie, assertStatus, authenticate, BODIES, expiredToken, form, FORM, headerNames, setCookies,
   tokenFor, unknownToken, type InjectOptions, type Reply

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import type { Test } from 'tap'
 import { hashToken } from '../../src/tokens/token.js'
-import type { TestApp } from '../helpers/app.js'
+import type { TestApp } from '../support/app.js'
 
 /**
  * Shared assertions for the route tests: the contract's status-message bodies,

@@ -13,11 +13,11 @@ import type { Database } from '../../src/db/database.js'
 import { hashToken } from '../../src/tokens/token.js'
 import { createSqlAuditLog, type AuditLog, type StoredAuditEvent } from '../../src/stores/audit-log.js'
 import { createMemoryTokenStore } from '../../src/stores/memory/token-store.js'
-import { buildTestApp, type BackendKind } from '../helpers/app.js'
-import { testConfig } from '../helpers/config.js'
-import { freshPglite } from '../helpers/pglite.js'
-import { rejection } from '../helpers/rejection.js'
-import { freshPostgresDatabase, freshRedisPrefix, requireRedis } from '../helpers/servers.js'
+import { buildTestApp, type BackendKind } from '../support/app.js'
+import { testConfig } from '../support/config.js'
+import { freshPglite } from '../support/pglite.js'
+import { rejection } from '../support/rejection.js'
+import { freshPostgresDatabase, freshRedisPrefix, requireRedis } from '../../support/postgres.js'
 
 /*
  * The audit trail (issue 3, security.md Logs): every login success and failure,

@@ -6,9 +6,9 @@ import { buildApp } from '../../src/app.js'
 import { assembleBackends } from '../../src/backends.js'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
 import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
-import { buildTestApp } from '../helpers/app.js'
-import { testConfig } from '../helpers/config.js'
-import { freshRedisPrefix, requireRedis } from '../helpers/servers.js'
+import { buildTestApp } from '../support/app.js'
+import { testConfig } from '../support/config.js'
+import { freshRedisPrefix, requireRedis } from '../../support/postgres.js'
 
 /**
  * Brute-force protection through HTTP (security.md, Login; contract: 429): per-account

@@ -3,8 +3,8 @@ import fc, { type Arbitrary } from 'fast-check'
 import { connect } from 'node:net'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import { PARAMETERS, reasons } from '../../src/http/bad-request.js'
-import { buildTestApp } from '../helpers/app.js'
-import { freshRedisPrefix } from '../helpers/servers.js'
+import { buildTestApp } from '../support/app.js'
+import { freshRedisPrefix } from '../../support/postgres.js'
 
 /*
  * The HTTP surface under property-based fuzzing (issue 3; contract, wire format):

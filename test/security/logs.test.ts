@@ -12,8 +12,8 @@ import type { Database } from '../../src/db/database.js'
 import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
 import type { ServiceTokenStore } from '../../src/backends.js'
 import { bootstrapAccount } from '../../src/server.js'
-import { testConfig } from '../helpers/config.js'
-import { freshPostgresDatabase, freshRedisPrefix, requireRedis } from '../helpers/servers.js'
+import { testConfig } from '../support/config.js'
+import { freshPostgresDatabase, freshRedisPrefix, requireRedis } from '../../support/postgres.js'
 
 /*
  * Logs never hold a password or a token, whichever way it was sent (contract,

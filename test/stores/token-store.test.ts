@@ -1,9 +1,9 @@
 import t from 'tap'
 import { createMemoryTokenStore } from '../../src/stores/memory/token-store.js'
 import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
-import { freshRedisPrefix, requireRedis } from '../helpers/servers.js'
-import { startRedisServer } from '../helpers/redis-topologies.js'
-import { rejection } from '../helpers/rejection.js'
+import { freshRedisPrefix, requireRedis } from '../../support/postgres.js'
+import { startRedisServer } from '../../support/redis.js'
+import { rejection } from '../support/rejection.js'
 import { recordRevocations, tokenStoreContract, until } from './token-store.contract.js'
 
 t.test('in-process token store', async (t) => {

@@ -20,7 +20,7 @@ import pg from 'pg'
 const run = promisify(execFile)
 
 /** The built CLI to run: this checkout's dist/, or ATS_SERVICE_CLI (another build of the same package). */
-export const CLI = process.env.ATS_SERVICE_CLI ?? fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url))
+export const CLI = process.env.ATS_SERVICE_CLI ?? fileURLToPath(new URL('../dist/cli/main.js', import.meta.url))
 
 /** What owns the servers: a tap Test, or anything with the same teardown. */
 export interface Scope {

@@ -12,7 +12,7 @@ import type { RedisTopology } from '../../src/stores/redis/client.js'
 import type { ServiceTokenStore } from '../../src/backends.js'
 import { testConfig } from './config.js'
 import { freshPglite } from './pglite.js'
-import { freshPostgresDatabase, freshRedisPrefix, requireRedis } from './servers.js'
+import { freshPostgresDatabase, freshRedisPrefix, requireRedis } from '../../support/postgres.js'
 
 export type BackendKind = 'real' | 'embedded'
 

@@ -4,7 +4,7 @@ import type { Test } from 'tap'
 import {
   describe, HttpDriver, isRecord, issuedToken, latencyOf, percentile, strangerToken, verdictOf,
   type Outcome, type RunningLoad, type TokenBook, type Verdict
-} from './throwaway-load.js'
+} from '../../support/load.js'
 
 /** Shared checks of the fault tests: each prints what it saw, so a failure says where and when. */
 

@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { promisify } from 'node:util'
 import type { Test } from 'tap'
-import type { RedisTopology } from '../../src/stores/redis/client.js'
+import type { RedisTopology } from '../src/stores/redis/client.js'
 
 /**
  * Throwaway Redis topologies from the installed `redis-server` binary, on free ports in
