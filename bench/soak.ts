@@ -21,7 +21,10 @@ import { availableParallelism, loadavg } from 'node:os'
 import { performance } from 'node:perf_hooks'
 import { Redis } from 'ioredis'
 import { HttpDriver, issuedToken, isRecord } from '../support/load.js'
-import { runCli, serviceEnv, startService, startThrowawayPostgres, startThrowawayRedis, type Scope } from '../support/processes.js'
+import { runCli, serviceEnv, startService } from '../support/service.js'
+import { startThrowawayPostgres } from '../support/postgres.js'
+import { startThrowawayRedis } from '../support/redis.js'
+import { type Scope } from '../support/processes.js'
 
 function setting (name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name]

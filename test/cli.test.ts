@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import { execFile } from 'node:child_process'
 import { existsSync, readdirSync, statSync } from 'node:fs'
-import { mkdtemp, readdir, rm } from 'node:fs/promises'
+import { readdir } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -9,7 +9,9 @@ import type { FastifyInstance } from 'fastify'
 import pg from 'pg'
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
-import { freshPostgresDatabase, freshRedisPrefix, requireRedis } from '../support/postgres.js'
+import { freshPostgresDatabase } from '../support/postgres.js'
+import { tempDir } from '../support/processes.js'
+import { freshRedisPrefix, requireRedis } from '../support/redis.js'
 
 /*
  * The command line as an operator meets it: the built binary (dist/cli/main.js, what the
@@ -85,12 +87,6 @@ async function cli (env: Env, args: string[], stdin = '', cwd = tmpdir()): Promi
     child.stdin?.on('error', () => {})
     child.stdin?.end(stdin)
   })
-}
-
-async function tempDir (t: Test, prefix: string): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), prefix))
-  t.teardown(async () => { await rm(dir, { recursive: true, force: true }) })
-  return dir
 }
 
 function noStackTrace (t: Test, run: Run): void {

@@ -7,7 +7,7 @@ import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
 import type { TokenRecord } from '../../src/tokens/record.js'
 import { generateToken, hashToken } from '../../src/tokens/token.js'
 import { accountName, seededRandom } from './accounts.js'
-import { freePort } from './children.js'
+import { freePort } from '../../support/processes.js'
 
 export interface MemoryFigure {
   tokens: number

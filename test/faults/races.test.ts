@@ -2,7 +2,9 @@ import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { describe, HttpDriver, issuedToken, latencyOf, percentile, verdictOf, type Outcome } from '../../support/load.js'
-import { serviceEnv, startService, startThrowawayPostgres, startThrowawayRedis, type ServiceProcess } from '../../support/processes.js'
+import { serviceEnv, type ServiceProcess, startService } from '../../support/service.js'
+import { startThrowawayPostgres } from '../../support/postgres.js'
+import { startThrowawayRedis } from '../../support/redis.js'
 import { ACCOUNT, countVerdicts, crashMarkers, loginMany } from '../support/checks.js'
 
 /*

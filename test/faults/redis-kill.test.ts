@@ -2,7 +2,9 @@ import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
 import { HttpDriver, startLiveProbe, startMixedLoad, TokenBook, verdictOf } from '../../support/load.js'
-import { serviceEnv, startService, startThrowawayPostgres, startThrowawayRedis, type ThrowawayPostgres } from '../../support/processes.js'
+import { serviceEnv, startService } from '../../support/service.js'
+import { startThrowawayPostgres, type ThrowawayPostgres } from '../../support/postgres.js'
+import { startThrowawayRedis } from '../../support/redis.js'
 import {
   ACCOUNT, awaitLoginRecovery, checkBook, checkEveryAnswer, checkProbe, checkViolations, checkWindow, countVerdicts, crashMarkers,
   latencySummary, loginMany, tryEachOperation

@@ -1,7 +1,9 @@
 import { Redis } from 'ioredis'
 import t from 'tap'
 import { describe, HttpDriver, latencyOf, verdictOf, type Outcome } from '../../support/load.js'
-import { serviceEnv, startService, startThrowawayPostgres, startThrowawayRedis } from '../../support/processes.js'
+import { serviceEnv, startService } from '../../support/service.js'
+import { startThrowawayPostgres } from '../../support/postgres.js'
+import { startThrowawayRedis } from '../../support/redis.js'
 import { ACCOUNT, ANSWER_BOUND_MS, countVerdicts, crashMarkers, loginMany } from '../support/checks.js'
 
 /*

@@ -3,7 +3,9 @@ import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { HttpDriver, startLiveProbe, startMixedLoad, TokenBook, verdictOf, type Outcome } from '../../support/load.js'
-import { serviceEnv, startService, startThrowawayPostgres, startThrowawayRedis } from '../../support/processes.js'
+import { serviceEnv, startService } from '../../support/service.js'
+import { startThrowawayPostgres } from '../../support/postgres.js'
+import { startThrowawayRedis } from '../../support/redis.js'
 import {
   ACCOUNT, awaitLoginRecovery, checkBook, checkEveryAnswer, checkProbe, checkViolations, checkWindow, countVerdicts, crashMarkers,
   latencySummary, loginMany, sample, tryEachOperation, type FaultWindow

@@ -10,8 +10,10 @@ import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
 import type { ServiceTokenStore } from '../../src/backends.js'
 import { buildTestApp } from '../support/app.js'
 import { testConfig } from '../support/config.js'
-import { freshPostgresDatabase, freshRedisPrefix, requireRedis } from '../../support/postgres.js'
-import { backendsOf, freePort, jsonObject, LogCapture } from './support.js'
+import { freshPostgresDatabase } from '../../support/postgres.js'
+import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
+import { backendsOf, jsonObject, LogCapture } from './support.js'
+import { freePort } from '../../support/processes.js'
 
 /*
  * /health/live and /health/ready (issue 5, Health and Logs): liveness always answers;

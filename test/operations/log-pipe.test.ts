@@ -5,7 +5,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
 import { fifoReader } from '../support/fifo-reader.js'
-import { freePort, jsonObject, sample } from './support.js'
+import { freePort } from '../../support/processes.js'
+import { jsonObject, sample } from './support.js'
 
 /**
  * The service as a container runtime runs it: stdout a pipe, read by another process (`cat`,

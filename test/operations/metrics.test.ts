@@ -7,8 +7,11 @@ import { createMemoryTokenStore } from '../../src/stores/memory/token-store.js'
 import { buildTestApp } from '../support/app.js'
 import { testConfig } from '../support/config.js'
 import { freshPglite } from '../support/pglite.js'
-import { freshRedisPrefix, requireRedis } from '../../support/postgres.js'
-import { backendsOf, freePort, LogCapture, metricType, migratedDatabaseUrl, sample, startService, tempDir } from './support.js'
+import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
+import { backendsOf, LogCapture, metricType, sample } from './support.js'
+import { freePort, tempDir } from '../../support/processes.js'
+import { migratedDatabaseUrl } from '../../support/postgres.js'
+import { startService } from '../../support/service.js'
 
 /*
  * Prometheus /metrics (issue 5, Metrics): requests by route, method and status with a
@@ -194,12 +197,12 @@ t.test('with metricsPort set, the app itself has no /metrics', async (t) => {
 
 t.test('the built service with METRICS_PORT serves /metrics on that port only', async (t) => {
   const metricsPort = await freePort()
-  const service = await startService(t, await tempDir(t, 'ats-metrics-'), {
+  const service = await startService(t, {
     DATABASE_URL: await migratedDatabaseUrl(t),
     REDIS_URL: await requireRedis(),
     AUTH_REDIS_KEY_PREFIX: await freshRedisPrefix(t),
     METRICS_PORT: String(metricsPort)
-  })
+  }, { cwd: await tempDir(t, 'ats-metrics-') })
   const metricsBase = `http://127.0.0.1:${metricsPort}`
   t.match(service.output(), /metrics listening on their own port/)
 
@@ -220,8 +223,8 @@ t.test('the built service with METRICS_PORT serves /metrics on that port only', 
     t.equal((await fetch(`${metricsBase}${path}`)).status, 404, `${path}: not on the metrics port`)
   }
 
-  service.child.kill('SIGTERM')
-  t.equal(await service.exited, 0, 'SIGTERM ends it cleanly')
+  service.kill('SIGTERM')
+  t.equal((await service.exited).code, 0, 'SIGTERM ends it cleanly')
   const after = await fetch(`${metricsBase}/metrics`).then(() => 'answered', () => 'refused')
   t.equal(after, 'refused', 'the metrics port is closed too')
 })

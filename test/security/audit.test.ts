@@ -17,7 +17,8 @@ import { buildTestApp, type BackendKind } from '../support/app.js'
 import { testConfig } from '../support/config.js'
 import { freshPglite } from '../support/pglite.js'
 import { rejection } from '../support/rejection.js'
-import { freshPostgresDatabase, freshRedisPrefix, requireRedis } from '../../support/postgres.js'
+import { freshPostgresDatabase } from '../../support/postgres.js'
+import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
 
 /*
  * The audit trail (issue 3, security.md Logs): every login success and failure,

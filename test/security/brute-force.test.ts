@@ -8,7 +8,7 @@ import { createPostgresDatabase } from '../../src/db/postgres.js'
 import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
 import { buildTestApp } from '../support/app.js'
 import { testConfig } from '../support/config.js'
-import { freshRedisPrefix, requireRedis } from '../../support/postgres.js'
+import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
 
 /**
  * Brute-force protection through HTTP (security.md, Login; contract: 429): per-account

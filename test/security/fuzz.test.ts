@@ -4,7 +4,7 @@ import { connect } from 'node:net'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import { PARAMETERS, reasons } from '../../src/http/bad-request.js'
 import { buildTestApp } from '../support/app.js'
-import { freshRedisPrefix } from '../../support/postgres.js'
+import { freshRedisPrefix } from '../../support/redis.js'
 
 /*
  * The HTTP surface under property-based fuzzing (issue 3; contract, wire format):

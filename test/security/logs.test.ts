@@ -13,7 +13,8 @@ import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
 import type { ServiceTokenStore } from '../../src/backends.js'
 import { bootstrapAccount } from '../../src/server.js'
 import { testConfig } from '../support/config.js'
-import { freshPostgresDatabase, freshRedisPrefix, requireRedis } from '../../support/postgres.js'
+import { freshPostgresDatabase } from '../../support/postgres.js'
+import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
 
 /*
  * Logs never hold a password or a token, whichever way it was sent (contract,

@@ -4,7 +4,7 @@ import type { LoginLimits } from '../../src/stores/login-limiter.js'
 import { createMemoryLoginLimiter } from '../../src/stores/memory/login-limiter.js'
 import { createRedisLoginLimiter } from '../../src/stores/redis/login-limiter.js'
 import { rejection } from '../support/rejection.js'
-import { freshRedisPrefix, requireRedis } from '../../support/postgres.js'
+import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
 import { loginLimiterContract } from './login-limiter.contract.js'
 
 const LIMITS: LoginLimits = { maxFailures: 2, lockoutMs: 30_000, maxLockoutMs: 60_000, maxFailuresPerIp: 5, ipWindowMs: 20_000 }

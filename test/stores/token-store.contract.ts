@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Test } from 'tap'
+import { waitFor } from '../../support/processes.js'
 import { hashToken, generateToken } from '../../src/tokens/token.js'
 import type { RevocationFeed } from '../../src/stores/revocation-feed.js'
 import type { TokenStore } from '../../src/stores/token-store.js'
@@ -19,11 +20,7 @@ const newHash = (): string => hashToken(generateToken())
 
 /** Waits until `condition` holds, failing after `timeoutMs`. */
 export async function until (condition: () => boolean, timeoutMs = 3000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`)
-    await sleep(10)
-  }
+  await waitFor('condition', condition, { timeoutMs, everyMs: 10 })
 }
 
 export interface RecordingWatcher {

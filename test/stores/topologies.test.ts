@@ -2,7 +2,7 @@ import t from 'tap'
 import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
 import { buildTestApp } from '../support/app.js'
 import { startRedisCluster, startRedisSentinel } from '../../support/redis.js'
-import { uniqueName } from '../../support/postgres.js'
+import { uniqueName } from '../../support/processes.js'
 import type { RedisTopology } from '../../src/stores/redis/client.js'
 import { recordRevocations, tokenStoreContract, until } from './token-store.contract.js'
 

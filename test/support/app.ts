@@ -12,7 +12,8 @@ import type { RedisTopology } from '../../src/stores/redis/client.js'
 import type { ServiceTokenStore } from '../../src/backends.js'
 import { testConfig } from './config.js'
 import { freshPglite } from './pglite.js'
-import { freshPostgresDatabase, freshRedisPrefix, requireRedis } from '../../support/postgres.js'
+import { freshPostgresDatabase } from '../../support/postgres.js'
+import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
 
 export type BackendKind = 'real' | 'embedded'
 

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process'
 import { readdir } from 'node:fs/promises'
-import { CLI, type ServiceProcess } from '../../support/processes.js'
+import { CLI, type ServiceProcess } from '../../support/service.js'
 
 /**
  * The command line and the service on one embedded (PGlite) data directory, as real

@@ -1,15 +1,9 @@
-import { execFile, spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { createServer } from 'node:net'
-import { tmpdir } from 'node:os'
+import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { setTimeout as sleep } from 'node:timers/promises'
-import { promisify } from 'node:util'
 import type { Test } from 'tap'
-
-const run = promisify(execFile)
+import { freePort, run, startChild, tempDir, waitFor } from '../../support/processes.js'
 const FIXTURE = fileURLToPath(new URL('../fixtures/directory.ldif', import.meta.url))
 const SLAPD = '/usr/sbin/slapd'
 const SLAPADD = '/usr/sbin/slapadd'
@@ -21,17 +15,6 @@ export interface Directory {
   adminPassword: string
 }
 
-async function freePort (): Promise<number> {
-  return await new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address()
-      server.close(() => { resolve(typeof address === 'object' && address !== null ? address.port : 0) })
-    })
-  })
-}
-
 /**
  * A throwaway OpenLDAP `slapd` on a free port with its own mdb database, seeded from
  * test/fixtures/directory.ldif, stopped and removed at the end of the test.
@@ -40,8 +23,7 @@ export async function startDirectory (t: Test): Promise<Directory> {
   if (!existsSync(SLAPD) || !existsSync(SLAPADD)) {
     throw new Error('OpenLDAP is required for the federation tests: apt-get install slapd ldap-utils (`bash .ci/run` does it)')
   }
-  const dir = await mkdtemp(join(tmpdir(), 'ats-slapd-'))
-  t.teardown(async () => { await rm(dir, { recursive: true, force: true }) })
+  const dir = await tempDir(t, 'ats-slapd-')
   await mkdir(join(dir, 'data'))
   const suffix = 'dc=example,dc=org'
   const adminDn = `cn=admin,${suffix}`
@@ -69,20 +51,10 @@ export async function startDirectory (t: Test): Promise<Directory> {
   const port = await freePort()
   const url = `ldap://127.0.0.1:${port}`
   // -d 0: stay in the foreground (so the test owns the process) without debug output.
-  const child = spawn(SLAPD, ['-f', conf, '-h', `${url}/`, '-d', '0'], { stdio: 'ignore' })
-  t.teardown(async () => {
-    if (child.exitCode !== null) return
-    const exited = new Promise((resolve) => child.once('exit', resolve))
-    child.kill('SIGKILL')
-    await exited
-  })
-  const deadline = Date.now() + 15_000
-  for (;;) {
-    const ok = await run('ldapwhoami', ['-x', '-H', url, '-D', adminDn, '-w', adminPassword]).then(() => true, () => false)
-    if (ok) break
+  const child = startChild(t, SLAPD, ['-f', conf, '-h', `${url}/`, '-d', '0'])
+  await waitFor('slapd', async () => {
     if (child.exitCode !== null) throw new Error(`slapd exited with ${child.exitCode}`)
-    if (Date.now() > deadline) throw new Error('slapd did not answer within 15 s')
-    await sleep(100)
-  }
+    return await run('ldapwhoami', ['-x', '-H', url, '-D', adminDn, '-w', adminPassword]).then(() => true, () => false)
+  }, { timeoutMs: 15_000, everyMs: 100 })
   return { url, suffix, adminDn, adminPassword }
 }

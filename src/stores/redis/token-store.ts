@@ -3,7 +3,7 @@ import { createFinder } from './batched-find.js'
 import { createRevocationFeed } from './revocation-feed.js'
 import { SCRIPTS, type ScriptCommands } from './scripts.js'
 import { serviceUnavailable, StatusError } from '../../http/status.js'
-import { decodeRecord, encodeRecord, type TokenRecord } from '../../tokens/record.js'
+import { decodeRecord, encodeRecord } from '../../tokens/record.js'
 import type { RevocationFeed } from '../revocation-feed.js'
 import type { TokenStore } from '../token-store.js'
 
