@@ -22,21 +22,34 @@ export async function requireRedis (): Promise<string> {
   return TEST_REDIS_URL
 }
 
+/** Every key under `prefix`, by SCAN (never KEYS: the Redis is shared), sorted. */
+export async function keysUnder (redis: Redis, prefix: string): Promise<string[]> {
+  const found: string[] = []
+  let cursor = '0'
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
+    found.push(...keys)
+    cursor = next
+  } while (cursor !== '0')
+  return found.sort()
+}
+
+/** Deletes every key under `prefix` at the end of the scope (never FLUSHDB: others share the Redis). */
+export function deleteKeysAtEnd (scope: Scope, url: string, prefix: string): void {
+  scope.teardown(async () => {
+    const redis = new Redis(url)
+    const keys = await keysUnder(redis, prefix)
+    if (keys.length > 0) await redis.del(...keys)
+    await redis.quit()
+  })
+}
+
 /** A key prefix of its own for one test on the shared Redis; its keys are deleted at the end. */
 export async function freshRedisPrefix (scope: Scope): Promise<string> {
   const url = await requireRedis()
   // A hash tag, like the service's default prefix: the same prefix works on a Redis Cluster.
   const prefix = `{${uniqueName('atstest')}}:`
-  scope.teardown(async () => {
-    const redis = new Redis(url)
-    let cursor = '0'
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
-      if (keys.length > 0) await redis.del(...keys)
-      cursor = next
-    } while (cursor !== '0')
-    await redis.quit()
-  })
+  deleteKeysAtEnd(scope, url, prefix)
   return prefix
 }
 

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, readdirSync, statSync } from 'node:fs'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { freePort, type Scope, spawnTracked, stopChild, waitFor } from './processes.js'
 
@@ -10,6 +11,29 @@ export const CLI = process.env.ATS_SERVICE_CLI ?? fileURLToPath(new URL('../dist
 
 function requireBuild (): void {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` (npm test does it first)`)
+}
+
+function newestSource (dir: string): { path: string, mtimeMs: number } {
+  let newest = { path: dir, mtimeMs: 0 }
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name)
+    const candidate = entry.isDirectory() ? newestSource(path) : { path, mtimeMs: statSync(path).mtimeMs }
+    if (candidate.mtimeMs > newest.mtimeMs) newest = candidate
+  }
+  return newest
+}
+
+/**
+ * The built CLI, built after the last change to src/: `npm test` builds first (pretest), and a
+ * file run alone must not test a stale build. Returns its path.
+ */
+export function requireCurrentBuild (): string {
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first (\`npm test\` does it through pretest)`)
+  const source = newestSource(fileURLToPath(new URL('../src/', import.meta.url)))
+  if (source.mtimeMs > statSync(CLI).mtimeMs) {
+    throw new Error(`${CLI} is older than ${source.path}: run \`npm run build\` first (\`npm test\` does it through pretest)`)
+  }
+  return CLI
 }
 
 /** Runs one command of the built CLI; rejects with its stderr when it fails. */

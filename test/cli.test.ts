@@ -1,10 +1,9 @@
 import t, { type Test } from 'tap'
 import { execFile } from 'node:child_process'
-import { existsSync, readdirSync, statSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { readdir } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
 import pg from 'pg'
 import { buildApp } from '../src/app.js'
@@ -12,6 +11,7 @@ import { loadConfig } from '../src/config.js'
 import { freshPostgresDatabase } from '../support/postgres.js'
 import { tempDir } from '../support/processes.js'
 import { freshRedisPrefix, requireRedis } from '../support/redis.js'
+import { requireCurrentBuild } from '../support/service.js'
 
 /*
  * The command line as an operator meets it: the built binary (dist/cli/main.js, what the
@@ -21,27 +21,8 @@ import { freshRedisPrefix, requireRedis } from '../support/redis.js'
  * on the same database and Redis prefix.
  */
 
-const ROOT = fileURLToPath(new URL('../', import.meta.url))
-const CLI = join(ROOT, 'dist/cli/main.js')
-
-function newestSource (dir: string): { path: string, mtimeMs: number } {
-  let newest = { path: dir, mtimeMs: 0 }
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name)
-    const candidate = entry.isDirectory() ? newestSource(path) : { path, mtimeMs: statSync(path).mtimeMs }
-    if (candidate.mtimeMs > newest.mtimeMs) newest = candidate
-  }
-  return newest
-}
-
 // `npm test` builds first (pretest); running this file alone needs a build that is current.
-if (!existsSync(CLI)) {
-  throw new Error(`${CLI} is missing: run \`npm run build\` first (\`npm test\` does it through pretest)`)
-}
-const source = newestSource(join(ROOT, 'src'))
-if (source.mtimeMs > statSync(CLI).mtimeMs) {
-  throw new Error(`${CLI} is older than ${source.path}: run \`npm run build\` first (\`npm test\` does it through pretest)`)
-}
+const CLI = requireCurrentBuild()
 
 interface Run {
   args: string[]

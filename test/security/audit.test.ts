@@ -1,9 +1,6 @@
 import t, { type Test } from 'tap'
 import { execFile } from 'node:child_process'
-import { existsSync, readdirSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { assembleBackends, openAuditLog } from '../../src/backends.js'
@@ -19,6 +16,7 @@ import { freshPglite } from '../support/pglite.js'
 import { rejection } from '../support/rejection.js'
 import { freshPostgresDatabase } from '../../support/postgres.js'
 import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
+import { CLI, requireCurrentBuild } from '../../support/service.js'
 
 /*
  * The audit trail (issue 3, security.md Logs): every login success and failure,
@@ -307,18 +305,6 @@ t.test('a full buffer drops events, counts them and logs it; a stalled database 
  * environment, a fresh Postgres database and a Redis key prefix of its own.
  */
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const CLI = join(ROOT, 'dist/cli/main.js')
-
-function newestSource (dir: string): { path: string, mtimeMs: number } {
-  let newest = { path: dir, mtimeMs: 0 }
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name)
-    const candidate = entry.isDirectory() ? newestSource(path) : { path, mtimeMs: statSync(path).mtimeMs }
-    if (candidate.mtimeMs > newest.mtimeMs) newest = candidate
-  }
-  return newest
-}
 
 interface Run { args: string[], code: number | null, stdout: string, stderr: string }
 
@@ -345,9 +331,7 @@ const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
 
 t.test('the events command', async (t) => {
   // `npm test` builds first (pretest); running this file alone needs a build that is current.
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first`)
-  const source = newestSource(join(ROOT, 'src'))
-  if (source.mtimeMs > statSync(CLI).mtimeMs) throw new Error(`${CLI} is older than ${source.path}: run \`npm run build\` first`)
+  requireCurrentBuild()
 
   const backendEnv = {
     DATABASE_URL: await freshPostgresDatabase(t),

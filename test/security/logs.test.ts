@@ -1,6 +1,5 @@
 import t, { type Test } from 'tap'
 import { randomBytes } from 'node:crypto'
-import { connect } from 'node:net'
 import { Writable } from 'node:stream'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import { buildApp } from '../../src/app.js'
@@ -15,6 +14,7 @@ import { bootstrapAccount } from '../../src/server.js'
 import { testConfig } from '../support/config.js'
 import { freshPostgresDatabase } from '../../support/postgres.js'
 import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
+import { rawRequest } from '../support/raw-http.js'
 
 /*
  * Logs never hold a password or a token, whichever way it was sent (contract,
@@ -283,20 +283,6 @@ t.test('503: Redis cannot be reached', async (t) => {
   }
 })
 
-/** One raw HTTP/1.1 request on a fresh connection; resolves with what came back. */
-async function raw (port: number, request: Buffer): Promise<string> {
-  return await new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1')
-    const chunks: Buffer[] = []
-    socket.setTimeout(5000, () => { socket.destroy(new Error('no answer in 5 s')) })
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk))
-    socket.on('error', reject)
-    socket.on('close', () => { resolve(Buffer.concat(chunks).toString('latin1')) })
-    // Not half-closed: the server would abort a request still in flight. `Connection: close` ends it.
-    socket.write(request)
-  })
-}
-
 t.test('control characters in what is logged cannot forge a line', async (t) => {
   // Percent-encoded CR/LF stays encoded in the URL that is logged.
   t.equal((await send(app, { method: 'GET', url: '/x%0d%0ainjected%0A%7B%22level%22:60%7D' })).status, 404, 'encoded CR/LF: 404')
@@ -314,7 +300,7 @@ t.test('control characters in what is logged cannot forge a line', async (t) => 
     [[0x7f, 0x1b], undefined]
   ] as Array<[number[], string | undefined]>) {
     const request = Buffer.concat([Buffer.from('GET /x'), Buffer.from(bytes), Buffer.from('injected HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')])
-    const answer = await raw(port, request)
+    const answer = await rawRequest(port, request)
     t.match(answer, /^HTTP\/1\.1 (404|400) /, `bytes ${bytes.map((b) => b.toString(16)).join(' ')} in the URL: answered`)
     if (answer.startsWith('HTTP/1.1 404')) {
       injected++
@@ -322,7 +308,7 @@ t.test('control characters in what is logged cannot forge a line', async (t) => 
     }
   }
   const login = `username=${encodeURIComponent(`evil\r\n{"level":60}\u0085\u2028`)}&password=${encodeURIComponent(password('rawsocket'))}`
-  const viaSocket = await raw(port, Buffer.from(`POST /auth/Login?${login} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${unknownToken()}\r\nCookie: AuthToken1=${unknownToken()}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`))
+  const viaSocket = await rawRequest(port, Buffer.from(`POST /auth/Login?${login} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${unknownToken()}\r\nCookie: AuthToken1=${unknownToken()}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`))
   injected++
   t.match(viaSocket, /^HTTP\/1\.1 401 /, 'a raw Login with a control-character username: Login Failed')
 
