@@ -238,3 +238,19 @@ export async function expiredToken (t: Test, testApp: TestApp, username: string,
   await sleep(20)
   return token
 }
+
+/**
+ * Sends each case and asserts it got the 403 Unauthorized answer; returns the answers, the
+ * first of them apart, for the check that they are alike byte for byte.
+ */
+export async function unauthorizedAnswers (t: Test, app: FastifyInstance, cases: Array<[string, InjectOptions]>): Promise<{ first: Reply, answers: Reply[] }> {
+  const answers: Reply[] = []
+  for (const [what, options] of cases) {
+    const res = await app.inject(options)
+    assertStatus(t, res, 403, BODIES.unauthorized, what)
+    answers.push(res)
+  }
+  const first = answers[0]
+  if (first === undefined) throw new Error('no answers')
+  return { first, answers }
+}
