@@ -8,9 +8,9 @@ import { parseArgs } from 'node:util'
 import nodeArgon2 from 'argon2'
 import { Redis } from 'ioredis'
 import { loadConfig } from '../src/config.js'
-import { createPasswordHasher } from '../src/lib/passwords.js'
-import { generateToken, hashToken } from '../src/lib/tokens.js'
-import { SERVING_V8_FLAGS } from '../src/lib/v8-tuning.js'
+import { createPasswordHasher } from '../src/passwords/hasher.js'
+import { generateToken, hashToken } from '../src/tokens/token.js'
+import { SERVING_V8_FLAGS } from '../src/v8-tuning.js'
 import { accountName } from './lib/accounts.js'
 import { cpuSeconds, startChild, type Child } from './lib/children.js'
 import { createBenchDatabase, migrateWithCli, seedAccounts, type BenchDatabase } from './lib/fixture.js'
@@ -94,7 +94,7 @@ const ADMIN_DATABASE_URL = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DA
 // A prefix (and so a revocation channel: pub/sub ignores DB numbers) of the bench's own.
 const KEY_PREFIX = '{atsbench}:'
 const PASSWORD = 'correct-horse-battery-9'
-/** The argon2 binding src/lib/passwords.ts uses, and the other one, run in a copy of the service for comparison. */
+/** The argon2 binding src/passwords/hasher.ts uses, and the other one, run in a copy of the service for comparison. */
 const SERVICE_BINDING: Binding = 'node-rs'
 const OTHER_BINDING: Binding = 'argon2'
 const ACCOUNTS = 10_000
@@ -156,7 +156,7 @@ async function main (): Promise<void> {
     // The servers that log write to a pipe a reader process of their own drains, as under a
     // container runtime or `| cat`: never to /dev/null (bench/README.md, "How it measures").
     const logReaders = new Map<string, LogReader>()
-    // Every baseline runs with the V8 flags the service sets for itself (src/lib/v8-tuning.ts), so
+    // Every baseline runs with the V8 flags the service sets for itself (src/v8-tuning.ts), so
     // both sides of a ratio run on the same engine settings; and every server, the service too,
     // with the young generation's floor at the size each one reaches under sustained load.
     const start = async (name: string, script: string, env: Record<string, string>, readyPath: string, options: { args?: string[], logs?: boolean } = {}): Promise<Child> => {

@@ -19,9 +19,11 @@ import autocannon from 'autocannon'
 import { randomBytes } from 'node:crypto'
 import { availableParallelism, loadavg } from 'node:os'
 import { performance } from 'node:perf_hooks'
-import { Redis } from 'ioredis'
-import { HttpDriver, issuedToken, isRecord } from '../test/helpers/throwaway-load.js'
-import { runCli, serviceEnv, startService, startThrowawayPostgres, startThrowawayRedis, type Scope } from '../test/helpers/throwaway-servers.js'
+import { HttpDriver, issuedToken, isRecord } from '../support/load.js'
+import { runCli, serviceEnv, startService } from '../support/service.js'
+import { startThrowawayPostgres } from '../support/postgres.js'
+import { deleteKeysAtEnd, startThrowawayRedis } from '../support/redis.js'
+import type { Scope } from '../support/processes.js'
 
 function setting (name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name]
@@ -123,17 +125,7 @@ async function main (): Promise<number> {
       await runCli(['migrate'], { DATABASE_URL: databaseUrl })
       const prefix = `{soak-${randomBytes(4).toString('hex')}}:`
       extra.AUTH_REDIS_KEY_PREFIX = prefix
-      const url = redisUrl
-      scope.teardown(async () => {
-        const redis = new Redis(url)
-        let cursor = '0'
-        do {
-          const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
-          if (keys.length > 0) await redis.del(...keys)
-          cursor = next
-        } while (cursor !== '0')
-        await redis.quit()
-      })
+      deleteKeysAtEnd(scope, redisUrl, prefix)
     }
     const usernames = Array.from({ length: ACCOUNTS }, (_, i) => `soak-${i + 1}-${randomBytes(3).toString('hex')}`)
     const [bootstrap, ...others] = usernames

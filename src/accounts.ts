@@ -1,8 +1,8 @@
-import type { PasswordHasher } from './lib/passwords.js'
+import type { PasswordHasher } from './passwords/hasher.js'
 import { DEFAULT_PASSWORD_POLICY, passwordRefusal, type PasswordPolicy } from './passwords/policy.js'
-import { passwordProblem, reasons, usernameProblem } from './lib/bad-request.js'
-import { badRequest, StatusError } from './lib/status.js'
-import { normalizePassword, normalizeUsername } from './lib/text.js'
+import { reasons } from './http/bad-request.js'
+import { badRequest, StatusError } from './http/status.js'
+import { checkedPassword, checkedUsername } from './credentials.js'
 import type { AuditLog } from './stores/audit-log.js'
 import { RevocationIncomplete, type TokenStore } from './stores/token-store.js'
 import type { UserRecord, UserStore } from './stores/user-store.js'
@@ -47,21 +47,15 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, actor = 'adm
   const record = (event: 'user.add' | 'user.passwd' | 'user.disable' | 'user.enable' | 'sessions.revoke', account: UserRecord, ended: number): void => {
     audit.record({ event, username: account.username, accountId: account.id, userAgent: actor, outcome: event === 'user.add' ? 'created' : `tokens-ended-${ended}`, tokensEnded: ended })
   }
-  const validUsername = (raw: string): string => {
-    const username = normalizeUsername(raw)
-    const problem = usernameProblem(username)
-    if (problem !== undefined) throw badRequest(problem)
-    return username
-  }
   /** A password this service is asked to set: the limits of any password, then the policy's. */
   const validPassword = async (raw: string, username: string): Promise<string> => {
-    const password = normalizePassword(raw)
-    const problem = passwordProblem(password) ?? await passwordRefusal(password, username, passwordPolicy)
-    if (problem !== undefined) throw badRequest(problem)
+    const password = checkedPassword(raw)
+    const refusal = await passwordRefusal(password, username, passwordPolicy)
+    if (refusal !== undefined) throw badRequest(refusal)
     return password
   }
   const existing = async (username: string): Promise<UserRecord> => {
-    const account = await users.findByUsername(validUsername(username))
+    const account = await users.findByUsername(checkedUsername(username))
     if (account === null) throw unknownUser()
     return account
   }
@@ -82,7 +76,7 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, actor = 'adm
 
   const admin: AccountAdmin = {
     async add (username, password, federated) {
-      const name = validUsername(username)
+      const name = checkedUsername(username)
       if (password === undefined && !federated) throw badRequest(reasons.required('password'))
       const passwordHash = password === undefined ? null : await hasher.hash(await validPassword(password, name))
       const account = await users.create({ username: name, passwordHash, federated })
@@ -114,7 +108,7 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, actor = 'adm
       return { account, ended }
     },
     async ensure (username, password, options = {}) {
-      const name = validUsername(username)
+      const name = checkedUsername(username)
       const account = await users.findByUsername(name)
       if (account === null) {
         try {

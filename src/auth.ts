@@ -1,15 +1,15 @@
 import type { Config } from './config.js'
-import type { HashCaller, PasswordHasher } from './lib/passwords.js'
-import { passwordProblem, usernameProblem } from './lib/bad-request.js'
-import { badRequest, loginFailed, StatusError, tooManyRequests, unauthorized, UnavailableError } from './lib/status.js'
-import { normalizePassword, normalizeUsername } from './lib/text.js'
+import type { HashCaller, PasswordHasher } from './passwords/hasher.js'
+import { loginFailed, StatusError, tooManyRequests, unauthorized, UnavailableError } from './http/status.js'
+import { checkedPassword, checkedUsername, usernameProblem } from './credentials.js'
 import { canonicalUsername } from './usernames.js'
-import { expiryInstant } from './lib/time.js'
-import { generateToken, hashToken, isTokenShaped } from './lib/tokens.js'
+import { expiryInstant } from './tokens/time.js'
+import { generateToken, hashToken, isTokenShaped } from './tokens/token.js'
 import type { Directory } from './federation/ldap-directory.js'
 import type { AuditLog } from './stores/audit-log.js'
 import type { LoginLimiter } from './stores/login-limiter.js'
-import type { TokenRecord, TokenStore } from './stores/token-store.js'
+import type { TokenStore } from './stores/token-store.js'
+import type { TokenRecord } from './tokens/record.js'
 import type { UserRecord, UserStore } from './stores/user-store.js'
 
 /**
@@ -175,11 +175,9 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
 
   return {
     async login (request) {
-      const username = normalizeUsername(request.username)
-      const password = normalizePassword(request.password)
       // Refused before any hashing or counting: a megabyte password must not cost a hash.
-      const problem = usernameProblem(username) ?? passwordProblem(password)
-      if (problem !== undefined) throw badRequest(problem)
+      const username = checkedUsername(request.username)
+      const password = checkedPassword(request.password)
       const { client } = request
       const context = { username, clientIp: client.ip, userAgent: client.userAgent }
 
@@ -192,7 +190,7 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
 
       // A backend failure here is a 503 and counts nothing: only failures of the caller's count.
       const checked = await checkCredentials(username, password, { account: username, ip: client.ip }).catch((error: unknown) => {
-        // This account or address already holds its share of the hash queue (lib/fair-queue.ts): 429, nothing counted.
+        // This account or address already holds its share of the hash queue (passwords/fair-queue.ts): 429, nothing counted.
         if (error instanceof StatusError && error.status === 429) audit.record({ event: 'login.refused', ...context, outcome: 'hash-share' })
         throw error
       })

@@ -1,31 +1,37 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { Config } from './config.js'
-import { openDatabase } from './db/open.js'
-import { migrate } from './db/migrate.js'
-import type { Database } from './db/queryable.js'
-import { createPasswordHasher, type PasswordHasher } from './lib/passwords.js'
-import { createThrottledLog } from './lib/throttled-log.js'
+import { openDatabase, type OpenDatabaseOptions } from './db/open.js'
+import { migrateOrCheck } from './db/migrate.js'
+import type { Database } from './db/database.js'
+import { createPasswordHasher, type PasswordHasher } from './passwords/hasher.js'
+import { createThrottledLog } from './http/throttled-log.js'
 import { createLdapDirectory, type Directory } from './federation/ldap-directory.js'
 import { createSqlAuditLog, type AuditLog } from './stores/audit-log.js'
 import type { LoginLimiter, LoginLimits } from './stores/login-limiter.js'
-import { createMemoryLoginLimiter } from './stores/memory-login-limiter.js'
-import { createMemoryTokenStore } from './stores/memory-token-store.js'
-import { createRedisLoginLimiter } from './stores/redis-login-limiter.js'
-import { createRedisTokenStore, type RedisTokenStore } from './stores/redis-token-store.js'
-import type { TokenStore } from './stores/token-store.js'
+import { createMemoryLoginLimiter } from './stores/memory/login-limiter.js'
+import { createMemoryTokenStore, type MemoryTokenStore } from './stores/memory/token-store.js'
+import { createRedisLoginLimiter } from './stores/redis/login-limiter.js'
+import { createRedisTokenStore, type RedisTokenStore } from './stores/redis/token-store.js'
+import type { RevocationFeed } from './stores/revocation-feed.js'
 import { createSqlUserStore, type UserStore } from './stores/user-store.js'
+import { withTimeout } from './time-limit.js'
+
+/** A token store the service runs on: it ends tokens and feeds their revocations, in one object (one Lua script each). */
+export type ServiceTokenStore = RedisTokenStore | MemoryTokenStore
 
 export interface Backends {
   database: Database
   users: UserStore
-  tokens: TokenStore
+  tokens: ServiceTokenStore
+  /** The same object as `tokens`, as the guard-facing feed of ended tokens (the revocations route). */
+  revocations: RevocationFeed
   hasher: PasswordHasher
   limiter: LoginLimiter
   audit: AuditLog
   /** The directory of federated accounts, when AUTH_LDAP_URL is set. */
   directory?: Directory | undefined
   /** Resolves true once every backend answers, false if that takes longer than `timeoutMs`. */
-  ready? (timeoutMs: number): Promise<boolean>
+  ready (timeoutMs: number): Promise<boolean>
   close (): Promise<void>
 }
 
@@ -34,7 +40,7 @@ type Log = Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>
 /** Told of every backend error (connection or command), e.g. to count it. */
 export type BackendErrorHook = (backend: 'redis' | 'postgres') => void
 
-/** Errors of a backend that reconnects by itself: each counted, logged at most once per 10 s (lib/throttled-log.ts). */
+/** Errors of a backend that reconnects by itself: each counted, logged at most once per 10 s (http/throttled-log.ts). */
 function throttledErrorLog (log: Log, backend: 'redis' | 'postgres', hook?: BackendErrorHook): (error: Error) => void {
   const throttled = createThrottledLog()
   return (error) => {
@@ -56,8 +62,8 @@ export function loginLimits (config: Config): LoginLimits {
 }
 
 /** The limiter beside a token store: on its Redis client, or in-process beside the in-process store. */
-export function openLoginLimiter (config: Config, tokens: TokenStore | RedisTokenStore): LoginLimiter {
-  return 'redis' in tokens
+export function openLoginLimiter (config: Config, tokens: ServiceTokenStore): LoginLimiter {
+  return tokens.kind === 'redis'
     ? createRedisLoginLimiter(tokens.redis, loginLimits(config), config.redisKeyPrefix)
     : createMemoryLoginLimiter(loginLimits(config))
 }
@@ -75,7 +81,7 @@ export function openAuditLog (config: Config, database: Database, log: Log): Aud
 }
 
 /** The token store the config names: Redis when REDIS_URL is set, else the in-process one. */
-export function openTokenStore (config: Config, log: Log, hook?: BackendErrorHook): TokenStore | RedisTokenStore {
+export function openTokenStore (config: Config, log: Log, hook?: BackendErrorHook): ServiceTokenStore {
   const denyTtlMs = config.denyTtlSeconds * 1000
   const maxTokensPerAccount = config.maxTokensPerAccount
   if (config.redis === undefined) return createMemoryTokenStore({ denyTtlMs, maxTokensPerAccount })
@@ -98,24 +104,27 @@ export function openTokenStore (config: Config, log: Log, hook?: BackendErrorHoo
 }
 
 /**
- * Opens the user database and the token store that the config names, in one place.
- * The embedded PGlite is migrated here; a real Postgres is migrated by `migrate`
- * (a one-shot step in compose), and a start against an unmigrated one is refused.
+ * The user database the config names, ready for work (migrateOrCheck); closed again when it is
+ * not. With `log`, accounts the embedded database's migration could not canonicalize are warned of.
  */
-export async function openBackends (config: Config, log: Log, hook?: BackendErrorHook): Promise<Backends> {
-  const database = await openDatabase(config, { onPoolError: throttledErrorLog(log, 'postgres', hook), command: 'serve' })
+export async function openMigratedDatabase (config: Config, options: OpenDatabaseOptions, log?: Log): Promise<Database> {
+  const database = await openDatabase(config, options)
   try {
-    if (database.kind === 'pglite') {
-      const { usernames } = await migrate(database)
-      const unresolved = usernames.collisions.length + usernames.refused.length
-      if (unresolved > 0) log.warn({ collisions: usernames.collisions.length, refused: usernames.refused.length }, 'accounts whose usernames collide or have no canonical form cannot log in: run `auth-token-service migrate` for the list')
-    } else {
-      await assertMigrated(database)
+    const usernames = await migrateOrCheck(database)
+    const unresolved = usernames === undefined ? 0 : usernames.collisions.length + usernames.refused.length
+    if (usernames !== undefined && unresolved > 0) {
+      log?.warn({ collisions: usernames.collisions.length, refused: usernames.refused.length }, 'accounts whose usernames collide or have no canonical form cannot log in: run `auth-token-service migrate` for the list')
     }
   } catch (error) {
     await database.close().catch(() => {})
     throw error
   }
+  return database
+}
+
+/** Opens the user database and the token store that the config names, in one place. */
+export async function openBackends (config: Config, log: Log, hook?: BackendErrorHook): Promise<Backends> {
+  const database = await openMigratedDatabase(config, { onPoolError: throttledErrorLog(log, 'postgres', hook), command: 'serve' }, log)
   const tokens = openTokenStore(config, log, hook)
   log.info({
     users: database.kind === 'pglite' ? `embedded PGlite in ${config.dataDir}` : 'Postgres (DATABASE_URL)',
@@ -128,10 +137,11 @@ export async function openBackends (config: Config, log: Log, hook?: BackendErro
 
 /**
  * The backends over a database and a token store that are already open: the one
- * place the stores, the hasher, the limiter and the directory are put together
- * (openBackends uses it; tests hand in their own parts). `close` closes all of it.
+ * place the stores, the hasher (at the configured argon2 policy and limits), the limiter
+ * and the directory are put together, for the service (openBackends), the command line
+ * and the tests, which hand in their own parts. `close` closes all of it.
  */
-export function assembleBackends (config: Config, parts: { database: Database, tokens: TokenStore | RedisTokenStore, audit?: AuditLog, hook?: BackendErrorHook }): Backends {
+export function assembleBackends (config: Config, parts: { database: Database, tokens: ServiceTokenStore, audit?: AuditLog, hook?: BackendErrorHook }): Backends {
   const { database, tokens, hook } = parts
   const audit = parts.audit ?? createSqlAuditLog(database)
   const hasher = createPasswordHasher(config.argon2, config.hashing)
@@ -139,37 +149,15 @@ export function assembleBackends (config: Config, parts: { database: Database, t
     database,
     users: createSqlUserStore(database, () => { hook?.('postgres') }),
     tokens,
+    revocations: tokens,
     hasher,
     limiter: openLoginLimiter(config, tokens),
     audit,
     directory: config.ldap === undefined ? undefined : createLdapDirectory(config.ldap),
-    async ready (timeoutMs) {
-      if (!('ready' in tokens)) return true
-      let timer: NodeJS.Timeout | undefined
-      const timeout = new Promise<boolean>((resolve) => { timer = setTimeout(() => { resolve(false) }, timeoutMs) })
-      const connected = tokens.ready().then(() => true, () => false)
-      try {
-        return await Promise.race([connected, timeout])
-      } finally {
-        clearTimeout(timer)
-      }
-    },
+    ready: async (timeoutMs) => await withTimeout(tokens.ready().then(() => true, () => false), timeoutMs, () => false),
     async close () {
       await audit.close().catch(() => {})
       await Promise.allSettled([tokens.close(), database.close(), hasher.close()])
     }
   }
-}
-
-export class NotMigratedError extends Error {
-  constructor () {
-    super('the database has no users table yet: run `auth-token-service migrate` (or `npm run migrate`) first')
-    this.name = 'NotMigratedError'
-  }
-}
-
-/** A real Postgres is migrated by `migrate`; refuse to work on one that was not. */
-export async function assertMigrated (database: Database): Promise<void> {
-  const { rows } = await database.query<{ present: boolean }>("SELECT to_regclass('public.users') IS NOT NULL AS present")
-  if (rows[0]?.present !== true) throw new NotMigratedError()
 }

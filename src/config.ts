@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os'
-import type { Argon2Policy, HashingLimits } from './lib/passwords.js'
-import { DEFAULT_KEY_PREFIX, type RedisTopology } from './stores/redis-client.js'
-import { DEFAULT_LOG_BUFFER_BYTES, LOG_FLUSH_BYTES } from './lib/log-destination.js'
+import type { Argon2Policy, HashingLimits } from './passwords/hasher.js'
+import { DEFAULT_KEY_PREFIX, type RedisTopology } from './stores/redis/client.js'
+import { DEFAULT_LOG_BUFFER_BYTES, LOG_FLUSH_BYTES } from './http/log-destination.js'
 import type { LdapConfig } from './federation/ldap-directory.js'
 
 /**
@@ -20,7 +20,6 @@ export interface Config {
   /** Log text held while stdout takes none (its reader slow or stopped); past it lines are dropped and counted. */
   logBufferBytes: number
   databaseUrl: string | undefined
-  redisUrl: string | undefined
   /** Where tokens live: REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS (one of them); undefined: in-process. */
   redis: RedisTopology | undefined
   /** Where the embedded PGlite keeps its files when DATABASE_URL is unset. */
@@ -267,7 +266,6 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     logLevel,
     logBufferBytes: integer(env, 'LOG_BUFFER_BYTES', DEFAULT_LOG_BUFFER_BYTES, LOG_FLUSH_BYTES, 1024 * 1024 * 1024),
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
-    redisUrl: redisUrl(env),
     redis: redisTopology(env),
     dataDir: present(env, 'AUTH_DATA_DIR') ?? './data',
     // One hash tag for every key: each script's keys share a slot in a Redis Cluster.

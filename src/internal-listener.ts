@@ -1,9 +1,9 @@
 import fastifySwagger from '@fastify/swagger'
 import fastifySwaggerUi from '@fastify/swagger-ui'
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify'
-import { registerMetricsRoute } from './app.js'
 import type { Config } from './config.js'
-import { internalError, notFound, StatusError, statusErrorForHttp } from './lib/status.js'
+import { internalError, notFound, StatusError, statusErrorForHttp } from './http/status.js'
+import { registerMetricsRoute } from './metrics/route.js'
 import { revocationRoutes } from './routes/revocations.js'
 import { revocationsOpen } from './internal-surfaces.js'
 
@@ -14,7 +14,7 @@ import { revocationsOpen } from './internal-surfaces.js'
  * NODE_ENV=production the public port serves none of them (issue 19 §4).
  */
 
-/** The internal app over the main app's metrics, document and token store. The main app must be ready (its document complete). */
+/** The internal app over the main app's metrics, document and revocation feed. The main app must be ready (its document complete). */
 export async function buildInternalApp (app: FastifyInstance, config: Config): Promise<FastifyInstance> {
   const internal = Fastify({ logger: false, exposeHeadRoutes: false, return503OnClosing: false })
   internal.setErrorHandler((error: FastifyError | StatusError, _request, reply) => {
@@ -28,7 +28,7 @@ export async function buildInternalApp (app: FastifyInstance, config: Config): P
   internal.get('/openapi.json', { logLevel: 'silent' }, async () => app.swagger())
   await internal.register(fastifySwaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true, tryItOutEnabled: false }, staticCSP: false })
   await internal.register(revocationRoutes, {
-    tokens: app.backends.tokens,
+    revocations: app.backends.revocations,
     key: config.revocationsKey,
     open: revocationsOpen(config),
     maxSubscribers: config.revocationsMaxSubscribers,

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox'
-import { PARAMETER_LIMITS, type Reason } from './lib/bad-request.js'
+import { PARAMETER_LIMITS, type Reason } from './http/bad-request.js'
 
 /**
  * Request and response schemas of the three operations. Parameters are strings
@@ -10,7 +10,7 @@ import { PARAMETER_LIMITS, type Reason } from './lib/bad-request.js'
 const NO_NUL = '^[^\\u0000]*$'
 export const PADDING_FUNCTION_PATTERN = '^[A-Za-z_$][A-Za-z0-9_$]{0,63}$'
 
-/** The limits of README's answers table (lib/bad-request.ts keeps them, lib/text.ts checks them after NFC). */
+/** The limits of README's answers table (http/bad-request.ts keeps them, credentials.ts checks them after NFC). */
 const USERNAME_MAX_CHARS = PARAMETER_LIMITS.username.max
 /** A password over this many characters is over as many bytes; the byte limit itself is checked before hashing. */
 const PASSWORD_MAX_CHARS = PARAMETER_LIMITS.password.max
@@ -43,20 +43,17 @@ export const LoginParamsSchema = Type.Object({
   password: Type.Optional(Password()),
   token: Type.Optional(Token('An active token of the same account, to refresh it: the answer is that token with its full lifetime again.'))
 })
-export type LoginParams = Static<typeof LoginParamsSchema>
 
 export const LegacyLoginPathSchema = Type.Object({
   username: Username(1),
   password: Password(1)
 })
-export type LegacyLoginPath = Static<typeof LegacyLoginPathSchema>
 
 const TOKEN_GIVEN = 'The token Login gave (43 characters).'
 
 export const TokenPathSchema = Type.Object({
   token: Token(TOKEN_GIVEN)
 })
-export type TokenPath = Static<typeof TokenPathSchema>
 
 const PaddingName = (description: string) => Type.Optional(Type.String({ pattern: PADDING_FUNCTION_PATTERN, description }))
 const SAME_AS_JSONP_FUNCTION = 'The same as jsonpFunction, spelt otherwise.'
@@ -64,7 +61,6 @@ const SAME_AS_JSONP_FUNCTION = 'The same as jsonpFunction, spelt otherwise.'
 export const TokenParamsSchema = Type.Object({
   token: Type.Optional(Token(TOKEN_GIVEN))
 })
-export type TokenParams = Static<typeof TokenParamsSchema>
 
 export const AuthenticateParamsSchema = Type.Object({
   token: Type.Optional(Token(TOKEN_GIVEN)),
@@ -162,7 +158,7 @@ export const ERROR_ANSWERS = {
   503: errorAnswer('Service Unavailable: Redis, Postgres or the directory cannot be reached, or too many logins are waiting for a hash (then with Retry-After); never a false Success',
     { status: 503, message: 'Service Unavailable' }, { 'Retry-After': RETRY_AFTER })
 } as const
-export type ErrorStatus = keyof typeof ERROR_ANSWERS
+type ErrorStatus = keyof typeof ERROR_ANSWERS
 
 /**
  * The response schemas of an operation that answers 400 (shown with `badRequestExample`) and

@@ -6,9 +6,9 @@ import { buildApp } from './app.js'
 import { startInternalListener } from './internal-listener.js'
 import { ConfigError, type Config } from './config.js'
 import type { EnsureResult } from './accounts.js'
-import { StatusError } from './lib/status.js'
-import { escapeControlCharacters } from './lib/text.js'
-import { tuneV8ForServing } from './lib/v8-tuning.js'
+import { StatusError } from './http/status.js'
+import { escapeControlCharacters } from './http/log-escape.js'
+import { tuneV8ForServing } from './v8-tuning.js'
 
 /**
  * Creates the bootstrap account if the config names one and it does not exist yet; an
@@ -65,7 +65,7 @@ export async function startServer (config: Config): Promise<FastifyInstance> {
     await bootstrapAccount(app, config)
     // Listening before Redis answers would turn the first requests into 503s; wait a little, then go on
     // (the service answers 503 until Redis is back, and recovers by itself).
-    if (app.backends.ready !== undefined && !await app.backends.ready(5000)) {
+    if (!await app.backends.ready(5000)) {
       app.log.warn('Redis is not answering yet: token operations answer 503 until it does')
     }
     // The internal listener first (it needs the app ready, for its API document): once the public

@@ -1,8 +1,9 @@
 import t from 'tap'
 import { spawn } from 'node:child_process'
 import { join } from 'node:path'
-import { adminEvents, ADMIN, ALICE, authenticate, cli, LOCK_FILES, lockFiles, login, rows } from './helpers/embedded-cli.js'
-import { CLI, startService, tempDir } from './helpers/throwaway-servers.js'
+import { adminEvents, ADMIN, ALICE, authenticate, cli, LOCK_FILES, lockFiles, login, rows } from './support/embedded-cli.js'
+import { CLI, startService } from '../support/service.js'
+import { tempDir } from '../support/processes.js'
 
 /*
  * The command line beside a running service on the embedded database, as an operator

@@ -1,7 +1,8 @@
 import t from 'tap'
 import { join } from 'node:path'
-import { adminEvents, ALICE, cli, LOCK_FILES, lockFiles, login, rows } from './helpers/embedded-cli.js'
-import { startService, tempDir, type ServiceProcess } from './helpers/throwaway-servers.js'
+import { adminEvents, ALICE, cli, LOCK_FILES, lockFiles, login, rows } from './support/embedded-cli.js'
+import { type ServiceProcess, startService } from '../support/service.js'
+import { tempDir } from '../support/processes.js'
 
 /*
  * The command line on an embedded data directory whose service is stopped, or was

@@ -1,14 +1,17 @@
 import t, { type Test } from 'tap'
 import { execFile } from 'node:child_process'
-import { existsSync, readdirSync, statSync } from 'node:fs'
-import { mkdtemp, readdir, rm } from 'node:fs/promises'
+import { existsSync } from 'node:fs'
+import { readdir } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
+import pg from 'pg'
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
-import { freshPostgresDatabase, freshRedisPrefix, requireRedis } from './helpers/servers.js'
+import { freshPostgresDatabase } from '../support/postgres.js'
+import { tempDir } from '../support/processes.js'
+import { freshRedisPrefix, requireRedis } from '../support/redis.js'
+import { requireCurrentBuild } from '../support/service.js'
 
 /*
  * The command line as an operator meets it: the built binary (dist/cli/main.js, what the
@@ -18,27 +21,8 @@ import { freshPostgresDatabase, freshRedisPrefix, requireRedis } from './helpers
  * on the same database and Redis prefix.
  */
 
-const ROOT = fileURLToPath(new URL('../', import.meta.url))
-const CLI = join(ROOT, 'dist/cli/main.js')
-
-function newestSource (dir: string): { path: string, mtimeMs: number } {
-  let newest = { path: dir, mtimeMs: 0 }
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name)
-    const candidate = entry.isDirectory() ? newestSource(path) : { path, mtimeMs: statSync(path).mtimeMs }
-    if (candidate.mtimeMs > newest.mtimeMs) newest = candidate
-  }
-  return newest
-}
-
 // `npm test` builds first (pretest); running this file alone needs a build that is current.
-if (!existsSync(CLI)) {
-  throw new Error(`${CLI} is missing: run \`npm run build\` first (\`npm test\` does it through pretest)`)
-}
-const source = newestSource(join(ROOT, 'src'))
-if (source.mtimeMs > statSync(CLI).mtimeMs) {
-  throw new Error(`${CLI} is older than ${source.path}: run \`npm run build\` first (\`npm test\` does it through pretest)`)
-}
+const CLI = requireCurrentBuild()
 
 interface Run {
   args: string[]
@@ -84,12 +68,6 @@ async function cli (env: Env, args: string[], stdin = '', cwd = tmpdir()): Promi
     child.stdin?.on('error', () => {})
     child.stdin?.end(stdin)
   })
-}
-
-async function tempDir (t: Test, prefix: string): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), prefix))
-  t.teardown(async () => { await rm(dir, { recursive: true, force: true }) })
-  return dir
 }
 
 function noStackTrace (t: Test, run: Run): void {
@@ -146,8 +124,7 @@ t.test('accounts and sessions on Postgres and Redis', async (t) => {
 
     // The service, in-process, on the same database and Redis prefix.
     app = await buildApp(loadConfig({ ...backendEnv, LOG_LEVEL: 'silent', NODE_ENV: 'test' }))
-    const tokens = service().backends.tokens
-    if ('ready' in tokens && typeof tokens.ready === 'function') await (tokens.ready as () => Promise<void>)()
+    await service().backends.tokens.ready()
   })
 
   t.test('user add takes the password from stdin; a duplicate is refused', async (t) => {
@@ -324,6 +301,19 @@ t.test('the embedded default: no DATABASE_URL or REDIS_URL, PGlite files in AUTH
   t.same(accounts(listed), [['erin', 'local', 'enabled']], 'the account outlived the process that made it')
   t.ok(existsSync(join(dataDir, 'PG_VERSION')), 'the PGlite files are in AUTH_DATA_DIR')
   t.same(await readdir(cwd), [], 'nothing under ./data')
+})
+
+t.test('the command line hashes at the configured argon2 policy (AUTH_ARGON2_*), as the service does', async (t) => {
+  const databaseUrl = await freshPostgresDatabase(t)
+  const env = cleanEnv({ DATABASE_URL: databaseUrl, AUTH_ARGON2_MEMORY_KIB: '20480', AUTH_ARGON2_TIME_COST: '3', AUTH_ARGON2_PARALLELISM: '2' })
+  t.equal((await cli(env, ['migrate'])).code, 0)
+  const added = await cli(env, ['user', 'add', 'frank'], `${PASSWORDS.unused}\n`)
+  t.equal(added.code, 0, added.stderr)
+  const client = new pg.Client({ connectionString: databaseUrl })
+  await client.connect()
+  t.teardown(async () => { await client.end() })
+  const { rows } = await client.query<{ password_hash: string }>('SELECT password_hash FROM users WHERE username = $1', ['frank'])
+  t.match(rows[0]?.password_hash, /^\$argon2id\$v=19\$m=20480,t=3,p=2\$/, 'the stored PHC string names the configured m, t and p')
 })
 
 t.test('no password ever appears in any output', async (t) => {

@@ -1,7 +1,7 @@
 import http from 'node:http'
 import { connect } from 'node:net'
 import t, { type Test } from 'tap'
-import { buildTestApp } from './helpers/app.js'
+import { buildTestApp } from './support/app.js'
 import { BODIES, form, parseSetCookie, statusBody, TOKEN_SHAPE, type Cookie } from './routes/support.js'
 
 /**

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { closeSync, readFileSync } from 'node:fs'
-import { createServer } from 'node:net'
+import { freePort } from '../../support/processes.js'
 import { setTimeout as sleep } from 'node:timers/promises'
 
 /** A server the bench started in a process of its own, listening on 127.0.0.1. */
@@ -36,17 +36,6 @@ const running = new Set<ChildProcess>()
 process.once('exit', () => {
   for (const child of running) child.kill('SIGKILL')
 })
-
-/** A port the kernel just had free (closed again before use: a race the bench can live with). */
-export async function freePort (): Promise<number> {
-  const server = createServer()
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const address = server.address()
-  server.close()
-  if (address === null || typeof address === 'string') throw new Error('no TCP address')
-  return address.port
-}
 
 /**
  * Starts the server with BENCH_PORT and PORT set to a free port and HOST=127.0.0.1.

@@ -2,12 +2,12 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
-import { DEFAULT_KEY_PREFIX } from '../../src/stores/redis-client.js'
-import { createRedisTokenStore } from '../../src/stores/redis-token-store.js'
-import type { TokenRecord } from '../../src/stores/token-store.js'
-import { generateToken, hashToken } from '../../src/lib/tokens.js'
+import { DEFAULT_KEY_PREFIX } from '../../src/stores/redis/client.js'
+import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
+import type { TokenRecord } from '../../src/tokens/record.js'
+import { generateToken, hashToken } from '../../src/tokens/token.js'
 import { accountName, seededRandom } from './accounts.js'
-import { freePort } from './children.js'
+import { freePort } from '../../support/processes.js'
 
 export interface MemoryFigure {
   tokens: number

@@ -1,7 +1,7 @@
 import { verify as nodeRsVerify } from '@node-rs/argon2'
 import argon2 from 'argon2'
 import Fastify from 'fastify'
-import { createBoundedQueue } from '../../src/lib/bounded-queue.js'
+import { createBoundedQueue } from '../../src/passwords/bounded-queue.js'
 import { listen, requiredEnv } from './listen.js'
 
 /**

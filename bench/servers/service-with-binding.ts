@@ -2,7 +2,7 @@ import { hash as nodeRsHash, verify as nodeRsVerify, type Algorithm } from '@nod
 import argon2 from 'argon2'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import type { PasswordHasher } from '../../src/lib/passwords.js'
+import type { PasswordHasher } from '../../src/passwords/hasher.js'
 import { listen, requiredEnv } from './listen.js'
 
 /**
@@ -14,16 +14,16 @@ import { listen, requiredEnv } from './listen.js'
 type AppModule = typeof import('../../src/app.js')
 type BackendsModule = typeof import('../../src/backends.js')
 type ConfigModule = typeof import('../../src/config.js')
-type PasswordsModule = typeof import('../../src/lib/passwords.js')
-type QueueModule = typeof import('../../src/lib/bounded-queue.js')
+type PasswordsModule = typeof import('../../src/passwords/hasher.js')
+type QueueModule = typeof import('../../src/passwords/bounded-queue.js')
 
 const dist = (path: string): string => pathToFileURL(join(requiredEnv('BENCH_ROOT'), 'dist', path)).href
 // From dist/, like the service: one copy of every class (StatusError above all) in the process.
 const { buildApp } = await import(dist('app.js')) as AppModule
 const { openBackends } = await import(dist('backends.js')) as BackendsModule
 const { loadConfig } = await import(dist('config.js')) as ConfigModule
-const { canonicalPhc, createPasswordHasher } = await import(dist('lib/passwords.js')) as PasswordsModule
-const { createBoundedQueue } = await import(dist('lib/bounded-queue.js')) as QueueModule
+const { canonicalPhc, createPasswordHasher } = await import(dist('passwords/hasher.js')) as PasswordsModule
+const { createBoundedQueue } = await import(dist('passwords/bounded-queue.js')) as QueueModule
 
 const config = loadConfig()
 const binding = requiredEnv('BENCH_BINDING')

@@ -1,21 +1,22 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util'
+import type { AccountAdmin } from '../accounts.js'
+import type { Backends, ServiceTokenStore } from '../backends.js'
 import { ConfigError, loadConfig, type Config } from '../config.js'
-import { openDatabase } from '../db/open.js'
 import { assertDataDirFree, DataDirBusyError, DataDirLockError } from '../db/data-dir-lock.js'
-import { migrate } from '../db/migrate.js'
-import type { Database } from '../db/queryable.js'
-import { StatusError } from '../lib/status.js'
-import { createAccountAdmin, type AccountAdmin } from '../accounts.js'
-import { createPasswordHasher } from '../lib/passwords.js'
-import { assertMigrated, openAuditLog, openTokenStore, NotMigratedError } from '../backends.js'
-import { RevocationIncomplete, type TokenStore } from '../stores/token-store.js'
-import type { AuditLog } from '../stores/audit-log.js'
-import { createMemoryTokenStore } from '../stores/memory-token-store.js'
-import { createSqlUserStore } from '../stores/user-store.js'
-import { escapeControlCharacters, normalizeUsername } from '../lib/text.js'
+import type { Database } from '../db/database.js'
 import type { UsernameReport } from '../db/canonical-usernames.js'
+import { normalizeUsername } from '../credentials.js'
+import { NotMigratedError } from '../db/migrate.js'
+import { escapeControlCharacters } from '../http/log-escape.js'
+import { StatusError } from '../http/status.js'
+import type { AuditLog } from '../stores/audit-log.js'
+import { RevocationIncomplete } from '../stores/token-store.js'
+import { withTimeout } from '../time-limit.js'
 import { readPassword } from './read-password.js'
+
+// Only what every command needs is imported here; the drivers (PGlite, pg, ioredis, ldapts, the
+// argon2 binding) are loaded by the commands that use them, so `--help` and a usage error stay cheap.
 
 const USAGE = `usage: auth-token-service <command>
 
@@ -127,7 +128,8 @@ function unreachable (what: string, error: unknown): unknown {
  * the Redis client does not queue commands while it connects, so acting first would
  * change the account and then fail to end its tokens (or fail a revoke outright).
  */
-async function openConnectedTokenStore (config: Config, database: Database): Promise<TokenStore> {
+async function openConnectedTokenStore (config: Config, database: Database): Promise<ServiceTokenStore> {
+  const { openTokenStore } = await import('../backends.js')
   if (config.redis === undefined) {
     // On the embedded database this process holds the data directory, so no service runs on these
     // accounts and their in-process tokens ended with it; on Postgres one may run, out of reach.
@@ -138,19 +140,12 @@ async function openConnectedTokenStore (config: Config, database: Database): Pro
     return openTokenStore(config, quietLog)
   }
   const store = openTokenStore(config, quietLog)
-  if (!('ready' in store)) return store
   const waitMs = Math.max(2000, 4 * config.redisCommandTimeoutMs)
-  let timer: NodeJS.Timeout | undefined
   try {
-    await Promise.race([
-      store.ready(),
-      new Promise((_resolve, reject) => { timer = setTimeout(() => { reject(new Error('timeout')) }, waitMs) })
-    ])
+    await withTimeout(store.ready(), waitMs, () => { throw new Error('timeout') })
   } catch {
     await store.close()
     throw new Failure(`Redis cannot be reached (${config.redis.kind}) within ${waitMs} ms; nothing was changed`)
-  } finally {
-    clearTimeout(timer)
   }
   return store
 }
@@ -160,26 +155,31 @@ async function openConnectedTokenStore (config: Config, database: Database): Pro
  * its directory, or refuses at once (exit 1) while the service or another command has it.
  */
 async function withAccounts<T> (config: Config, command: string, endsTokens: boolean, work: (admin: AccountAdmin, audit: AuditLog) => Promise<T>): Promise<T> {
+  const [{ openDatabase }, { migrateOrCheck }, { assembleBackends, openAuditLog }, { createMemoryTokenStore }, { createAccountAdmin }, { configuredPasswordPolicy }] = await Promise.all([
+    import('../db/open.js'), import('../db/migrate.js'), import('../backends.js'), import('../stores/memory/token-store.js'), import('../accounts.js'),
+    import('../passwords/policy.js')
+  ])
   const database = await openDatabase(config, { command })
-  let tokens: TokenStore | undefined
+  let backends: Backends | undefined
   try {
     try {
-      if (database.kind === 'pglite') await migrate(database)
-      else await assertMigrated(database)
+      await migrateOrCheck(database)
     } catch (error) {
       throw unreachable('the database (DATABASE_URL)', error)
     }
     // Commands that end no tokens get an empty in-process store: nothing to connect to, nothing to end.
-    tokens = endsTokens ? await openConnectedTokenStore(config, database) : createMemoryTokenStore({ denyTtlMs: 1000 })
-    const audit = openAuditLog(config, database, quietLog)
+    const tokens = endsTokens ? await openConnectedTokenStore(config, database) : createMemoryTokenStore({ denyTtlMs: 1000 })
+    // The service's own assembly: the same stores, and the hasher at the configured argon2 policy.
+    backends = assembleBackends(config, { database, tokens, audit: openAuditLog(config, database, quietLog) })
+    const { audit } = backends
     try {
-      const passwordPolicy = { minLength: config.passwordMinLength, blocklist: true, refuseUsername: true }
-      return await work(createAccountAdmin({ users: createSqlUserStore(database), tokens, hasher: createPasswordHasher(config.argon2), audit, actor: 'cli', passwordPolicy }), audit)
+      return await work(createAccountAdmin({ ...backends, actor: 'cli', passwordPolicy: configuredPasswordPolicy(config.passwordMinLength) }), audit)
     } finally {
       await audit.close()
     }
   } finally {
-    await Promise.allSettled([tokens?.close(), database.close()])
+    if (backends === undefined) await database.close()
+    else await backends.close()
   }
 }
 
@@ -233,6 +233,7 @@ async function run (argv: string[]): Promise<number> {
       return -1
     }
     case 'migrate': {
+      const [{ openDatabase }, { migrate }] = await Promise.all([import('../db/open.js'), import('../db/migrate.js')])
       const database = await openDatabase(config, { command: 'migrate' })
       try {
         const { applied, usernames } = await migrate(database).catch((error: unknown) => { throw unreachable('the database (DATABASE_URL)', error) })

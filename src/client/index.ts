@@ -1,7 +1,7 @@
 import {
   authenticateAt, errorOf, isFailure, parseExpirationDate, postForm, protocolError, successBody, tokenSetCookie,
   type AuthClientError, type AuthenticatedToken, type Failure, type FetchFunction
-} from './http.js'
+} from './wire.js'
 
 /**
  * A typed client of the token service: Login, Authenticate and Logout over Node's

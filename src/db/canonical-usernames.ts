@@ -1,6 +1,5 @@
-import { usernameProblem } from '../lib/bad-request.js'
-import { normalizeUsername } from '../lib/text.js'
-import type { Queryable } from './queryable.js'
+import { normalizeUsername, usernameProblem } from '../credentials.js'
+import type { Queryable } from './database.js'
 
 /**
  * Accounts made before usernames had one canonical form (src/usernames.ts) may be stored

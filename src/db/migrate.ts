@@ -1,7 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { Database } from './queryable.js'
+import type { Database } from './database.js'
 import { canonicalizeUsernames, type UsernameReport } from './canonical-usernames.js'
 
 /** `sql/` at the package root, found the same way from `src/` (tests) and `dist/` (built). */
@@ -39,4 +39,28 @@ export async function migrate (db: Database, dir: string = MIGRATIONS_DIR): Prom
     }
     return { applied, usernames: await canonicalizeUsernames(tx) }
   })
+}
+
+export class NotMigratedError extends Error {
+  constructor () {
+    super('the database has no users table yet: run `auth-token-service migrate` (or `npm run migrate`) first')
+    this.name = 'NotMigratedError'
+  }
+}
+
+/** A real Postgres is migrated by `migrate`; refuse to work on one that was not. */
+export async function assertMigrated (database: Database): Promise<void> {
+  const { rows } = await database.query<{ present: boolean }>("SELECT to_regclass('public.users') IS NOT NULL AS present")
+  if (rows[0]?.present !== true) throw new NotMigratedError()
+}
+
+/**
+ * Makes a database ready for work: the embedded PGlite is migrated here; a real Postgres is
+ * migrated by `migrate` (a one-shot step in compose), and work on an unmigrated one is refused.
+ * Returns what migrating the embedded one found of usernames without one canonical form.
+ */
+export async function migrateOrCheck (database: Database): Promise<UsernameReport | undefined> {
+  if (database.kind === 'pglite') return (await migrate(database)).usernames
+  await assertMigrated(database)
+  return undefined
 }

@@ -1,7 +1,7 @@
 import type { Config } from '../config.js'
 import { createPgliteDatabase } from './pglite.js'
 import { createPostgresDatabase } from './postgres.js'
-import type { Database } from './queryable.js'
+import type { Database } from './database.js'
 
 export interface OpenDatabaseOptions {
   /** Errors of idle pooled Postgres connections. */

@@ -1,6 +1,6 @@
 import { PGlite, type PGliteInterface } from '@electric-sql/pglite'
 import { lockDataDir, type DataDirLock } from './data-dir-lock.js'
-import type { Database, Transaction } from './queryable.js'
+import type { Database, Transaction } from './database.js'
 
 /**
  * The embedded default: Postgres compiled to WebAssembly, in this process, with

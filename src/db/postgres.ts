@@ -1,5 +1,5 @@
 import pg from 'pg'
-import type { Database, Transaction } from './queryable.js'
+import type { Database, Transaction } from './database.js'
 
 export interface PostgresOptions {
   connectionString: string

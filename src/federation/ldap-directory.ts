@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { Client, InvalidCredentialsError, type Entry } from 'ldapts'
-import { escapeDnValue, escapeFilterValue, fillTemplate } from '../lib/ldap-escape.js'
-import { serviceUnavailable } from '../lib/status.js'
+import { escapeDnValue, escapeFilterValue, fillTemplate } from './ldap-escape.js'
+import { serviceUnavailable } from '../http/status.js'
 
 /**
  * Federated accounts check their password against the provider's directory by

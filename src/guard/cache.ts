@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks'
-import type { RevocationWatcher, TokenRecord } from '../stores/token-store.js'
+import type { RevocationWatcher } from '../stores/revocation-feed.js'
+import type { TokenRecord } from '../tokens/record.js'
 
 export interface PositiveCacheOptions {
   maxEntries: number

@@ -1,10 +1,11 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { endpoint } from '../client/index.js'
-import type { FetchFunction } from '../client/http.js'
-import { hashToken, isTokenShaped } from '../lib/tokens.js'
-import { DEFAULT_KEY_PREFIX, type RedisClient } from '../stores/redis-client.js'
-import type { TokenRecord } from '../stores/token-store.js'
+import type { FetchFunction } from '../client/wire.js'
+import { createThrottledLog } from '../http/throttled-log.js'
+import { hashToken, isTokenShaped } from '../tokens/token.js'
+import { DEFAULT_KEY_PREFIX, type RedisClient } from '../stores/redis/client.js'
+import type { TokenRecord } from '../tokens/record.js'
 import { createPositiveCache, type PositiveCache } from './cache.js'
 import { MALFORMED, presentedToken } from './token-source.js'
 import { directVerifier, httpVerifier, type Verifier } from './verifiers.js'
@@ -80,7 +81,7 @@ export type AuthTokenGuardOptions = DirectGuardOptions | HttpGuardOptions
  * For the host's request logger: a URL with the values of `token` (and other secret)
  * query parameters replaced. Fastify logs `req.url` as it came, query and all.
  */
-export { redactUrl } from '../lib/redact.js'
+export { redactUrl } from '../http/redact.js'
 
 const JSON_TYPE = 'application/json; charset=utf-8'
 const BODIES = {
@@ -110,14 +111,11 @@ function positiveNumber (value: unknown, name: string): number {
   return value
 }
 
-/** One log line per kind of trouble per 10 s: a dead Redis must not flood the host's log. */
+/** One log line per kind of trouble per 10 s (http/throttled-log.ts): a dead Redis must not flood the host's log. */
 function throttled (log: (message: string) => void): (error: unknown) => void {
-  let last = 0
+  const throttle = createThrottledLog()
   return (error) => {
-    const now = Date.now()
-    if (now - last < 10_000) return
-    last = now
-    log(error instanceof Error ? error.message : String(error))
+    throttle('trouble', () => { log(error instanceof Error ? error.message : String(error)) })
   }
 }
 

@@ -1,5 +1,5 @@
-import type { RevocationWatcher } from '../stores/token-store.js'
-import type { FetchFunction } from '../client/http.js'
+import type { RevocationWatcher } from '../stores/revocation-feed.js'
+import type { FetchFunction } from '../client/wire.js'
 import { FEED_PROOF_MS } from '../stores/feed-liveness.js'
 
 /**

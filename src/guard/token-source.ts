@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 
-export const TOKEN_COOKIE = 'AuthToken1'
+import { TOKEN_COOKIE } from '../tokens/cookie.js'
 
 /** A `token` given in a shape no token has (twice, as an object or a number): refused like a bad token. */
 export const MALFORMED = Symbol('malformed token')

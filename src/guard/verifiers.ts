@@ -1,7 +1,9 @@
-import { authenticateAt, type FetchFunction } from '../client/http.js'
-import type { RedisClient } from '../stores/redis-client.js'
-import { createRedisTokenStore } from '../stores/redis-token-store.js'
-import type { RevocationWatcher, TokenRecord } from '../stores/token-store.js'
+import { authenticateAt, type FetchFunction } from '../client/wire.js'
+import type { RedisClient } from '../stores/redis/client.js'
+import { createRedisTokenStore } from '../stores/redis/token-store.js'
+import type { RevocationWatcher } from '../stores/revocation-feed.js'
+import type { TokenRecord } from '../tokens/record.js'
+import { withTimeout } from '../time-limit.js'
 import { followRevocations } from './sse-feed.js'
 
 /** An active token, and how much longer it lives as its source measured it (from the request's start). */
@@ -30,17 +32,7 @@ export class VerifierUnavailable extends Error {
 }
 
 async function within<T> (promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  try {
-    return await Promise.race([
-      promise,
-      new Promise<never>((_resolve, reject) => {
-        timer = setTimeout(() => { reject(new VerifierUnavailable(`no answer within ${ms} ms`)) }, ms)
-      })
-    ])
-  } finally {
-    clearTimeout(timer)
-  }
+  return await withTimeout(promise, ms, () => { throw new VerifierUnavailable(`no answer within ${ms} ms`) })
 }
 
 export interface DirectVerifierOptions {

@@ -1,5 +1,5 @@
-import { reasons, type Reason } from '../lib/bad-request.js'
-import { PASSWORD_MAX_BYTES } from '../lib/text.js'
+import { PASSWORD_MAX_BYTES } from '../credentials.js'
+import { reasons, type Reason } from '../http/bad-request.js'
 
 /**
  * What a password this service sets must be (NIST SP 800-63B §3.1.1.2; issue 19 §5): long
@@ -18,6 +18,11 @@ export interface PasswordPolicy {
 }
 
 export const DEFAULT_PASSWORD_POLICY: PasswordPolicy = Object.freeze({ minLength: 8, blocklist: true, refuseUsername: true })
+
+/** The policy the service and the command line both set passwords by: AUTH_PASSWORD_MIN_LENGTH, the list, the username. */
+export function configuredPasswordPolicy (minLength: number): PasswordPolicy {
+  return { minLength, blocklist: true, refuseUsername: true }
+}
 
 /** Usernames shorter than this are not looked for inside a password (a one-letter name is in most). */
 const USERNAME_IN_PASSWORD_MIN = 4

@@ -1,9 +1,10 @@
 import type { FastifyPluginAsync } from 'fastify'
-import type { Database } from '../db/queryable.js'
+import type { Database } from '../db/database.js'
 import type { TokenStore } from '../stores/token-store.js'
-import { UnavailableError } from '../lib/status.js'
-import { EvictionPolicyError } from '../stores/redis-eviction.js'
-import { refuseOtherMethods } from './http.js'
+import { UnavailableError } from '../http/status.js'
+import { EvictionPolicyError } from '../stores/redis/eviction.js'
+import { refuseOtherMethods } from '../http/methods.js'
+import { withTimeout } from '../time-limit.js'
 
 export interface HealthRoutesOptions {
   tokens: TokenStore
@@ -15,20 +16,14 @@ export interface HealthRoutesOptions {
   timeoutMs: number
 }
 
-/** `evicting`: Redis answers but may evict keys (stores/redis-eviction.ts), so the service refuses to serve. */
+/** `evicting`: Redis answers but may evict keys (stores/redis/eviction.ts), so the service refuses to serve. */
 type CheckResult = 'ok' | 'down' | 'evicting'
 
 const failed = (error: unknown): CheckResult =>
   error instanceof UnavailableError && error.cause instanceof EvictionPolicyError ? 'evicting' : 'down'
 
 async function check (work: () => Promise<unknown>, timeoutMs: number): Promise<CheckResult> {
-  let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<CheckResult>((resolve) => { timer = setTimeout(() => { resolve('down') }, timeoutMs) })
-  try {
-    return await Promise.race([work().then((): CheckResult => 'ok', failed), timeout])
-  } finally {
-    clearTimeout(timer)
-  }
+  return await withTimeout(work().then((): CheckResult => 'ok', failed), timeoutMs, (): CheckResult => 'down')
 }
 
 /**

@@ -3,11 +3,14 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AuthService } from '../auth.js'
 import type { Config } from '../config.js'
-import { reasons } from '../lib/bad-request.js'
-import { badRequest } from '../lib/status.js'
-import { formatExpirationDate } from '../lib/time.js'
+import { reasons } from '../http/bad-request.js'
+import { badRequest } from '../http/status.js'
+import { formatExpirationDate } from '../tokens/time.js'
 import { errorResponses, LegacyLoginPathSchema, LoginParamsSchema, LoginSuccessSchema } from '../schemas.js'
-import { clientOf, refuseOtherMethods, TOKEN_COOKIE, tokenCookieOptions } from './http.js'
+import { tokenCookieOptions } from '../http/cookie.js'
+import { refuseOtherMethods } from '../http/methods.js'
+import { TOKEN_COOKIE } from '../tokens/cookie.js'
+import { clientOf } from './client-context.js'
 
 export interface LoginRoutesOptions {
   auth: AuthService

@@ -3,10 +3,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AuthService } from '../auth.js'
 import type { Config } from '../config.js'
-import { reasons } from '../lib/bad-request.js'
-import { SUCCESS } from '../lib/status.js'
+import { reasons } from '../http/bad-request.js'
+import { SUCCESS } from '../http/status.js'
 import { errorResponses, SuccessSchema, TokenParamsSchema, TokenPathSchema } from '../schemas.js'
-import { clientOf, refuseOtherMethods, TOKEN_COOKIE, tokenCookieOptions } from './http.js'
+import { tokenCookieOptions } from '../http/cookie.js'
+import { refuseOtherMethods } from '../http/methods.js'
+import { TOKEN_COOKIE } from '../tokens/cookie.js'
+import { clientOf } from './client-context.js'
 
 export interface LogoutRoutesOptions {
   auth: AuthService

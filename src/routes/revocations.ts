@@ -1,13 +1,13 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyPluginAsync } from 'fastify'
-import type { RevocationWatcher, TokenStore } from '../stores/token-store.js'
-import { serviceUnavailable, StatusError } from '../lib/status.js'
-import { refuseOtherMethods } from './http.js'
+import type { RevocationFeed, RevocationWatcher } from '../stores/revocation-feed.js'
+import { serviceUnavailable, StatusError } from '../http/status.js'
+import { refuseOtherMethods } from '../http/methods.js'
 import { performance } from 'node:perf_hooks'
 import { FEED_HEARTBEAT_MS, FEED_PROOF_MS } from '../stores/feed-liveness.js'
 
 export interface RevocationRoutesOptions {
-  tokens: TokenStore
+  revocations: RevocationFeed
   /**
    * The key a subscriber sends as `Authorization: Bearer <key>` (AUTH_REVOCATIONS_KEY).
    * Undefined: the feed is open (outside production, for a first run), or, with `open` false, off (404).
@@ -62,7 +62,7 @@ interface Subscriber {
  * never buffers for a subscriber that does not read (issue 19 §4).
  */
 export const revocationRoutes: FastifyPluginAsync<RevocationRoutesOptions> = async (app, options) => {
-  const { tokens, key, open = true, maxSubscribers = 64, heartbeatMs = FEED_HEARTBEAT_MS, drainTimeoutMs = 10_000, maxPendingBytes = 1024 * 1024, onCut } = options
+  const { revocations, key, open = true, maxSubscribers = 64, heartbeatMs = FEED_HEARTBEAT_MS, drainTimeoutMs = 10_000, maxPendingBytes = 1024 * 1024, onCut } = options
   const streams = new Set<Subscriber>()
   let live = false
   /** Monotonic instant until which this instance's own feed is proven current. */
@@ -82,7 +82,7 @@ export const revocationRoutes: FastifyPluginAsync<RevocationRoutesOptions> = asy
       for (const stream of streams) stream.end()
     }
   }
-  const stopWatching = tokens.watchRevocations(watcher)
+  const stopWatching = revocations.watchRevocations(watcher)
   // Heartbeats pass on this instance's proof, never more: each says how much longer it holds
   // (at most FEED_PROOF_MS), and none goes out once it has lapsed (its Redis half-open, say),
   // so a guard's trust lapses with it. They also keep idle proxies from closing the stream.

@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/queryable.js'
+import type { Queryable } from '../db/database.js'
 
 export type AuditEventName =
   | 'login.success' | 'login.failure' | 'login.refused' | 'login.lockout'

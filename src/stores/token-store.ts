@@ -1,4 +1,5 @@
-import { UnavailableError } from '../lib/status.js'
+import { UnavailableError } from '../http/status.js'
+import type { TokenRecord } from '../tokens/record.js'
 
 /**
  * Where active tokens live. Keys are SHA-256 digests of tokens, never tokens.
@@ -6,32 +7,11 @@ import { UnavailableError } from '../lib/status.js'
  * from the instant its expiration date was computed: no sweep job, and no clock
  * difference between the service and the store can stretch or cut it.
  */
-export interface TokenRecord {
-  accountId: string
-  username: string
-  federated: boolean
-  /** Epoch milliseconds of the `expiration_date` the client was given. */
-  expiresAt: number
-}
-
-/**
- * Follows revocations as they happen, for caches of positive answers. Between
- * `interrupted` and the next `live`, messages may have been missed: a cache must
- * not be trusted then, and is dropped.
- */
-export interface RevocationWatcher {
-  revoked (tokenHashes: readonly string[]): void
-  /**
-   * The feed is connected and proven current: every revocation published before the proof
-   * was taken has been delivered. `validForMs`: how long that proof holds unless another
-   * renews it (heartbeats: stores/feed-liveness.ts); undefined, until `interrupted`.
-   */
-  live (validForMs?: number): void
-  /** The feed was cut: revocations may be missed until the next `live`. */
-  interrupted (): void
-}
-
 export interface TokenStore {
+  /** Which implementation this is: named in readiness answers and the start-up line, and it picks the limiter beside it. */
+  readonly kind: 'redis' | 'in-process'
+  /** Resolves once the store can answer (its connection is ready); at once for the in-process one. */
+  ready (): Promise<void>
   /**
    * Stores a new token for `ttlMs` milliseconds and adds it to its account's index: true.
    * With `epoch` (the account's revocation epoch, read before its password was checked),
@@ -59,45 +39,9 @@ export interface TokenStore {
    * carrying an older epoch is refused. Kept for at least the longest token lifetime.
    */
   terminateAccount (accountId: string, epoch?: number): Promise<string[]>
-  /** True while a terminated token's hash is in the short-lived deny set. */
-  isDenied (tokenHash: string): Promise<boolean>
-  /** Every hash in the deny set now (the catch-up list for caching verifiers). */
-  listDenied (): Promise<string[]>
-  /** Delivers every terminate and terminateAccount, from any instance sharing the store. Returns an unsubscribe. */
-  watchRevocations (watcher: RevocationWatcher): () => void
   /** Resolves when the store answers (readiness checks); a 503 StatusError otherwise. */
   ping (): Promise<void>
   close (): Promise<void>
-}
-
-/**
- * The record while its token is active by the service's clock: strictly before `expiresAt`,
- * the second `expiration_date` names. A key's PX counts from the moment of its write, a few
- * milliseconds after the instant the date was computed from, so the key alone would answer
- * Success just after the named second (issue 20 §5); this never does.
- */
-export function activeAt (record: TokenRecord | null, nowMs: number): TokenRecord | null {
-  return record !== null && nowMs < record.expiresAt ? record : null
-}
-
-/** Compact, order-fixed value: `expiresAt|federated|accountId|username` (username last: it may hold `|`). */
-export function encodeRecord (record: TokenRecord): string {
-  return `${record.expiresAt}|${record.federated ? 1 : 0}|${record.accountId}|${record.username}`
-}
-
-export function decodeRecord (value: string): TokenRecord | null {
-  const first = value.indexOf('|')
-  const second = value.indexOf('|', first + 1)
-  const third = value.indexOf('|', second + 1)
-  if (first < 0 || second < 0 || third < 0) return null
-  const expiresAt = Number(value.slice(0, first))
-  if (!Number.isFinite(expiresAt)) return null
-  return {
-    expiresAt,
-    federated: value.slice(first + 1, second) === '1',
-    accountId: value.slice(second + 1, third),
-    username: value.slice(third + 1)
-  }
 }
 
 /**

@@ -1,5 +1,5 @@
-import { StatusError, serviceUnavailable } from '../lib/status.js'
-import type { Queryable } from '../db/queryable.js'
+import { StatusError, serviceUnavailable } from '../http/status.js'
+import type { Queryable } from '../db/database.js'
 
 export interface UserRecord {
   id: string

@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { migrate } from '../../src/db/migrate.js'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
-import { freshPglite } from '../helpers/pglite.js'
-import { freshPostgresDatabase } from '../helpers/servers.js'
+import { freshPglite } from '../support/pglite.js'
+import { freshPostgresDatabase } from '../../support/postgres.js'
 
 /*
  * Accounts stored before usernames had one canonical form: `migrate` renames each to its

@@ -1,9 +1,9 @@
 import t, { type Test } from 'tap'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, statSync } from 'node:fs'
-import { link, mkdir, mkdtemp, readFile, readdir, rename, rm, utimes, writeFile } from 'node:fs/promises'
+import { link, mkdir, readFile, readdir, rename, utimes, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
-import { hostname, tmpdir } from 'node:os'
+import { hostname } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
@@ -11,6 +11,7 @@ import {
   assertDataDirFree, DataDirBusyError, DataDirLockError, findDataDirOwner, lockDataDir,
   LOCK_SOCKET_NAME, OWNER_FILE_NAME, reapDeadSocket, type DataDirLock
 } from '../../src/db/data-dir-lock.js'
+import { tempDir } from '../../support/processes.js'
 
 /*
  * The lock on the embedded database's directory: one owner at a time, named to whoever
@@ -21,12 +22,6 @@ import {
 
 const LOCK_MODULE = fileURLToPath(new URL('../../dist/db/data-dir-lock.js', import.meta.url))
 if (!existsSync(LOCK_MODULE)) throw new Error(`${LOCK_MODULE} is missing: run \`npm run build\` first (\`npm test\` does it through pretest)`)
-
-async function tempDir (t: Test): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'ats-lock-'))
-  t.teardown(async () => { await rm(dir, { recursive: true, force: true }) })
-  return dir
-}
 
 async function refusal (attempt: Promise<unknown>): Promise<unknown> {
   try {
@@ -75,7 +70,7 @@ async function holdInAnotherProcess (t: Test, dataDir: string, command: string, 
 }
 
 t.test('one owner at a time; the refused one is told who has it', async (t) => {
-  const dir = await tempDir(t)
+  const dir = await tempDir(t, 'ats-lock-')
   const lock = await lockDataDir(dir, 'serve')
   t.teardown(async () => { await lock.release() })
   t.ok(statSync(join(dir, LOCK_SOCKET_NAME)).isSocket(), 'the lock is a socket in the directory')
@@ -95,7 +90,7 @@ t.test('one owner at a time; the refused one is told who has it', async (t) => {
 })
 
 t.test('the record: in the socket and in a file, for a later command to find the service', async (t) => {
-  const dir = await tempDir(t)
+  const dir = await tempDir(t, 'ats-lock-')
   t.equal(await findDataDirOwner(dir), undefined, 'nobody owns a fresh directory')
   const lock = await lockDataDir(dir, 'serve')
   await lock.announce({ url: 'http://127.0.0.1:3000' })
@@ -122,7 +117,7 @@ t.test('the record: in the socket and in a file, for a later command to find the
 })
 
 t.test('a SIGKILLed owner does not block, whatever pid its record names', async (t) => {
-  const dir = await tempDir(t)
+  const dir = await tempDir(t, 'ats-lock-')
   const holder = await holdInAnotherProcess(t, dir, 'serve')
   t.match((await refusal(lockDataDir(dir, 'user list')) as Error).message, `pid ${holder.child.pid ?? -1}, listening on http://127.0.0.1:1`)
 
@@ -152,7 +147,7 @@ async function leaveDeadSocket (dir: string): Promise<void> {
 }
 
 t.test('many takers of a dead owner\'s lock: exactly one wins', async (t) => {
-  const dir = await tempDir(t)
+  const dir = await tempDir(t, 'ats-lock-')
   await leaveDeadSocket(dir)
   for (let round = 0; round < 8; round++) {
     // Staggered starts: some takers find the socket dead while another has just taken it.
@@ -173,7 +168,7 @@ t.test('many takers of a dead owner\'s lock: exactly one wins', async (t) => {
 t.test('a taker that saw a dead socket never removes the live one that replaced it', async (t) => {
   // The race: two takers see the dead socket; one removes it and binds its own; the other,
   // acting on what it saw, must not remove that one. The reaper checks again under its claim.
-  const dir = await tempDir(t)
+  const dir = await tempDir(t, 'ats-lock-')
   const address = join(dir, LOCK_SOCKET_NAME)
   const lock = await lockDataDir(dir, 'serve')
   t.teardown(async () => { await lock.release() })
@@ -195,7 +190,7 @@ t.test('a taker that saw a dead socket never removes the live one that replaced 
 })
 
 t.test('a live owner whose event loop is stuck keeps the directory', async (t) => {
-  const dir = await tempDir(t)
+  const dir = await tempDir(t, 'ats-lock-')
   const holder = await holdInAnotherProcess(t, dir, 'serve', { blockMs: 4000 })
   const started = Date.now()
   const error = await refusal(lockDataDir(dir, 'user add'))
@@ -207,7 +202,7 @@ t.test('a live owner whose event loop is stuck keeps the directory', async (t) =
 })
 
 t.test('a data directory too deep for a socket: relative to the working directory, or one clear error', async (t) => {
-  const dir = await tempDir(t)
+  const dir = await tempDir(t, 'ats-lock-')
   const deep = join(dir, 'd'.repeat(60), 'e'.repeat(60))
   await mkdir(deep, { recursive: true })
   const error = await refusal(lockDataDir(deep, 'serve'))

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { freePort } from '../helpers/throwaway-servers.js'
+import { freePort } from '../../support/processes.js'
 import { eventually, startTokenService, USER, type GuardMode, type RunningService } from '../guard/support.js'
 
 /*

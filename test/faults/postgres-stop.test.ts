@@ -1,12 +1,14 @@
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { HttpDriver, latencyOf, startLiveProbe, startMixedLoad, TokenBook, verdictOf, type Outcome } from '../helpers/throwaway-load.js'
-import { serviceEnv, startService, startThrowawayPostgres, startThrowawayRedis } from '../helpers/throwaway-servers.js'
+import { HttpDriver, latencyOf, startLiveProbe, startMixedLoad, TokenBook, verdictOf, type Outcome } from '../../support/load.js'
+import { serviceEnv, startService } from '../../support/service.js'
+import { startThrowawayPostgres } from '../../support/postgres.js'
+import { startThrowawayRedis } from '../../support/redis.js'
 import {
   ACCOUNT, awaitLoginRecovery, checkBook, checkEveryAnswer, checkProbe, checkViolations, checkWindow, countVerdicts, crashMarkers,
   latencySummary, loginMany, sample
-} from '../helpers/throwaway-checks.js'
+} from '../support/checks.js'
 
 /*
  * Postgres stopped (fast shutdown: what `pg_ctl stop -m fast` sends) under load. Logins

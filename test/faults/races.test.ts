@@ -1,9 +1,11 @@
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { describe, HttpDriver, issuedToken, latencyOf, percentile, verdictOf, type Outcome } from '../helpers/throwaway-load.js'
-import { serviceEnv, startService, startThrowawayPostgres, startThrowawayRedis, type ServiceProcess } from '../helpers/throwaway-servers.js'
-import { ACCOUNT, countVerdicts, crashMarkers, loginMany } from '../helpers/throwaway-checks.js'
+import { describe, HttpDriver, issuedToken, latencyOf, percentile, verdictOf, type Outcome } from '../../support/load.js'
+import { serviceEnv, type ServiceProcess, startService } from '../../support/service.js'
+import { startThrowawayPostgres } from '../../support/postgres.js'
+import { startThrowawayRedis } from '../../support/redis.js'
+import { ACCOUNT, countVerdicts, crashMarkers, loginMany } from '../support/checks.js'
 
 /*
  * Races on one real service: concurrent Logouts of one token, Logout against a refresh

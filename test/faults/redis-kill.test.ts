@@ -1,12 +1,14 @@
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
-import { HttpDriver, startLiveProbe, startMixedLoad, TokenBook, verdictOf } from '../helpers/throwaway-load.js'
-import { serviceEnv, startService, startThrowawayPostgres, startThrowawayRedis, type ThrowawayPostgres } from '../helpers/throwaway-servers.js'
+import { HttpDriver, startLiveProbe, startMixedLoad, TokenBook, verdictOf } from '../../support/load.js'
+import { serviceEnv, startService } from '../../support/service.js'
+import { startThrowawayPostgres, type ThrowawayPostgres } from '../../support/postgres.js'
+import { startThrowawayRedis } from '../../support/redis.js'
 import {
   ACCOUNT, awaitLoginRecovery, checkBook, checkEveryAnswer, checkProbe, checkViolations, checkWindow, countVerdicts, crashMarkers,
   latencySummary, loginMany, tryEachOperation
-} from '../helpers/throwaway-checks.js'
+} from '../support/checks.js'
 
 /*
  * Redis SIGKILLed under steady Authenticate/Login/Logout load, then started again on

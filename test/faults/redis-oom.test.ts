@@ -1,8 +1,10 @@
 import { Redis } from 'ioredis'
 import t from 'tap'
-import { describe, HttpDriver, latencyOf, verdictOf, type Outcome } from '../helpers/throwaway-load.js'
-import { serviceEnv, startService, startThrowawayPostgres, startThrowawayRedis } from '../helpers/throwaway-servers.js'
-import { ACCOUNT, ANSWER_BOUND_MS, countVerdicts, crashMarkers, loginMany } from '../helpers/throwaway-checks.js'
+import { describe, HttpDriver, latencyOf, verdictOf, type Outcome } from '../../support/load.js'
+import { serviceEnv, startService } from '../../support/service.js'
+import { startThrowawayPostgres } from '../../support/postgres.js'
+import { startThrowawayRedis } from '../../support/redis.js'
+import { ACCOUNT, ANSWER_BOUND_MS, countVerdicts, crashMarkers, loginMany } from '../support/checks.js'
 
 /*
  * Redis full (`maxmemory` 3 MB, `maxmemory-policy noeviction`, filled with junk until a

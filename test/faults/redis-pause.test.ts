@@ -2,12 +2,14 @@ import { Redis } from 'ioredis'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { HttpDriver, startLiveProbe, startMixedLoad, TokenBook, verdictOf, type Outcome } from '../helpers/throwaway-load.js'
-import { serviceEnv, startService, startThrowawayPostgres, startThrowawayRedis } from '../helpers/throwaway-servers.js'
+import { HttpDriver, startLiveProbe, startMixedLoad, TokenBook, verdictOf, type Outcome } from '../../support/load.js'
+import { serviceEnv, startService } from '../../support/service.js'
+import { startThrowawayPostgres } from '../../support/postgres.js'
+import { startThrowawayRedis } from '../../support/redis.js'
 import {
   ACCOUNT, awaitLoginRecovery, checkBook, checkEveryAnswer, checkProbe, checkViolations, checkWindow, countVerdicts, crashMarkers,
   latencySummary, loginMany, sample, tryEachOperation, type FaultWindow
-} from '../helpers/throwaway-checks.js'
+} from '../support/checks.js'
 
 /*
  * Redis alive but not answering for 3 s, far longer than the service's 300 ms command

@@ -2,9 +2,11 @@ import { spawn } from 'node:child_process'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { HttpDriver, issuedToken, verdictOf, type Outcome } from '../helpers/throwaway-load.js'
-import { CLI, runCli, serviceEnv, startService, startThrowawayPostgres, startThrowawayRedis, type ServiceProcess } from '../helpers/throwaway-servers.js'
-import { ACCOUNT } from '../helpers/throwaway-checks.js'
+import { HttpDriver, issuedToken, verdictOf, type Outcome } from '../../support/load.js'
+import { CLI, runCli, serviceEnv, startService, type ServiceProcess } from '../../support/service.js'
+import { startThrowawayPostgres } from '../../support/postgres.js'
+import { startThrowawayRedis } from '../../support/redis.js'
+import { ACCOUNT } from '../support/checks.js'
 
 /*
  * Issue 20 §1, the probe's race on a real service: Logins of alice sent in waves (4 every

@@ -5,11 +5,13 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
 import pg from 'pg'
 import t from 'tap'
-import { DEFAULT_KEY_PREFIX } from '../../src/stores/redis-client.js'
-import { encodeRecord } from '../../src/stores/token-store.js'
-import { HttpDriver, issuedToken, latencyOf, percentile, verdictOf, type Outcome } from '../helpers/throwaway-load.js'
-import { CLI, runCli, serviceEnv, startService, startThrowawayPostgres, startThrowawayRedis } from '../helpers/throwaway-servers.js'
-import { ACCOUNT } from '../helpers/throwaway-checks.js'
+import { DEFAULT_KEY_PREFIX } from '../../src/stores/redis/client.js'
+import { encodeRecord } from '../../src/tokens/record.js'
+import { HttpDriver, issuedToken, latencyOf, percentile, verdictOf, type Outcome } from '../../support/load.js'
+import { CLI, runCli, serviceEnv, startService } from '../../support/service.js'
+import { startThrowawayPostgres } from '../../support/postgres.js'
+import { startThrowawayRedis } from '../../support/redis.js'
+import { ACCOUNT } from '../support/checks.js'
 
 /*
  * Issue 20 §3: with 150,000 tokens of one account written into the service's key layout,

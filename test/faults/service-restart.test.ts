@@ -1,11 +1,13 @@
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { HttpDriver, issuedToken, startMixedLoad, TokenBook, verdictOf } from '../helpers/throwaway-load.js'
-import { serviceEnv, startService, startThrowawayPostgres, startThrowawayRedis } from '../helpers/throwaway-servers.js'
+import { HttpDriver, issuedToken, startMixedLoad, TokenBook, verdictOf } from '../../support/load.js'
+import { serviceEnv, startService } from '../../support/service.js'
+import { startThrowawayPostgres } from '../../support/postgres.js'
+import { startThrowawayRedis } from '../../support/redis.js'
 import {
   ACCOUNT, checkBook, checkEveryAnswer, checkViolations, checkWindow, countVerdicts, crashMarkers, latencySummary, loginMany, sample
-} from '../helpers/throwaway-checks.js'
+} from '../support/checks.js'
 
 /*
  * The service restarted under load: SIGTERM, wait for it to exit, start it again on the

@@ -1,8 +1,8 @@
 import t from 'tap'
 import type { LdapConfig } from '../../src/federation/ldap-directory.js'
 import { createLdapDirectory } from '../../src/federation/ldap-directory.js'
-import { buildTestApp } from '../helpers/app.js'
-import { startDirectory, type Directory } from '../helpers/slapd.js'
+import { buildTestApp } from '../support/app.js'
+import { startDirectory, type Directory } from '../support/slapd.js'
 
 /*
  * Issue 19 §1 against a real slapd: the directory matches `CAROL`, `carol ` or `ｃａｒｏｌ`

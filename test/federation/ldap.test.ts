@@ -1,9 +1,9 @@
 import t, { type Test } from 'tap'
 import { createLdapDirectory, type LdapConfig } from '../../src/federation/ldap-directory.js'
 import { loadConfig } from '../../src/config.js'
-import { buildTestApp } from '../helpers/app.js'
-import { rejection } from '../helpers/rejection.js'
-import { startDirectory, type Directory } from '../helpers/slapd.js'
+import { buildTestApp } from '../support/app.js'
+import { rejection } from '../support/rejection.js'
+import { startDirectory, type Directory } from '../support/slapd.js'
 
 const tls = { caFile: undefined, rejectUnauthorized: true, startTls: false }
 

@@ -1,6 +1,6 @@
 import { Cluster, type RedisKey } from 'ioredis'
 import t from 'tap'
-import { startRedisCluster } from '../helpers/redis-topologies.js'
+import { startRedisCluster } from '../../support/redis.js'
 import { buildGuardedApp, startTokenService, untilRefused, warm } from './support.js'
 
 /*

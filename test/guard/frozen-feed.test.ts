@@ -87,7 +87,7 @@ t.test('the service stops its heartbeats when its own proof lapses', async (t) =
   // The route alone: no heartbeat goes out for a feed whose last proof has lapsed.
   const { default: Fastify } = await import('fastify')
   const { revocationRoutes } = await import('../../src/routes/revocations.js')
-  const { createMemoryTokenStore } = await import('../../src/stores/memory-token-store.js')
+  const { createMemoryTokenStore } = await import('../../src/stores/memory/token-store.js')
   const tokens = createMemoryTokenStore({ denyTtlMs: 1000 })
   let proof: ((validForMs: number) => void) | undefined
   const watchRevocations: typeof tokens.watchRevocations = (watcher) => {
@@ -96,7 +96,7 @@ t.test('the service stops its heartbeats when its own proof lapses', async (t) =
     return () => {}
   }
   const app = Fastify({ logger: false, exposeHeadRoutes: false })
-  await app.register(revocationRoutes, { tokens: { ...tokens, watchRevocations }, heartbeatMs: 50 })
+  await app.register(revocationRoutes, { revocations: { ...tokens, watchRevocations }, heartbeatMs: 50 })
   await app.listen({ port: 0, host: '127.0.0.1' })
   t.teardown(async () => { await app.close() })
   const response = await fetch(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}/auth/revocations`)

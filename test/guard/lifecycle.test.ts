@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Redis } from 'ioredis'
 import t from 'tap'
 import { authTokenGuard, type AuthTokenGuardOptions } from '../../src/guard/index.js'
-import { freshRedisPrefix, requireRedis } from '../helpers/servers.js'
+import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
 import { buildGuardedApp, eventually, guardOptions, startTokenService, warm, watcherIds } from './support.js'
 
 t.test('a handed-in Redis client is used, never closed', async (t) => {

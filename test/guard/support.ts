@@ -7,10 +7,11 @@ import type { Test } from 'tap'
 import { createAuthClient, type AuthClient } from '../../src/client/index.js'
 import { authTokenGuard, type AuthTokenGuardOptions } from '../../src/guard/index.js'
 import type { Config } from '../../src/config.js'
-import type { RedisTopology } from '../../src/stores/redis-client.js'
-import { hashToken } from '../../src/lib/tokens.js'
-import { buildTestApp, type TestApp } from '../helpers/app.js'
-import { requireRedis } from '../helpers/servers.js'
+import type { RedisTopology } from '../../src/stores/redis/client.js'
+import { hashToken } from '../../src/tokens/token.js'
+import { buildTestApp, type TestApp } from '../support/app.js'
+import { waitFor } from '../../support/processes.js'
+import { requireRedis } from '../../support/redis.js'
 
 /**
  * A real token service listening on a port (Postgres + a Redis prefix of its own),
@@ -151,13 +152,9 @@ export async function watcherIds (admin: Redis, keyPrefix: string): Promise<stri
     .filter((id): id is string => id !== undefined)
 }
 
-/** Waits until `check` holds, polling. */
+/** Waits until `check` holds, polling (support/processes.ts waitFor, at the guard's pace). */
 export async function eventually (check: () => Promise<boolean> | boolean, limitMs = 5000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + limitMs
-  while (!await check()) {
-    if (Date.now() > deadline) throw new Error(`${what} not met within ${limitMs} ms`)
-    await sleep(10)
-  }
+  await waitFor(what, check, { timeoutMs: limitMs, everyMs: 10 })
 }
 
 /**

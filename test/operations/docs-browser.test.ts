@@ -4,7 +4,8 @@ import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core'
 import t, { type Test } from 'tap'
-import { startService, tempDir } from '../helpers/throwaway-servers.js'
+import { startService } from '../../support/service.js'
+import { tempDir } from '../../support/processes.js'
 
 /*
  * /docs as a person uses it (issue 17, section 6): the built service on the embedded default

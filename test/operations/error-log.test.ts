@@ -4,15 +4,15 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { buildApp } from '../../src/app.js'
 import type { Config } from '../../src/config.js'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
-import type { Database } from '../../src/db/queryable.js'
-import { LOG_THROTTLE_MS } from '../../src/lib/throttled-log.js'
-import { createMemoryTokenStore } from '../../src/stores/memory-token-store.js'
-import { createRedisTokenStore } from '../../src/stores/redis-token-store.js'
-import type { TokenStore } from '../../src/stores/token-store.js'
-import { testConfig } from '../helpers/config.js'
-import { freshPglite } from '../helpers/pglite.js'
+import type { Database } from '../../src/db/database.js'
+import { LOG_THROTTLE_MS } from '../../src/http/throttled-log.js'
+import { createMemoryTokenStore } from '../../src/stores/memory/token-store.js'
+import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
+import type { ServiceTokenStore } from '../../src/backends.js'
+import { testConfig } from '../support/config.js'
+import { freshPglite } from '../support/pglite.js'
 import { backendsOf, jsonObject, LogCapture } from './support.js'
-import { fixtureAccounts } from '../helpers/app.js'
+import { fixtureAccounts } from '../support/app.js'
 
 /*
  * Under a login flood or a backend outage the 503s come by the thousand: each used to log a
@@ -23,7 +23,7 @@ import { fixtureAccounts } from '../helpers/app.js'
 
 interface Built { app: FastifyInstance, capture: LogCapture }
 
-async function appOn (t: Test, config: Config, database: Database, tokens: TokenStore): Promise<Built> {
+async function appOn (t: Test, config: Config, database: Database, tokens: ServiceTokenStore): Promise<Built> {
   const capture = new LogCapture()
   const app = await buildApp(config, { backends: backendsOf(t, config, database, tokens), logStream: capture })
   t.teardown(async () => { await app.close() })

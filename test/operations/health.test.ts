@@ -5,13 +5,15 @@ import { buildApp } from '../../src/app.js'
 import type { Config } from '../../src/config.js'
 import { migrate } from '../../src/db/migrate.js'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
-import type { Database } from '../../src/db/queryable.js'
-import { createRedisTokenStore } from '../../src/stores/redis-token-store.js'
-import type { TokenStore } from '../../src/stores/token-store.js'
-import { buildTestApp } from '../helpers/app.js'
-import { testConfig } from '../helpers/config.js'
-import { freshPostgresDatabase, freshRedisPrefix, requireRedis } from '../helpers/servers.js'
-import { backendsOf, freePort, jsonObject, LogCapture } from './support.js'
+import type { Database } from '../../src/db/database.js'
+import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
+import type { ServiceTokenStore } from '../../src/backends.js'
+import { buildTestApp } from '../support/app.js'
+import { testConfig } from '../support/config.js'
+import { freshPostgresDatabase } from '../../support/postgres.js'
+import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
+import { backendsOf, jsonObject, LogCapture } from './support.js'
+import { freePort } from '../../support/processes.js'
 
 /*
  * /health/live and /health/ready (issue 5, Health and Logs): liveness always answers;
@@ -29,21 +31,21 @@ async function liveDatabase (t: Test): Promise<Database> {
   return database
 }
 
-async function liveRedis (t: Test, config: Config): Promise<TokenStore> {
+async function liveRedis (t: Test, config: Config): Promise<ServiceTokenStore> {
   const store = createRedisTokenStore({ url: await requireRedis(), keyPrefix: config.redisKeyPrefix, denyTtlMs: 60_000 })
   await store.ready()
   return store
 }
 
 /** A Redis nobody answers at: every command fails fast (no offline queue), within 200 ms at worst. */
-function deadRedis (): TokenStore {
+function deadRedis (): ServiceTokenStore {
   const store = createRedisTokenStore({ url: 'redis://127.0.0.1:1', denyTtlMs: 1000, commandTimeoutMs: 200 })
   store.ready().catch(() => {})
   return store
 }
 
-async function appOn (t: Test, config: Config, database: Database, tokens: TokenStore, logStream?: LogCapture): Promise<FastifyInstance> {
-  const app = await buildApp(config, { backends: backendsOf(t, config, database, tokens), ...(logStream === undefined ? { logger: false } : { logStream }) })
+async function appOn (t: Test, config: Config, database: Database, tokens: ServiceTokenStore, logStream?: LogCapture): Promise<FastifyInstance> {
+  const app = await buildApp(config, { backends: backendsOf(t, config, database, tokens), ...(logStream === undefined ? { logger: { level: 'silent' } } : { logStream }) })
   t.teardown(async () => { await app.close() })
   return app
 }

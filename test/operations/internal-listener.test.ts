@@ -3,9 +3,9 @@ import t, { type Test } from 'tap'
 import type { AddressInfo } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { buildInternalApp } from '../../src/internal-listener.js'
-import { generateToken, hashToken } from '../../src/lib/tokens.js'
+import { generateToken, hashToken } from '../../src/tokens/token.js'
 import { followRevocations } from '../../src/guard/sse-feed.js'
-import { buildTestApp } from '../helpers/app.js'
+import { buildTestApp } from '../support/app.js'
 
 /*
  * Issue 19 §4: the revocation feed needed no credential, had no cap (2,000 streams from one

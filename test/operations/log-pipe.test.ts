@@ -4,8 +4,9 @@ import { existsSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
-import { fifoReader } from '../helpers/fifo-reader.js'
-import { freePort, jsonObject, sample } from './support.js'
+import { fifoReader } from '../support/fifo-reader.js'
+import { freePort } from '../../support/processes.js'
+import { jsonObject, sample } from './support.js'
 
 /**
  * The service as a container runtime runs it: stdout a pipe, read by another process (`cat`,

@@ -2,13 +2,16 @@ import t from 'tap'
 import type { FastifyInstance, FastifyServerOptions, InjectOptions } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { migrate } from '../../src/db/migrate.js'
-import { createMetrics } from '../../src/metrics.js'
-import { createMemoryTokenStore } from '../../src/stores/memory-token-store.js'
-import { buildTestApp } from '../helpers/app.js'
-import { testConfig } from '../helpers/config.js'
-import { freshPglite } from '../helpers/pglite.js'
-import { freshRedisPrefix, requireRedis } from '../helpers/servers.js'
-import { backendsOf, freePort, LogCapture, metricType, migratedDatabaseUrl, sample, startService, tempDir } from './support.js'
+import { createMetrics } from '../../src/metrics/metrics.js'
+import { createMemoryTokenStore } from '../../src/stores/memory/token-store.js'
+import { buildTestApp } from '../support/app.js'
+import { testConfig } from '../support/config.js'
+import { freshPglite } from '../support/pglite.js'
+import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
+import { backendsOf, LogCapture, metricType, sample } from './support.js'
+import { freePort, tempDir } from '../../support/processes.js'
+import { migratedDatabaseUrl } from '../../support/postgres.js'
+import { startService } from '../../support/service.js'
 
 /*
  * Prometheus /metrics (issue 5, Metrics): requests by route, method and status with a
@@ -137,9 +140,9 @@ t.test('what is dropped elsewhere (audit events, log lines) is a counter that fo
 })
 
 t.test('every request is counted once, whatever logger the app has', async (t) => {
-  // With a logger Fastify reports each finished response to the app's log controller, which
-  // counts it; without one (logger: false) an onResponse hook does. Neither may miss a request
-  // nor count one twice, and a route that logs nothing (/health/live) is counted all the same.
+  // Fastify reports each finished response to the app's log controller, which counts it; an app
+  // asked for no logger (logger: false) gets a silent one, so it counts the same way. None may miss
+  // a request nor count one twice, and a route that logs nothing (/health/live) is counted all the same.
   const loggers: Array<[string, { logger: FastifyServerOptions['logger'] } | { logStream: LogCapture }]> = [
     ['the service\'s own access log', { logStream: new LogCapture() }],
     ['a caller\'s logger', { logger: { level: 'silent' } }],
@@ -195,13 +198,13 @@ t.test('with NODE_ENV=production the public app serves none of the internal surf
 
 t.test('the built service in production serves /metrics on the internal listener only', async (t) => {
   const metricsPort = await freePort()
-  const service = await startService(t, await tempDir(t, 'ats-metrics-'), {
+  const service = await startService(t, {
     NODE_ENV: 'production',
     DATABASE_URL: await migratedDatabaseUrl(t),
     REDIS_URL: await requireRedis(),
     AUTH_REDIS_KEY_PREFIX: await freshRedisPrefix(t),
     INTERNAL_PORT: String(metricsPort)
-  })
+  }, { cwd: await tempDir(t, 'ats-metrics-') })
   const metricsBase = `http://127.0.0.1:${metricsPort}`
   t.match(service.output(), /internal listener: \/metrics, \/docs, \/openapi.json, \/auth\/revocations/)
 
@@ -231,15 +234,15 @@ t.test('the built service in production serves /metrics on the internal listener
   t.equal((await fetch(`${metricsBase}/auth/revocations`)).status, 404, 'no AUTH_REVOCATIONS_KEY in production: the feed is off')
   t.match(service.output(), /AUTH_REVOCATIONS_KEY is not set/)
 
-  service.child.kill('SIGTERM')
-  t.equal(await service.exited, 0, 'SIGTERM ends it cleanly')
+  service.kill('SIGTERM')
+  t.equal((await service.exited).code, 0, 'SIGTERM ends it cleanly')
   const after = await fetch(`${metricsBase}/metrics`).then(() => 'answered', () => 'refused')
   t.equal(after, 'refused', 'the metrics port is closed too')
 })
 
 t.test('METRICS_PORT still works, as a deprecated name of INTERNAL_PORT, with a warning', async (t) => {
   const metricsPort = await freePort()
-  const service = await startService(t, await tempDir(t, 'ats-metrics-'), { METRICS_PORT: String(metricsPort), INTERNAL_PORT: '' /* unset: METRICS_PORT names the port */ })
+  const service = await startService(t, { METRICS_PORT: String(metricsPort), INTERNAL_PORT: '' /* unset: METRICS_PORT names the port */ }, { cwd: await tempDir(t, 'ats-metrics-') })
   t.equal((await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).status, 200)
   t.match(service.output(), /METRICS_PORT is now INTERNAL_PORT/)
 })

@@ -3,8 +3,8 @@ import diagnostics from 'node:diagnostics_channel'
 import type { FastifyInstance, HTTPMethods, InjectOptions, RouteOptions } from 'fastify'
 import { readFile } from 'node:fs/promises'
 import t, { type Test } from 'tap'
-import { PASSWORD_MAX_BYTES, USERNAME_MAX_CHARS } from '../../src/lib/text.js'
-import { buildTestApp, type TestApp } from '../helpers/app.js'
+import { PASSWORD_MAX_BYTES, USERNAME_MAX_CHARS } from '../../src/credentials.js'
+import { buildTestApp, type TestApp } from '../support/app.js'
 
 /*
  * The OpenAPI 3.1 document (issue 5, OpenAPI): valid against the 3.1 schema, listing

@@ -1,8 +1,11 @@
 import { Agent, request } from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { freshRedisPrefix, requireRedis } from '../helpers/servers.js'
-import { jsonObject, migratedDatabaseUrl, startService, tempDir, type Service } from './support.js'
+import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
+import { jsonObject } from './support.js'
+import { migratedDatabaseUrl } from '../../support/postgres.js'
+import { type ServiceProcess, startService } from '../../support/service.js'
+import { tempDir } from '../../support/processes.js'
 
 /*
  * SIGTERM under load (issue 5, Shutdown), on the built service as a real process on
@@ -100,7 +103,7 @@ t.test('SIGTERM under keep-alive load: readiness fails first, accepted requests 
     LOG_LEVEL: 'info'
   }
   const cwd = await tempDir(t, 'ats-shutdown-')
-  const service: Service = await startService(t, cwd, env)
+  const service: ServiceProcess = await startService(t, env, { cwd })
   const base = service.baseUrl
 
   const first = await send(false, `${base}/auth/Login`, 'POST', 'login', loginBody)
@@ -128,12 +131,12 @@ t.test('SIGTERM under keep-alive load: readiness fails first, accepted requests 
   await sleep(1500)
   const signalAt = performance.now()
   const answeredBeforeSignal = outcomes.filter((o) => o.answered).length
-  t.ok(service.child.kill('SIGTERM'), 'SIGTERM sent mid-load')
+  t.ok(service.kill('SIGTERM'), 'SIGTERM sent mid-load')
 
   // Readiness, polled on fresh connections as a load balancer would.
   const readiness: Array<{ at: number, status?: number, accepting?: unknown, error?: string }> = []
   let exitedAt: number | undefined
-  const exitCode = service.exited.then((code) => { exitedAt = performance.now(); return code })
+  const exitCode = service.exited.then(({ code }) => { exitedAt = performance.now(); return code })
   const poller = (async () => {
     while (exitedAt === undefined && performance.now() - signalAt < SHUTDOWN_TIMEOUT_MS + 2000) {
       const outcome = await send(false, `${base}/health/ready`, 'GET', 'ready')
@@ -204,9 +207,9 @@ t.test('SIGTERM under keep-alive load: readiness fails first, accepted requests 
     if (typeof token === 'string') tokens.add(token)
   }
   t.ok(tokens.size > 1, `tokens issued under load (${tokens.size})`)
-  const restarted = await startService(t, cwd, { ...env, SHUTDOWN_DELAY_MS: '0' })
+  const restarted = await startService(t, { ...env, SHUTDOWN_DELAY_MS: '0' }, { cwd })
   const checks = await Promise.all([...tokens].map(async (token) => await send(false, `${restarted.baseUrl}/auth/Authenticate/${token}`, 'GET', 'authenticate')))
   t.same(checks.map(wrongness).filter((w) => w !== undefined), [], `all ${tokens.size} tokens still active after the restart`)
-  restarted.child.kill('SIGTERM')
-  t.equal(await restarted.exited, 0)
+  restarted.kill('SIGTERM')
+  t.equal((await restarted.exited).code, 0)
 })

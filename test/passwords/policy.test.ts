@@ -6,10 +6,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { loadConfig } from '../../src/config.js'
-import { StatusError } from '../../src/lib/status.js'
+import { StatusError } from '../../src/http/status.js'
 import { blocklistSize, DEFAULT_PASSWORD_POLICY, passwordRefusal } from '../../src/passwords/policy.js'
-import { buildTestApp } from '../helpers/app.js'
-import { rejection } from '../helpers/rejection.js'
+import { buildTestApp } from '../support/app.js'
+import { rejection } from '../support/rejection.js'
 
 /*
  * Issue 19 §5: `printf 'a\n' | auth-token-service user add x` made an account with a

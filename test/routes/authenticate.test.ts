@@ -1,9 +1,9 @@
 import t, { type Test } from 'tap'
-import { hashToken } from '../../src/lib/tokens.js'
-import { buildTestApp } from '../helpers/app.js'
+import { hashToken } from '../../src/tokens/token.js'
+import { buildTestApp } from '../support/app.js'
 import {
   assertPrivacyHeaders, assertStatus, BODIES, badRequestBody, expiredToken, form, FORM, headerNames, JSON_HEADERS, JSON_TYPE,
-  loginForm, parseExpiration, sleep, tokenFor, unknownToken, type InjectOptions, type LoginSuccess, type Reply
+  loginForm, parseExpiration, sleep, tokenFor, unauthorizedAnswers, unknownToken, type InjectOptions, type LoginSuccess, type Reply
 } from './support.js'
 
 /** GET or POST /auth/Authenticate (contract): where the token comes from, 403s, format, padding, no extension. */
@@ -80,14 +80,7 @@ t.test('missing, unknown, expired, terminated and malformed tokens: byte-identic
     ['malformed: CRLF', { method: 'GET', url: `/auth/Authenticate?token=${encodeURIComponent('a\r\nFLUSHALL\r\n')}` }],
     ['the stored hash of a good token is no token', { method: 'GET', url: `/auth/Authenticate/${hashToken(good)}` }]
   ]
-  const answers: Reply[] = []
-  for (const [what, options] of cases) {
-    const res = await app.inject(options)
-    assertStatus(t, res, 403, BODIES.unauthorized, what)
-    answers.push(res)
-  }
-  const first = answers[0]
-  if (first === undefined) throw new Error('no answers')
+  const { first, answers } = await unauthorizedAnswers(t, app, cases)
   for (const [i, res] of answers.entries()) {
     t.equal(res.rawPayload.compare(first.rawPayload), 0, `${cases[i]?.[0] ?? ''}: same bytes as a missing token`)
     t.same(headerNames(res), headerNames(first), `${cases[i]?.[0] ?? ''}: same header names as a missing token`)

@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap'
-import { buildTestApp, type BackendKind, type TestApp } from '../helpers/app.js'
+import { buildTestApp, type BackendKind, type TestApp } from '../support/app.js'
 import { BODIES, badRequestBody, form, FORM, parseExpiration, shortenLife, sleep, unknownToken, type InjectOptions, type LoginSuccess } from './support.js'
 
 /**

@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto'
-import { connect } from 'node:net'
 import t, { type Test } from 'tap'
 import { buildApp } from '../../src/app.js'
 import { migrate } from '../../src/db/migrate.js'
-import { StatusError } from '../../src/lib/status.js'
-import { createMemoryTokenStore } from '../../src/stores/memory-token-store.js'
-import { testConfig } from '../helpers/config.js'
-import { freshPglite } from '../helpers/pglite.js'
+import { StatusError } from '../../src/http/status.js'
+import { createMemoryTokenStore } from '../../src/stores/memory/token-store.js'
+import { testConfig } from '../support/config.js'
+import { freshPglite } from '../support/pglite.js'
 import { backendsOf, LogCapture } from '../operations/support.js'
 import { assertStatus, badRequestBody, FORM, JSON_HEADERS, type InjectOptions } from './support.js'
-import { fixtureAccounts } from '../helpers/app.js'
+import { fixtureAccounts } from '../support/app.js'
+import { rawRequest } from '../support/raw-http.js'
 
 /*
  * Every 400 says what is wrong (issue 17, section 5): `{"status":400,"message":"Bad Request",
@@ -145,26 +145,13 @@ t.test('other answers keep their bodies and their lines carry no detail', async 
   t.equal(padded.body, 'function cb() {return {"status":403,"message":"Unauthorized"};}', 'a padded answer holds exactly status and message')
 })
 
-/** Raw bytes on a fresh connection; resolves with all the server sent before it closed. */
-async function raw (port: number, bytes: string): Promise<string> {
-  return await new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1')
-    const chunks: Buffer[] = []
-    socket.setTimeout(5000, () => { socket.destroy(new Error('no answer in 5 s')) })
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk))
-    socket.on('error', reject)
-    socket.on('close', () => { resolve(Buffer.concat(chunks).toString('latin1')) })
-    socket.write(bytes)
-  })
-}
-
 t.test('over a socket: no Host, and requests Node\'s HTTP parser refuses', async (t) => {
   await app.listen({ host: '127.0.0.1', port: 0 })
   const address = app.server.address()
   const port = typeof address === 'object' && address !== null ? address.port : 0
 
   const id = randomUUID()
-  const hostless = await raw(port, `GET /auth/Authenticate HTTP/1.1\r\nX-Request-Id: ${id}\r\nConnection: close\r\n\r\n`)
+  const hostless = await rawRequest(port, `GET /auth/Authenticate HTTP/1.1\r\nX-Request-Id: ${id}\r\nConnection: close\r\n\r\n`)
   t.match(hostless, /^HTTP\/1\.1 400 /, 'no Host: 400')
   t.ok(hostless.endsWith('\r\n\r\n' + badRequestBody('Host header is required')), 'no Host: the body says so')
   t.match(await accessLine(id), { statusCode: 400, detail: 'Host header is required' }, 'no Host: the access line says so')
@@ -179,7 +166,7 @@ t.test('over a socket: no Host, and requests Node\'s HTTP parser refuses', async
   ]
   for (const [what, request, detail] of cases) {
     const before = capture.mark()
-    const answer = await raw(port, request)
+    const answer = await rawRequest(port, request)
     t.match(answer, /^HTTP\/1\.1 400 Bad Request\r\n/, `${what}: 400`)
     t.ok(answer.endsWith('\r\n\r\n' + badRequestBody(detail)), `${what}: the body says "${detail}"`)
     const refused = capture.since(before).map((line) => JSON.parse(line) as LogRecord).filter((r) => r.msg === 'request refused')

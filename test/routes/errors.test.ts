@@ -2,9 +2,9 @@ import t, { type Test } from 'tap'
 import { buildApp } from '../../src/app.js'
 import { openLoginLimiter, type Backends } from '../../src/backends.js'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
-import { createRedisTokenStore } from '../../src/stores/redis-token-store.js'
+import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
 import { createSqlUserStore } from '../../src/stores/user-store.js'
-import { buildTestApp } from '../helpers/app.js'
+import { buildTestApp } from '../support/app.js'
 import {
   allowed, assertNoLeak, assertPrivacyHeaders, assertStatus, BODIES, badRequestBody, form, FORM, JSON_HEADERS, statusBody, tokenFor,
   unknownToken, type InjectOptions
@@ -168,7 +168,7 @@ async function deadApp (t: Test, dead: 'redis' | 'postgres') {
     const database = createPostgresDatabase({ connectionString: 'postgres://postgres@127.0.0.1:1/none', connectionTimeoutMillis: 300 })
     backends = { ...base.app.backends, database, users: createSqlUserStore(database), async close () { await database.close() } }
   }
-  const app = await buildApp(base.config, { backends, logger: false })
+  const app = await buildApp(base.config, { backends, logger: { level: 'silent' } })
   t.teardown(async () => {
     await app.close()
     await backends.close()

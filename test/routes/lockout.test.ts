@@ -1,6 +1,6 @@
 import { randomBytes, randomInt } from 'node:crypto'
 import t, { type Test } from 'tap'
-import { buildTestApp } from '../helpers/app.js'
+import { buildTestApp } from '../support/app.js'
 import { assertStatus, BODIES, form, FORM, setCookies, sleep, type Reply } from './support.js'
 
 /**

@@ -1,9 +1,9 @@
 import t, { type Test } from 'tap'
 import { buildApp } from '../../src/app.js'
-import { buildTestApp } from '../helpers/app.js'
+import { buildTestApp } from '../support/app.js'
 import {
   allowed, assertClearedCookie, assertStatus, authenticate, BODIES, expiredToken, form, FORM, headerNames, setCookies,
-  tokenFor, unknownToken, type InjectOptions, type Reply
+  tokenFor, unauthorizedAnswers, unknownToken, type InjectOptions
 } from './support.js'
 
 /** POST /auth/Logout (contract): where the token comes from, termination everywhere, the cookie, races. */
@@ -92,14 +92,7 @@ t.test('terminated, expired, unknown, malformed or missing: byte-identical 403s'
     ['malformed (path)', { method: 'POST', url: '/auth/Logout/abc' }],
     ['malformed (query)', { method: 'POST', url: `/auth/Logout?${form({ token: '*\r\n' })}`, headers: FORM, payload: '' }]
   ]
-  const answers: Reply[] = []
-  for (const [what, options] of cases) {
-    const res = await app.inject(options)
-    assertStatus(t, res, 403, BODIES.unauthorized, what)
-    answers.push(res)
-  }
-  const first = answers[0]
-  if (first === undefined) throw new Error('no answers')
+  const { first, answers } = await unauthorizedAnswers(t, app, cases)
   for (const [i, res] of answers.entries()) {
     const what = cases[i]?.[0] ?? ''
     t.equal(res.rawPayload.compare(first.rawPayload), 0, `${what}: same bytes as an unknown token's`)
@@ -121,7 +114,7 @@ t.test('50 concurrent Logouts of one token: exactly one succeeds', async (t) => 
 })
 
 t.test('the token is ended everywhere: another instance on the same stores refuses it at once', async (t) => {
-  const other = await buildApp(testApp.config, { backends: app.backends, logger: false })
+  const other = await buildApp(testApp.config, { backends: app.backends, logger: { level: 'silent' } })
   t.teardown(async () => { await other.close() })
   const token = await fresh()
   t.equal((await authenticate(other, token)).statusCode, 200, 'the other instance knows the token')

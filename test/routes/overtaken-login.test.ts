@@ -2,10 +2,9 @@ import t, { type Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { assembleBackends } from '../../src/backends.js'
-import { createMemoryTokenStore } from '../../src/stores/memory-token-store.js'
-import type { TokenStore } from '../../src/stores/token-store.js'
-import { testConfig } from '../helpers/config.js'
-import { freshPglite } from '../helpers/pglite.js'
+import { createMemoryTokenStore, type MemoryTokenStore } from '../../src/stores/memory/token-store.js'
+import { testConfig } from '../support/config.js'
+import { freshPglite } from '../support/pglite.js'
 
 /*
  * Issue 20 §1, the Login's side: a revocation that lands between the password check and the
@@ -21,7 +20,7 @@ async function appWithRevocationBeforeIssue (t: Test, revoke: Revocation): Promi
   const inner = createMemoryTokenStore({ denyTtlMs: 1000 })
   let app: FastifyInstance | undefined
   let armed = false
-  const tokens: TokenStore = {
+  const tokens: MemoryTokenStore = {
     ...inner,
     async issue (hash, record, ttlMs, epoch) {
       if (armed && app !== undefined) {

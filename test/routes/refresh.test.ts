@@ -1,6 +1,6 @@
 import t from 'tap'
-import { hashToken } from '../../src/lib/tokens.js'
-import { buildTestApp } from '../helpers/app.js'
+import { hashToken } from '../../src/tokens/token.js'
+import { buildTestApp } from '../support/app.js'
 import {
   assertLoginSuccess, assertStatus, assertTokenCookie, authenticate, BODIES, expiredToken, form, FORM, JSON_HEADERS,
   parseExpiration, shortenLife, tokenFor, unknownToken, type InjectOptions

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import type { Test } from 'tap'
-import { hashToken } from '../../src/lib/tokens.js'
-import type { TestApp } from '../helpers/app.js'
+import { hashToken } from '../../src/tokens/token.js'
+import type { TestApp } from '../support/app.js'
 
 /**
  * Shared assertions for the route tests: the contract's status-message bodies,
@@ -237,4 +237,20 @@ export async function expiredToken (t: Test, testApp: TestApp, username: string,
   await shortenLife(testApp, token, 1)
   await sleep(20)
   return token
+}
+
+/**
+ * Sends each case and asserts it got the 403 Unauthorized answer; returns the answers, the
+ * first of them apart, for the check that they are alike byte for byte.
+ */
+export async function unauthorizedAnswers (t: Test, app: FastifyInstance, cases: Array<[string, InjectOptions]>): Promise<{ first: Reply, answers: Reply[] }> {
+  const answers: Reply[] = []
+  for (const [what, options] of cases) {
+    const res = await app.inject(options)
+    assertStatus(t, res, 403, BODIES.unauthorized, what)
+    answers.push(res)
+  }
+  const first = answers[0]
+  if (first === undefined) throw new Error('no answers')
+  return { first, answers }
 }

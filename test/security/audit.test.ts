@@ -1,23 +1,22 @@
 import t, { type Test } from 'tap'
 import { execFile } from 'node:child_process'
-import { existsSync, readdirSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { assembleBackends, openAuditLog } from '../../src/backends.js'
 import { loadConfig, type Config } from '../../src/config.js'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
-import type { Database } from '../../src/db/queryable.js'
-import { hashToken } from '../../src/lib/tokens.js'
+import type { Database } from '../../src/db/database.js'
+import { hashToken } from '../../src/tokens/token.js'
 import { createSqlAuditLog, type AuditLog, type StoredAuditEvent } from '../../src/stores/audit-log.js'
-import { createMemoryTokenStore } from '../../src/stores/memory-token-store.js'
-import { buildTestApp, type BackendKind, fixtureAccounts } from '../helpers/app.js'
-import { testConfig } from '../helpers/config.js'
-import { freshPglite } from '../helpers/pglite.js'
-import { rejection } from '../helpers/rejection.js'
-import { freshPostgresDatabase, freshRedisPrefix, requireRedis } from '../helpers/servers.js'
+import { createMemoryTokenStore } from '../../src/stores/memory/token-store.js'
+import { buildTestApp, type BackendKind, fixtureAccounts } from '../support/app.js'
+import { testConfig } from '../support/config.js'
+import { freshPglite } from '../support/pglite.js'
+import { rejection } from '../support/rejection.js'
+import { freshPostgresDatabase } from '../../support/postgres.js'
+import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
+import { CLI, requireCurrentBuild } from '../../support/service.js'
 
 /*
  * The audit trail (issue 3, security.md Logs): every login success and failure,
@@ -212,7 +211,7 @@ async function appWithAudit (t: Test, config: Config, makeAudit: (database: Data
   const database = await freshPglite()
   const tokens = createMemoryTokenStore({ denyTtlMs: 60_000 })
   const backends = assembleBackends(config, { database, tokens, audit: makeAudit(database) })
-  const app = await buildApp(config, { backends, logger: false })
+  const app = await buildApp(config, { backends, logger: { level: 'silent' } })
   t.teardown(async () => {
     await app.close()
     await backends.close()
@@ -306,18 +305,6 @@ t.test('a full buffer drops events, counts them and logs it; a stalled database 
  * environment, a fresh Postgres database and a Redis key prefix of its own.
  */
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const CLI = join(ROOT, 'dist/cli/main.js')
-
-function newestSource (dir: string): { path: string, mtimeMs: number } {
-  let newest = { path: dir, mtimeMs: 0 }
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name)
-    const candidate = entry.isDirectory() ? newestSource(path) : { path, mtimeMs: statSync(path).mtimeMs }
-    if (candidate.mtimeMs > newest.mtimeMs) newest = candidate
-  }
-  return newest
-}
 
 interface Run { args: string[], code: number | null, stdout: string, stderr: string }
 
@@ -344,9 +331,7 @@ const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
 
 t.test('the events command', async (t) => {
   // `npm test` builds first (pretest); running this file alone needs a build that is current.
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first`)
-  const source = newestSource(join(ROOT, 'src'))
-  if (source.mtimeMs > statSync(CLI).mtimeMs) throw new Error(`${CLI} is older than ${source.path}: run \`npm run build\` first`)
+  requireCurrentBuild()
 
   const backendEnv = {
     DATABASE_URL: await freshPostgresDatabase(t),

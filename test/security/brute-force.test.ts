@@ -5,10 +5,10 @@ import t, { type Test } from 'tap'
 import { buildApp } from '../../src/app.js'
 import { assembleBackends } from '../../src/backends.js'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
-import { createRedisTokenStore } from '../../src/stores/redis-token-store.js'
-import { buildTestApp } from '../helpers/app.js'
-import { testConfig } from '../helpers/config.js'
-import { freshRedisPrefix, requireRedis } from '../helpers/servers.js'
+import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
+import { buildTestApp } from '../support/app.js'
+import { testConfig } from '../support/config.js'
+import { freshRedisPrefix, keysUnder, requireRedis } from '../../support/redis.js'
 
 /**
  * Brute-force protection through HTTP (security.md, Login; contract: 429): per-account
@@ -75,17 +75,10 @@ function assertTooMany (t: Test, res: Reply, maxSeconds: number, what: string): 
   return seconds
 }
 
-async function keysUnder (prefix: string): Promise<string[]> {
+async function keysUnderShared (prefix: string): Promise<string[]> {
   const redis = new Redis(await requireRedis())
   try {
-    const found: string[] = []
-    let cursor = '0'
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
-      found.push(...keys)
-      cursor = next
-    } while (cursor !== '0')
-    return found
+    return await keysUnder(redis, prefix)
   } finally {
     redis.disconnect()
   }
@@ -203,7 +196,7 @@ t.test('real backends (Postgres, Redis)', async (t) => {
     const tokens = createRedisTokenStore({ url: await requireRedis(), keyPrefix: prefix, denyTtlMs: 1000 })
     await tokens.ready()
     const backends = assembleBackends(config, { database, tokens })
-    const broken = await buildApp(config, { backends, logger: false })
+    const broken = await buildApp(config, { backends, logger: { level: 'silent' } })
     t.teardown(async () => {
       await broken.close()
       await backends.close()
@@ -213,13 +206,13 @@ t.test('real backends (Postgres, Redis)', async (t) => {
       t.equal(res.statusCode, 503, `attempt ${i + 1} by ${style}: HTTP 503`)
       t.equal(res.body, BODY.unavailable, `attempt ${i + 1}: Service Unavailable, not Login Failed`)
     }
-    t.same((await keysUnder(prefix)).filter((key) => key.startsWith(`${prefix}lf:`)), [], '8 attempts (over both limits) left no limiter key')
+    t.same((await keysUnderShared(prefix)).filter((key) => key.startsWith(`${prefix}lf:`)), [], '8 attempts (over both limits) left no limiter key')
 
     const { app: working, addUser } = await buildTestApp(t, 'real', limits)
     await addUser('victim', 'right')
     assertSuccess(t, await login(working, 'victim', 'right'), 'the account and the address are not locked on a working app')
     for (let i = 1; i <= 3; i++) assertFailed(t, await login(working, 'victim', 'wrong'), `real failure ${i}`)
-    t.ok((await keysUnder(prefix)).some((key) => key.startsWith(`${prefix}lf:l:`)), 'real failures do write the shared counters (a lock key)')
+    t.ok((await keysUnderShared(prefix)).some((key) => key.startsWith(`${prefix}lf:l:`)), 'real failures do write the shared counters (a lock key)')
     assertTooMany(t, await login(broken, 'victim', 'right'), 60, 'and the broken app sees that lock before it touches Postgres')
   })
 

@@ -3,7 +3,8 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { chromium, type BrowserContext } from 'playwright-core'
 import t, { type Test } from 'tap'
-import { startService, tempDir } from '../helpers/throwaway-servers.js'
+import { startService } from '../../support/service.js'
+import { tempDir } from '../../support/processes.js'
 
 /*
  * Issue 19 §2 in a real browser (Debian's headless Chromium): a page of another origin posts a

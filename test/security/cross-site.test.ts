@@ -1,5 +1,5 @@
 import t from 'tap'
-import { buildTestApp } from '../helpers/app.js'
+import { buildTestApp } from '../support/app.js'
 
 /*
  * Issue 19 §2, login CSRF, with the headers a browser sends (Chromium 13x): a cross-site form

@@ -2,9 +2,9 @@ import t, { type Test } from 'tap'
 import fc, { type Arbitrary } from 'fast-check'
 import { connect } from 'node:net'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
-import { PARAMETERS, reasons } from '../../src/lib/bad-request.js'
-import { buildTestApp, fixtureAccounts } from '../helpers/app.js'
-import { freshRedisPrefix } from '../helpers/servers.js'
+import { PARAMETERS, reasons } from '../../src/http/bad-request.js'
+import { buildTestApp, fixtureAccounts } from '../support/app.js'
+import { freshRedisPrefix } from '../../support/redis.js'
 
 /*
  * The HTTP surface under property-based fuzzing (issue 3; contract, wire format):

@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { buildTestApp } from '../helpers/app.js'
-import { percentile } from '../helpers/throwaway-load.js'
+import { buildTestApp } from '../support/app.js'
+import { percentile } from '../../support/load.js'
 
 /*
  * Issue 20 §4: 80 concurrent correct Logins of one account filled the hash queue, and every

@@ -3,10 +3,10 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
 import { loadConfig } from '../../src/config.js'
-import { createBoundedQueue } from '../../src/lib/bounded-queue.js'
-import { StatusError } from '../../src/lib/status.js'
-import { buildTestApp, type TestApp } from '../helpers/app.js'
-import { rejection } from '../helpers/rejection.js'
+import { createBoundedQueue } from '../../src/passwords/bounded-queue.js'
+import { StatusError } from '../../src/http/status.js'
+import { buildTestApp, type TestApp } from '../support/app.js'
+import { rejection } from '../support/rejection.js'
 
 /**
  * Password storage and checking (security.md, Login; issue 3, Hashing): argon2id at

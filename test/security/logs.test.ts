@@ -1,6 +1,5 @@
 import t, { type Test } from 'tap'
 import { randomBytes } from 'node:crypto'
-import { connect } from 'node:net'
 import { Writable } from 'node:stream'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import { buildApp } from '../../src/app.js'
@@ -8,13 +7,15 @@ import { assembleBackends, type Backends } from '../../src/backends.js'
 import type { Config } from '../../src/config.js'
 import { migrate } from '../../src/db/migrate.js'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
-import type { Database } from '../../src/db/queryable.js'
-import { createRedisTokenStore } from '../../src/stores/redis-token-store.js'
-import type { TokenStore } from '../../src/stores/token-store.js'
+import type { Database } from '../../src/db/database.js'
+import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
+import type { ServiceTokenStore } from '../../src/backends.js'
 import { bootstrapAccount } from '../../src/server.js'
-import { testConfig } from '../helpers/config.js'
-import { freshPostgresDatabase, freshRedisPrefix, requireRedis } from '../helpers/servers.js'
-import { fixtureAccounts } from '../helpers/app.js'
+import { testConfig } from '../support/config.js'
+import { freshPostgresDatabase } from '../../support/postgres.js'
+import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
+import { rawRequest } from '../support/raw-http.js'
+import { fixtureAccounts } from '../support/app.js'
 
 /*
  * Logs never hold a password or a token, whichever way it was sent (contract,
@@ -98,7 +99,7 @@ function form (params: Record<string, string>): string {
 }
 
 /** Backends over the given database and token store (the app is handed them, so it never closes them); closed at the end. */
-async function backendsFor (t: Test, config: Config, database: Database, tokens: TokenStore): Promise<Backends> {
+async function backendsFor (t: Test, config: Config, database: Database, tokens: ServiceTokenStore): Promise<Backends> {
   // Both apps share the database: whichever closes second finds it closed, which close() tolerates.
   const backends = assembleBackends(config, { database, tokens })
   t.teardown(async () => { await backends.close() })
@@ -283,20 +284,6 @@ t.test('503: Redis cannot be reached', async (t) => {
   }
 })
 
-/** One raw HTTP/1.1 request on a fresh connection; resolves with what came back. */
-async function raw (port: number, request: Buffer): Promise<string> {
-  return await new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1')
-    const chunks: Buffer[] = []
-    socket.setTimeout(5000, () => { socket.destroy(new Error('no answer in 5 s')) })
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk))
-    socket.on('error', reject)
-    socket.on('close', () => { resolve(Buffer.concat(chunks).toString('latin1')) })
-    // Not half-closed: the server would abort a request still in flight. `Connection: close` ends it.
-    socket.write(request)
-  })
-}
-
 t.test('control characters in what is logged cannot forge a line', async (t) => {
   // Percent-encoded CR/LF stays encoded in the URL that is logged.
   t.equal((await send(app, { method: 'GET', url: '/x%0d%0ainjected%0A%7B%22level%22:60%7D' })).status, 404, 'encoded CR/LF: 404')
@@ -314,7 +301,7 @@ t.test('control characters in what is logged cannot forge a line', async (t) => 
     [[0x7f, 0x1b], undefined]
   ] as Array<[number[], string | undefined]>) {
     const request = Buffer.concat([Buffer.from('GET /x'), Buffer.from(bytes), Buffer.from('injected HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')])
-    const answer = await raw(port, request)
+    const answer = await rawRequest(port, request)
     t.match(answer, /^HTTP\/1\.1 (404|400) /, `bytes ${bytes.map((b) => b.toString(16)).join(' ')} in the URL: answered`)
     if (answer.startsWith('HTTP/1.1 404')) {
       injected++
@@ -322,7 +309,7 @@ t.test('control characters in what is logged cannot forge a line', async (t) => 
     }
   }
   const login = `username=${encodeURIComponent(`evil\r\n{"level":60}\u0085\u2028`)}&password=${encodeURIComponent(password('rawsocket'))}`
-  const viaSocket = await raw(port, Buffer.from(`POST /auth/Login?${login} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${unknownToken()}\r\nCookie: AuthToken1=${unknownToken()}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`))
+  const viaSocket = await rawRequest(port, Buffer.from(`POST /auth/Login?${login} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${unknownToken()}\r\nCookie: AuthToken1=${unknownToken()}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`))
   injected++
   // Such a name is no username at all (issue 19, canonical usernames): refused before any lookup; its line is checked below.
   t.match(viaSocket, /^HTTP\/1\.1 400 /, 'a raw Login with a control-character username: Bad Request')
@@ -401,7 +388,7 @@ t.test('every captured line: one JSON record, no secret', async (t) => {
   }
   t.same(leaks, [], 'no password and no token in any form in any line')
 
-  // Five 503s for want of Redis: one short line (a line per cause per 10 s, lib/throttled-log.ts), searched too.
+  // Five 503s for want of Redis: one short line (a line per cause per 10 s, http/throttled-log.ts), searched too.
   const unavailable = records.filter((r) => r.level >= 50 && r.unavailable === 'redis')
   t.ok(unavailable.length >= 1 && unavailable.length < 5, `the 503s were logged as errors (${unavailable.length} line(s) for 5), and were searched too`)
 })

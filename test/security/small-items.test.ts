@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { migrate } from '../../src/db/migrate.js'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
-import { buildTestApp } from '../helpers/app.js'
-import { freshPostgresDatabase } from '../helpers/servers.js'
+import { buildTestApp } from '../support/app.js'
+import { freshPostgresDatabase } from '../../support/postgres.js'
 
 /* Issue 19 §6: the smaller findings of the probe. */
 

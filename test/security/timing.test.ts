@@ -1,6 +1,6 @@
 import type { InjectOptions } from 'fastify'
 import t from 'tap'
-import { buildTestApp } from '../helpers/app.js'
+import { buildTestApp } from '../support/app.js'
 
 /**
  * Login must take the same time whether the username exists or not, and for a

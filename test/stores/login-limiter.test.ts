@@ -1,10 +1,10 @@
 import { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
 import type { LoginLimits } from '../../src/stores/login-limiter.js'
-import { createMemoryLoginLimiter } from '../../src/stores/memory-login-limiter.js'
-import { createRedisLoginLimiter } from '../../src/stores/redis-login-limiter.js'
-import { rejection } from '../helpers/rejection.js'
-import { freshRedisPrefix, requireRedis } from '../helpers/servers.js'
+import { createMemoryLoginLimiter } from '../../src/stores/memory/login-limiter.js'
+import { createRedisLoginLimiter } from '../../src/stores/redis/login-limiter.js'
+import { rejection } from '../support/rejection.js'
+import { freshRedisPrefix, keysUnder, requireRedis } from '../../support/redis.js'
 import { loginLimiterContract } from './login-limiter.contract.js'
 
 const LIMITS: LoginLimits = { maxFailures: 2, lockoutMs: 30_000, maxLockoutMs: 60_000, maxFailuresPerIp: 5, ipWindowMs: 20_000 }
@@ -13,17 +13,6 @@ async function redisClient (t: Test, url: string): Promise<Redis> {
   const redis = new Redis(url)
   t.teardown(() => { redis.disconnect() })
   return redis
-}
-
-async function keysUnder (redis: Redis, prefix: string): Promise<string[]> {
-  const found: string[] = []
-  let cursor = '0'
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
-    found.push(...keys)
-    cursor = next
-  } while (cursor !== '0')
-  return found.sort()
 }
 
 t.test('in-process login limiter', async (t) => {

@@ -1,10 +1,10 @@
 import { Redis } from 'ioredis'
 import t from 'tap'
-import { createRedisTokenStore } from '../../src/stores/redis-token-store.js'
-import type { EvictionPolicyError } from '../../src/stores/redis-eviction.js'
-import { buildTestApp } from '../helpers/app.js'
-import { startRedisServer } from '../helpers/redis-topologies.js'
-import { rejection } from '../helpers/rejection.js'
+import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
+import type { EvictionPolicyError } from '../../src/stores/redis/eviction.js'
+import { buildTestApp } from '../support/app.js'
+import { startThrowawayRedis } from '../../support/redis.js'
+import { rejection } from '../support/rejection.js'
 
 /*
  * Issue 20 §5: on a Redis whose maxmemory-policy may evict keys, an evicted account index
@@ -16,7 +16,7 @@ import { rejection } from '../helpers/rejection.js'
 const record = { accountId: '1', username: 'u', federated: false, expiresAt: Date.now() + 60_000 }
 
 t.test('the token store refuses to issue and to find on an evicting Redis, and says why once', async (t) => {
-  const server = await startRedisServer(t)
+  const server = await startThrowawayRedis(t)
   const admin = new Redis(server.url)
   t.teardown(async () => { await admin.quit() })
   await admin.config('SET', 'maxmemory-policy', 'allkeys-lru')
@@ -41,7 +41,7 @@ t.test('the token store refuses to issue and to find on an evicting Redis, and s
 })
 
 t.test('readiness answers 503 naming the policy, and Login answers 503, on an evicting Redis', async (t) => {
-  const server = await startRedisServer(t)
+  const server = await startThrowawayRedis(t)
   const admin = new Redis(server.url)
   t.teardown(async () => { await admin.quit() })
   await admin.config('SET', 'maxmemory-policy', 'allkeys-lru')

@@ -1,9 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Test } from 'tap'
-import { hashToken, generateToken } from '../../src/lib/tokens.js'
-import type { TokenRecord, TokenStore } from '../../src/stores/token-store.js'
+import { waitFor } from '../../support/processes.js'
+import { hashToken, generateToken } from '../../src/tokens/token.js'
+import type { RevocationFeed } from '../../src/stores/revocation-feed.js'
+import type { TokenStore } from '../../src/stores/token-store.js'
+import type { TokenRecord } from '../../src/tokens/record.js'
 
-export type MakeTokenStore = (t: Test, options: { denyTtlMs: number, maxTokensPerAccount?: number }) => Promise<TokenStore>
+export type MakeTokenStore = (t: Test, options: { denyTtlMs: number, maxTokensPerAccount?: number }) => Promise<TokenStore & RevocationFeed>
 
 const record = (accountId: string, overrides: Partial<TokenRecord> = {}): TokenRecord => ({
   accountId,
@@ -17,11 +20,7 @@ const newHash = (): string => hashToken(generateToken())
 
 /** Waits until `condition` holds, failing after `timeoutMs`. */
 export async function until (condition: () => boolean, timeoutMs = 3000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`)
-    await sleep(10)
-  }
+  await waitFor('condition', condition, { timeoutMs, everyMs: 10 })
 }
 
 export interface RecordingWatcher {
@@ -31,7 +30,7 @@ export interface RecordingWatcher {
   stop: () => void
 }
 
-export function recordRevocations (store: TokenStore): RecordingWatcher {
+export function recordRevocations (store: RevocationFeed): RecordingWatcher {
   const events: string[][] = []
   let live = false
   let interruptions = 0

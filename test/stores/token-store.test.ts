@@ -1,9 +1,8 @@
 import t from 'tap'
-import { createMemoryTokenStore } from '../../src/stores/memory-token-store.js'
-import { createRedisTokenStore } from '../../src/stores/redis-token-store.js'
-import { freshRedisPrefix, requireRedis } from '../helpers/servers.js'
-import { startRedisServer } from '../helpers/redis-topologies.js'
-import { rejection } from '../helpers/rejection.js'
+import { createMemoryTokenStore } from '../../src/stores/memory/token-store.js'
+import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
+import { freshRedisPrefix, requireRedis, startThrowawayRedis } from '../../support/redis.js'
+import { rejection } from '../support/rejection.js'
 import { recordRevocations, tokenStoreContract, until } from './token-store.contract.js'
 
 t.test('in-process token store', async (t) => {
@@ -109,18 +108,18 @@ t.test('Redis token store', async (t) => {
   })
 
   t.test('a subscriber that stops answering (half-open) is cut by the heartbeat and reported', async (t) => {
-    const server = await startRedisServer(t)
+    const server = await startThrowawayRedis(t)
     const store = createRedisTokenStore({ url: server.url, denyTtlMs: 1000 })
-    t.teardown(async () => { server.process.kill('SIGCONT'); await store.close() })
+    t.teardown(async () => { server.signal('SIGCONT'); await store.close() })
     await store.ready()
     const watcher = recordRevocations(store)
     await until(watcher.isLive)
     // SIGSTOP: the TCP connection stays open, nothing answers — what a dropped NAT entry looks like.
-    server.process.kill('SIGSTOP')
+    server.signal('SIGSTOP')
     const stopped = Date.now()
     await until(() => watcher.interruptions() === 1, 15_000)
     t.ok(Date.now() - stopped < 10_000, `interrupted ${Date.now() - stopped} ms after the server stopped answering`)
-    server.process.kill('SIGCONT')
+    server.signal('SIGCONT')
     await until(watcher.isLive, 15_000)
     t.pass('live again once the server answers')
   })

@@ -1,9 +1,9 @@
 import t from 'tap'
-import { createRedisTokenStore } from '../../src/stores/redis-token-store.js'
-import { buildTestApp } from '../helpers/app.js'
-import { startRedisCluster, startRedisSentinel } from '../helpers/redis-topologies.js'
-import { uniqueName } from '../helpers/servers.js'
-import type { RedisTopology } from '../../src/stores/redis-client.js'
+import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
+import { buildTestApp } from '../support/app.js'
+import { startRedisCluster, startRedisSentinel } from '../../support/redis.js'
+import { uniqueName } from '../../support/processes.js'
+import type { RedisTopology } from '../../src/stores/redis/client.js'
 import { recordRevocations, tokenStoreContract, until } from './token-store.contract.js'
 
 /** The token-store contract and a route smoke suite on a real Redis Cluster and a real Sentinel setup. */

@@ -1,11 +1,11 @@
 import t, { type Test } from 'tap'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
 import { migrate } from '../../src/db/migrate.js'
-import type { Database } from '../../src/db/queryable.js'
+import type { Database } from '../../src/db/database.js'
 import { createSqlUserStore } from '../../src/stores/user-store.js'
-import { freshPostgresDatabase } from '../helpers/servers.js'
-import { rejection } from '../helpers/rejection.js'
-import { freshPglite } from '../helpers/pglite.js'
+import { freshPostgresDatabase } from '../../support/postgres.js'
+import { rejection } from '../support/rejection.js'
+import { freshPglite } from '../support/pglite.js'
 
 type MakeDatabase = (t: Test) => Promise<Database>
 

@@ -1,0 +1,167 @@
+import type { FastifyError, FastifyRequest } from 'fastify'
+import type { MalformedFormError } from './form-encoding.js'
+
+/**
+ * Why a request is a 400: the `detail` of its answer and of its access-log line. A reason
+ * names one of the service's own parameters and what is wrong with it, never a value the
+ * caller sent: the detail goes back to whoever sent the request and into the log, and a
+ * value sent may be a password or a token. Reasons are made only here, from fixed words
+ * and the names below, so the details the service can give are a closed set.
+ */
+declare const reasonBrand: unique symbol
+export type Reason = string & { readonly [reasonBrand]: true }
+
+const reason = (text: string): Reason => text as Reason
+
+/** The parameters a reason may name: the service's own, never a name the caller made up. */
+export const PARAMETERS = ['username', 'password', 'token', 'format', 'jsonpFunction', 'jsopFunction', 'jsonpFormat', 'callback'] as const
+export type Parameter = typeof PARAMETERS[number]
+
+const KNOWN: ReadonlySet<string> = new Set(PARAMETERS)
+
+/** `name` as a parameter a reason may name, or undefined when it is not one of ours. */
+export function knownParameter (name: string | undefined): Parameter | undefined {
+  return name !== undefined && KNOWN.has(name) ? name as Parameter : undefined
+}
+
+/**
+ * The longest value each parameter takes, in the unit the limit is kept in (README, Answers);
+ * a username counts code points and a password bytes, after NFC (credentials.ts).
+ */
+export const PARAMETER_LIMITS: Readonly<Record<'username' | 'password' | 'token', { max: number, unit: 'characters' | 'bytes' }>> = {
+  username: { max: 256, unit: 'characters' },
+  password: { max: 1024, unit: 'bytes' },
+  token: { max: 2048, unit: 'characters' }
+}
+
+const PADDING: ReadonlySet<Parameter> = new Set(['jsonpFunction', 'jsopFunction', 'jsonpFormat', 'callback'])
+
+/** Where a parameter or a body came from, for reasons that cannot name a parameter. */
+export type Source = 'query string' | 'form body' | 'path'
+
+export const reasons = {
+  required: (parameter: Parameter) => reason(`${parameter} is required`),
+  givenMoreThanOnce: (parameter: Parameter) => reason(`${parameter} given more than once`),
+  notAString: (parameter: Parameter) => reason(`${parameter} must be a string`),
+  empty: (parameter: Parameter) => reason(`${parameter} is empty`),
+  tooLong: (parameter: keyof typeof PARAMETER_LIMITS) => {
+    const { max, unit } = PARAMETER_LIMITS[parameter]
+    return reason(`${parameter} is longer than ${max} ${unit}`)
+  },
+  containsNul: (parameter: Parameter) => reason(`${parameter} contains a NUL character`),
+  formatNotJson: () => reason('format must be json'),
+  paddingNotIdentifier: (parameter: Parameter) => reason(`padding function name in ${parameter} is not a valid identifier`),
+  paddingReserved: (parameter: Parameter) => reason(`padding function name in ${parameter} is a reserved word`),
+  paddingGlobal: (parameter: Parameter) => reason(`padding function name in ${parameter} is a global a page relies on`),
+  paddingNamesDiffer: () => reason('two different padding function names given'),
+  notValid: (parameter: Parameter) => reason(`${parameter} is not valid`),
+  badPercentEncoding: (where: Parameter | Source | 'a parameter name in the query string' | 'a parameter name in the form body') =>
+    reason(`${where} has undecodable percent-encoding`),
+  protoParameter: (source: Source) => reason(`${source} has a __proto__ parameter`),
+  pathSegmentTooLong: (max: number) => reason(`a path segment is longer than ${max} characters`),
+  // secure-json-parse refuses a __proto__ key as it refuses a syntax error (Fastify keeps no cause).
+  bodyNotJson: () => reason('body is not valid JSON, or holds a __proto__ key'),
+  emptyJsonBody: () => reason('body is empty but Content-Type is application/json'),
+  bodyNotObject: () => reason('body must be an object of parameters'),
+  bodyLengthMismatch: () => reason('body length does not match Content-Length'),
+  bodyUnreadable: () => reason('body could not be read'),
+  hostRequired: () => reason('Host header is required'),
+  hostGivenMoreThanOnce: () => reason('Host header given more than once'),
+  contentTypeRequired: () => reason('Content-Type header is required'),
+  httpRequestLine: () => reason('request line is not valid HTTP/1.1'),
+  httpMethod: () => reason('request method is not valid'),
+  httpTarget: () => reason('request target is not valid'),
+  httpVersion: () => reason('HTTP version is not valid'),
+  httpHeader: () => reason('a header line is not valid'),
+  httpContentLength: () => reason('Content-Length is not valid'),
+  httpTransferEncoding: () => reason('Transfer-Encoding is not valid, or given with Content-Length'),
+  httpChunk: () => reason('a chunk of the body is not valid'),
+  httpOther: () => reason('request is not valid HTTP/1.1'),
+  requestNotValid: () => reason('request is not valid'),
+  crossSiteRequest: () => reason('cross-site request'),
+  passwordTooShort: (min: number) => reason(`password is shorter than ${min} characters`),
+  passwordCommon: () => reason('password is on a list of common and breached passwords'),
+  passwordHasUsername: () => reason('password contains the username'),
+  usernameRefusedCharacter: () => reason('username holds a space, control, invisible or unassigned character'),
+  usernameCompatibilityCharacter: () => reason('username holds a compatibility character (a ligature, or a circled, superscript or styled letter)')
+} as const
+
+/** Why a query string or form body the strict parser refused is bad. */
+export function malformedFormReason (error: MalformedFormError, source: 'query string' | 'form body'): Reason {
+  if (error.problem === 'proto') return reasons.protoParameter(source)
+  if (error.parameter === undefined) return reasons.badPercentEncoding(`a parameter name in the ${source}`)
+  return reasons.badPercentEncoding(knownParameter(error.parameter) ?? source)
+}
+
+/** Why Node's HTTP parser refused a request (its llhttp error code), for the 400 written to the socket. */
+export function httpParserReason (code: string | undefined): Reason {
+  switch (code) {
+    case 'HPE_INVALID_METHOD': return reasons.httpMethod()
+    case 'HPE_INVALID_URL': return reasons.httpTarget()
+    case 'HPE_INVALID_VERSION': return reasons.httpVersion()
+    case 'HPE_INVALID_CONSTANT': return reasons.httpRequestLine()
+    case 'HPE_INVALID_HEADER_TOKEN': return reasons.httpHeader()
+    // Not a number, or given twice with different values.
+    case 'HPE_INVALID_CONTENT_LENGTH':
+    case 'HPE_UNEXPECTED_CONTENT_LENGTH': return reasons.httpContentLength()
+    case 'HPE_INVALID_TRANSFER_ENCODING': return reasons.httpTransferEncoding()
+    case 'HPE_INVALID_CHUNK_SIZE': return reasons.httpChunk()
+    default: return reasons.httpOther()
+  }
+}
+
+/** One schema validation failure as Fastify hands it over (an Ajv error object). */
+export interface ValidationFailure {
+  keyword: string
+  instancePath: string
+  params: Record<string, unknown>
+}
+
+/**
+ * Why a request failed schema validation: Fastify validates the path, query and body against
+ * the route's schemas and reports the first failure with where it was (`context`). `sent` is
+ * what was validated there; `repeatsAsArrays` says a parameter given twice arrives as an array
+ * (a query string or a form body, not JSON). Only the value's shape is looked at, never its text.
+ */
+export function validationReason (failure: ValidationFailure | undefined, context: string | undefined, sent: unknown, repeatsAsArrays: boolean): Reason {
+  if (failure === undefined) return reasons.requestNotValid()
+  const named = failure.keyword === 'required' ? failure.params.missingProperty : failure.instancePath.slice(1)
+  const parameter = knownParameter(typeof named === 'string' ? named : undefined)
+  if (parameter === undefined) {
+    return context === 'body' && failure.instancePath === '' ? reasons.bodyNotObject() : reasons.requestNotValid()
+  }
+  if (failure.keyword === 'required') return reasons.required(parameter)
+  const value = typeof sent === 'object' && sent !== null ? (sent as Record<string, unknown>)[parameter] : undefined
+  if (Array.isArray(value) && repeatsAsArrays) return reasons.givenMoreThanOnce(parameter)
+  if (typeof value !== 'string') return reasons.notAString(parameter)
+  switch (failure.keyword) {
+    case 'maxLength':
+      return parameter === 'username' || parameter === 'password' || parameter === 'token' ? reasons.tooLong(parameter) : reasons.notValid(parameter)
+    case 'minLength': return reasons.empty(parameter)
+    case 'pattern': return PADDING.has(parameter) ? reasons.paddingNotIdentifier(parameter) : reasons.containsNul(parameter)
+    case 'const':
+    case 'enum': return parameter === 'format' ? reasons.formatNotJson() : reasons.notValid(parameter)
+    default: return reasons.notValid(parameter)
+  }
+}
+
+/**
+ * Why Fastify refused a request with a 400 of its own: a schema validation failure (the
+ * first, with where it was: `validationContext`), or a body it could not read or parse.
+ */
+export function fastifyErrorReason (error: Error & { code?: unknown, validation?: FastifyError['validation'], validationContext?: FastifyError['validationContext'] }, request: Pick<FastifyRequest, 'body' | 'query' | 'params' | 'headers'>): Reason {
+  if (error.validation !== undefined) {
+    const context = error.validationContext
+    const sent = context === 'body' ? request.body : context === 'querystring' ? request.query : context === 'params' ? request.params : undefined
+    // A parameter given twice arrives as an array from a query string or a form body; in JSON an array is just not a string.
+    const repeatsAsArrays = context === 'querystring' || (context === 'body' && /^application\/x-www-form-urlencoded\b/i.test(request.headers['content-type'] ?? ''))
+    return validationReason(error.validation[0], context, sent, repeatsAsArrays)
+  }
+  switch (error.code) {
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY': return reasons.emptyJsonBody()
+    case 'FST_ERR_CTP_INVALID_JSON_BODY': return reasons.bodyNotJson()
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH': return reasons.bodyLengthMismatch()
+    case 'FST_ERR_ROUTE_MISSING_CONTENT_TYPE': return reasons.contentTypeRequired()
+    default: return reasons.bodyUnreadable()
+  }
+}

@@ -1,0 +1,52 @@
+import fastifyFormbody from '@fastify/formbody'
+import type { FastifyInstance, preValidationHookHandler } from 'fastify'
+import { malformedFormReason, type Reason } from './bad-request.js'
+import { MalformedFormError, parseFormEncoded, type FormParams } from './form-encoding.js'
+
+/** Path segments may be long (legacy path-style passwords): the router takes up to this many characters. */
+export const MAX_PATH_SEGMENT = 2048
+
+/** What a POST without a body carries, so body schemas can require an object and still allow none. */
+export const EMPTY_BODY: Readonly<Record<string, never>> = Object.freeze({})
+
+/**
+ * Marks a query string the strict parser refused, with why; the router cannot throw, so the
+ * first hook does (refusedQuery). A parsed query holds no symbol key, so looking this up finds nothing.
+ */
+const REFUSED_QUERY = Symbol('refused query')
+type ParsedQuery = FormParams & { [REFUSED_QUERY]?: Reason }
+
+/** The router's query-string parser: the strict form parser, its refusals kept for the first hook. */
+export function parseQuery (text: string): ParsedQuery {
+  try {
+    return parseFormEncoded(text)
+  } catch (error) {
+    if (!(error instanceof MalformedFormError)) throw error
+    return Object.freeze({ [REFUSED_QUERY]: malformedFormReason(error, 'query string') }) as ParsedQuery
+  }
+}
+
+/** Why the query string of a request was refused, if it was. */
+export function refusedQuery (query: unknown): Reason | undefined {
+  return (query as ParsedQuery)[REFUSED_QUERY]
+}
+
+/**
+ * Bodies are form-encoded (by the same strict parser as queries) or JSON: Fastify's own
+ * text/plain parser would let a third kind in (415 instead). A request without a body
+ * validates as an empty parameter object where the route has a body schema; that hook is
+ * added to those routes only, so that the others (GET Authenticate) run no preValidation hook.
+ */
+export async function registerBodyParsing (app: FastifyInstance, bodyLimit: number): Promise<void> {
+  app.removeContentTypeParser('text/plain')
+  await app.register(fastifyFormbody, { bodyLimit, parser: parseFormEncoded })
+  const emptyBodyAsObject: preValidationHookHandler = (request, _reply, done) => {
+    if (request.body === undefined) request.body = EMPTY_BODY
+    done()
+  }
+  app.addHook('onRoute', (route) => {
+    if (route.schema?.body === undefined) return
+    const own = route.preValidation
+    route.preValidation = own === undefined ? [emptyBodyAsObject] : [emptyBodyAsObject, ...(Array.isArray(own) ? own : [own])]
+  })
+}

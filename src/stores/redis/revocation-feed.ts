@@ -1,0 +1,93 @@
+import { performance } from 'node:perf_hooks'
+import { FEED_HEARTBEAT_MS, FEED_PROOF_MS, FEED_STALL_MS } from '../feed-liveness.js'
+import type { RevocationWatcher } from '../revocation-feed.js'
+import { duplicateForSubscribing, type RedisClient } from './client.js'
+
+export interface RevocationSubscription {
+  watch (watcher: RevocationWatcher): () => void
+  close (): Promise<void>
+}
+
+/**
+ * The `revoked` channel on a connection of its own (a subscribed connection can
+ * do nothing else), opened with the first watcher. Each (re)connection subscribes
+ * again and only then reports `live`; a lost connection reports `interrupted`, since
+ * pub/sub does not replay what was published meanwhile.
+ */
+export function createRevocationFeed (redis: RedisClient, channel: string): RevocationSubscription {
+  const watchers = new Set<RevocationWatcher>()
+  let subscriber: RedisClient | undefined
+  let live = false
+
+  const setLive = (next: boolean): void => {
+    if (live === next) return
+    live = next
+    for (const watcher of watchers) {
+      if (next) watcher.live(FEED_PROOF_MS)
+      else watcher.interrupted()
+    }
+  }
+
+  const open = (): RedisClient => {
+    const connection = duplicateForSubscribing(redis, `${channel}-watcher`)
+    connection.on('error', () => {})
+    connection.on('ready', () => {
+      connection.subscribe(channel).then(() => { setLive(true) }, () => { connection.disconnect(true) })
+    })
+    connection.on('close', () => { setLive(false) })
+    connection.on('message', (from: string, message: string) => {
+      if (from !== channel || message === '') return
+      const hashes = message.split(' ')
+      for (const watcher of watchers) watcher.revoked(hashes)
+    })
+    return connection
+  }
+
+  // The proof of liveness (stores/feed-liveness.ts): a PING on the subscribed connection every
+  // FEED_HEARTBEAT_MS; its PONG renews every watcher's trust for FEED_PROOF_MS from the PING's
+  // sending. A PING unanswered for FEED_STALL_MS (a half-open connection: a NAT drop, a frozen
+  // proxy) cuts the connection, so it is made again; the watchers' trust has lapsed long before.
+  let pingSentAt: number | undefined
+  const heartbeat = setInterval(() => {
+    const connection = subscriber
+    if (connection === undefined || !live) return
+    if (pingSentAt !== undefined) {
+      if (performance.now() - pingSentAt > FEED_STALL_MS) {
+        pingSentAt = undefined
+        connection.disconnect(true)
+      }
+      return
+    }
+    const sentAt = performance.now()
+    pingSentAt = sentAt
+    connection.ping().then(() => {
+      if (pingSentAt !== sentAt) return
+      pingSentAt = undefined
+      if (subscriber !== connection || !live) return
+      const validForMs = FEED_PROOF_MS - (performance.now() - sentAt)
+      if (validForMs > 0) for (const watcher of watchers) watcher.live(validForMs)
+    }, () => {
+      if (pingSentAt === sentAt) pingSentAt = undefined
+      if (subscriber === connection) connection.disconnect(true)
+    })
+  }, FEED_HEARTBEAT_MS)
+  heartbeat.unref()
+
+  return {
+    watch (watcher) {
+      watchers.add(watcher)
+      subscriber ??= open()
+      // Live, not yet proven for this watcher: the next heartbeat proves it.
+      if (live) watcher.live(0)
+      return () => { watchers.delete(watcher) }
+    },
+    async close () {
+      clearInterval(heartbeat)
+      watchers.clear()
+      const connection = subscriber
+      subscriber = undefined
+      live = false
+      if (connection !== undefined) await connection.quit().catch(() => { connection.disconnect() })
+    }
+  }
+}

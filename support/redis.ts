@@ -1,0 +1,187 @@
+import type { ChildProcess } from 'node:child_process'
+import { writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { Redis } from 'ioredis'
+import type { RedisTopology } from '../src/stores/redis/client.js'
+import { freePort, reachable, run, type Scope, spawnTracked, startChild, stopChild, tailOf, tempDir, uniqueName, waitFor } from './processes.js'
+
+/**
+ * Redis for the tests and the soak run: the running one (a key prefix of each test's own), or
+ * throwaway servers from the installed `redis-server` binary on free ports in temp dirs: a
+ * single one (to kill, pause or fill), a 3-master Cluster, a master watched by a Sentinel.
+ */
+
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
+
+/** The running Redis (TEST_REDIS_URL); when it is absent the run fails with the command that starts it. */
+export async function requireRedis (): Promise<string> {
+  if (!await reachable(TEST_REDIS_URL)) {
+    throw new Error(`Redis is required at ${TEST_REDIS_URL}: start one with \`redis-server --daemonize yes --port 6379 --save "" --appendonly no\` ` +
+      '(Debian: apt-get install redis-server), or set TEST_REDIS_URL; `bash .ci/run` does both')
+  }
+  return TEST_REDIS_URL
+}
+
+/** Every key under `prefix`, by SCAN (never KEYS: the Redis is shared), sorted. */
+export async function keysUnder (redis: Redis, prefix: string): Promise<string[]> {
+  const found: string[] = []
+  let cursor = '0'
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
+    found.push(...keys)
+    cursor = next
+  } while (cursor !== '0')
+  return found.sort()
+}
+
+/** Deletes every key under `prefix` at the end of the scope (never FLUSHDB: others share the Redis). */
+export function deleteKeysAtEnd (scope: Scope, url: string, prefix: string): void {
+  scope.teardown(async () => {
+    const redis = new Redis(url)
+    const keys = await keysUnder(redis, prefix)
+    if (keys.length > 0) await redis.del(...keys)
+    await redis.quit()
+  })
+}
+
+/** A key prefix of its own for one test on the shared Redis; its keys are deleted at the end. */
+export async function freshRedisPrefix (scope: Scope): Promise<string> {
+  const url = await requireRedis()
+  // A hash tag, like the service's default prefix: the same prefix works on a Redis Cluster.
+  const prefix = `{${uniqueName('atstest')}}:`
+  deleteKeysAtEnd(scope, url, prefix)
+  return prefix
+}
+
+async function requireRedisServer (): Promise<void> {
+  await run('redis-server', ['--version']).catch(() => {
+    throw new Error('redis-server is required: apt-get install redis-server (`bash .ci/run` does it)')
+  })
+}
+
+async function ping (port: number): Promise<string> {
+  const { stdout } = await run('redis-cli', ['-p', String(port), 'ping'], { timeout: 10_000 }).catch(() => ({ stdout: '' }))
+  return stdout.trim()
+}
+
+/** Until PING answers PONG (while an AOF loads, it answers -LOADING). */
+async function untilPong (port: number, child: ChildProcess): Promise<void> {
+  await waitFor(`redis-server :${port}`, async () => {
+    if (child.exitCode !== null) throw new Error('exited')
+    return await ping(port) === 'PONG'
+  }, { timeoutMs: 20_000 })
+}
+
+export interface RedisServerOptions {
+  /** AOF with fsync on every write (data survives a SIGKILL); off (default): nothing is kept. */
+  aof?: boolean
+  /** `maxmemory` in bytes, with `maxmemory-policy noeviction`. */
+  maxmemoryBytes?: number
+}
+
+export interface ThrowawayRedis {
+  readonly port: number
+  readonly url: string
+  readonly dir: string
+  readonly running: boolean
+  /** Sends `signal` (default SIGKILL) and resolves when the process is gone. */
+  kill (signal?: NodeJS.Signals): Promise<void>
+  /** Sends `signal` and returns at once (SIGSTOP, SIGCONT: a Redis that hangs, then comes back). */
+  signal (signal: NodeJS.Signals): void
+  /** Starts it again on the same port, with the same options and directory; resolves on PONG. */
+  start (): Promise<void>
+  /** `redis-cli -p <port> ...args`, its stdout trimmed. */
+  cli (...args: string[]): Promise<string>
+}
+
+/** One plain redis-server of the scope's own, so it can be stopped, paused, filled or killed. */
+export async function startThrowawayRedis (scope: Scope, options: RedisServerOptions = {}): Promise<ThrowawayRedis> {
+  await requireRedisServer()
+  const dir = await tempDir(scope, 'ats-redis-')
+  const port = await freePort()
+  const args = [
+    '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--logfile', join(dir, 'redis.log'),
+    '--save', '', '--daemonize', 'no', '--enable-debug-command', 'local',
+    '--appendonly', options.aof === true ? 'yes' : 'no', '--appendfsync', 'always',
+    ...(options.maxmemoryBytes === undefined ? [] : ['--maxmemory', String(options.maxmemoryBytes), '--maxmemory-policy', 'noeviction'])
+  ]
+  let child: ChildProcess | undefined
+  const redis: ThrowawayRedis = {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    dir,
+    get running () { return child !== undefined && child.exitCode === null && child.signalCode === null },
+    async kill (signal = 'SIGKILL') {
+      if (child !== undefined) await stopChild(child, signal)
+    },
+    signal (signal) {
+      child?.kill(signal)
+    },
+    async start () {
+      if (redis.running) throw new Error('redis-server is already running')
+      const started = spawnTracked('redis-server', args, { stdio: 'ignore' })
+      child = started
+      try {
+        await untilPong(port, started)
+      } catch (error) {
+        throw new Error(`redis-server on :${port} did not start (${String(error)}):\n${await tailOf(join(dir, 'redis.log'))}`)
+      }
+    },
+    cli: async (...cliArgs) => (await run('redis-cli', ['-p', String(port), ...cliArgs], { timeout: 10_000 })).stdout.trim()
+  }
+  scope.teardown(async () => {
+    // A paused server would not die of SIGKILL's siblings: wake it first.
+    child?.kill('SIGCONT')
+    await redis.kill('SIGKILL')
+  })
+  await redis.start()
+  return redis
+}
+
+/** Three masters, no replicas, all 16384 slots assigned. */
+export async function startRedisCluster (scope: Scope): Promise<RedisTopology & { kind: 'cluster' }> {
+  await requireRedisServer()
+  const dir = await tempDir(scope, 'ats-cluster-')
+  const ports: number[] = []
+  for (let i = 0; i < 3; i++) {
+    let port = await freePort({ avoidBusPort: true })
+    while (ports.includes(port)) port = await freePort({ avoidBusPort: true })
+    ports.push(port)
+    const child = startChild(scope, 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes',
+      '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--dir', dir, '--save', '', '--appendonly', 'no',
+      '--dbfilename', `dump-${port}.rdb`])
+    await untilPong(port, child)
+  }
+  await run('redis-cli', ['--cluster', 'create', ...ports.map((port) => `127.0.0.1:${port}`), '--cluster-replicas', '0', '--cluster-yes'])
+  await waitFor('the cluster', async () => {
+    for (const port of ports) {
+      const { stdout } = await run('redis-cli', ['-p', String(port), 'cluster', 'info'])
+      if (!stdout.includes('cluster_state:ok')) return false
+    }
+    return true
+  }, { timeoutMs: 20_000, everyMs: 100 })
+  return { kind: 'cluster', nodes: ports.map((port) => ({ host: '127.0.0.1', port })) }
+}
+
+/** A master and one sentinel watching it under the name `mymaster`. */
+export async function startRedisSentinel (scope: Scope): Promise<RedisTopology & { kind: 'sentinel' }> {
+  const master = await startThrowawayRedis(scope)
+  const dir = await tempDir(scope, 'ats-sentinel-')
+  let sentinelPort = await freePort()
+  while (sentinelPort === master.port) sentinelPort = await freePort()
+  const conf = join(dir, 'sentinel.conf')
+  await writeFile(conf, [
+    `port ${sentinelPort}`,
+    'bind 127.0.0.1',
+    `dir ${dir}`,
+    `sentinel monitor mymaster 127.0.0.1 ${master.port} 1`,
+    'sentinel down-after-milliseconds mymaster 1000',
+    ''
+  ].join('\n'))
+  startChild(scope, 'redis-server', [conf, '--sentinel'])
+  await waitFor('the sentinel', async () => {
+    const { stdout } = await run('redis-cli', ['-p', String(sentinelPort), 'sentinel', 'get-master-addr-by-name', 'mymaster']).catch(() => ({ stdout: '' }))
+    return stdout.includes(String(master.port))
+  }, { timeoutMs: 20_000, everyMs: 100 })
+  return { kind: 'sentinel', name: 'mymaster', sentinels: [{ host: '127.0.0.1', port: sentinelPort }] }
+}

@@ -1,0 +1,21 @@
+import t from 'tap'
+import { redactUrl } from '../../src/http/redact.js'
+
+t.test('secrets in paths and queries are replaced', async (t) => {
+  t.equal(redactUrl('/auth/Login/ann/hunter2', '/auth/Login/:username/:password'), '/auth/Login/:username/:password', 'a matched route: its template')
+  t.equal(redactUrl('/%61uth/%4Cogin/ann/hunter2', '/auth/Login/:username/:password'), '/auth/Login/:username/:password', 'however the path was encoded')
+  t.equal(redactUrl('/auth/Authenticate/TOKEN123?format=json', '/auth/Authenticate/:token'), '/auth/Authenticate/:token?format=json')
+  t.equal(redactUrl('/auth/Logout/TOKEN123/'), '/auth/[redacted]', 'unmatched: the first segment only')
+  t.equal(redactUrl('/auth/Login%2Fu%2Fp'), '/auth/[redacted]')
+  t.equal(redactUrl('/auth/Login?username=ann&password=hunter2', '/auth/Login'), '/auth/Login?username=ann&password=[redacted]')
+  t.equal(redactUrl('/auth/Authenticate?token=TOKEN123&callback=cb', '/auth/Authenticate'), '/auth/Authenticate?token=[redacted]&callback=cb')
+  t.equal(redactUrl('/x?pass%77ord=hunter2'), '/x?pass%77ord=[redacted]', 'encoded names too')
+  t.equal(redactUrl('/auth/Login', '/auth/Login'), '/auth/Login')
+  t.equal(redactUrl('/nothing'), '/nothing')
+  t.equal(redactUrl('/%2Fauth%2FLogin%2Fu%2Fp'), '/[redacted]', 'an encoded first segment is not logged')
+})
+
+t.test('control characters are escaped', async (t) => {
+  t.equal(redactUrl('/x\r\ninjected'), '/x\\u000d\\u000ainjected')
+  t.equal(redactUrl('/x\u2028y'), '/x\\u2028y')
+})

@@ -1,0 +1,90 @@
+import type { FastifyInstance } from 'fastify'
+import type { Test } from 'tap'
+import { createAccountAdmin, type AccountAdmin } from '../../src/accounts.js'
+import { buildApp } from '../../src/app.js'
+import type { PasswordPolicy } from '../../src/passwords/policy.js'
+import { assembleBackends } from '../../src/backends.js'
+import type { Config } from '../../src/config.js'
+import { createPostgresDatabase } from '../../src/db/postgres.js'
+import { migrate } from '../../src/db/migrate.js'
+import type { Database } from '../../src/db/database.js'
+import { createMemoryTokenStore } from '../../src/stores/memory/token-store.js'
+import { createRedisTokenStore, type RedisTokenStore } from '../../src/stores/redis/token-store.js'
+import type { RedisTopology } from '../../src/stores/redis/client.js'
+import type { ServiceTokenStore } from '../../src/backends.js'
+import { testConfig } from './config.js'
+import { freshPglite } from './pglite.js'
+import { freshPostgresDatabase } from '../../support/postgres.js'
+import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
+
+export type BackendKind = 'real' | 'embedded'
+
+/** For test fixtures only: any password of 1–1024 bytes. */
+const FIXTURE_PASSWORDS: PasswordPolicy = { minLength: 1, blocklist: false, refuseUsername: false }
+
+/**
+ * The app's account admin with fixture passwords allowed ('pw', 'right'): for tests whose
+ * subject is not the password policy (test/passwords/policy.test.ts is).
+ */
+export function fixtureAccounts (app: FastifyInstance): AccountAdmin {
+  return createAccountAdmin({ ...app.backends, passwordPolicy: FIXTURE_PASSWORDS })
+}
+
+export interface TestApp {
+  app: FastifyInstance
+  config: Config
+  database: Database
+  tokens: ServiceTokenStore
+  /** Set for the 'real' kind: the Redis store, with its client and key prefix. */
+  redisStore?: RedisTokenStore
+  redisPrefix?: string
+  /** Creates an account through the service's own admin (argon2id at the configured policy). */
+  addUser (username: string, password: string, federated?: boolean): Promise<void>
+}
+
+/**
+ * The app on real backends: 'real' is Postgres (a fresh database) and Redis (a key
+ * prefix of its own); 'embedded' is in-memory PGlite and the in-process store.
+ * Everything is closed at the end of the test.
+ */
+export async function buildTestApp (t: Test, kind: BackendKind = 'real', overrides: Partial<Config> = {}, options: { redis?: RedisTopology } = {}): Promise<TestApp> {
+  // Every Redis key of this app (tokens and login limits alike) under a prefix of its own.
+  const redisPrefix = kind === 'real' ? await freshRedisPrefix(t) : undefined
+  const config = testConfig(redisPrefix === undefined ? overrides : { redisKeyPrefix: redisPrefix, ...overrides })
+  let database: Database
+  let tokens: ServiceTokenStore
+  let redisStore: RedisTokenStore | undefined
+  if (kind === 'real') {
+    database = createPostgresDatabase({ connectionString: await freshPostgresDatabase(t) })
+    redisStore = createRedisTokenStore({
+      topology: options.redis ?? { kind: 'single', url: await requireRedis() },
+      keyPrefix: config.redisKeyPrefix,
+      denyTtlMs: config.denyTtlSeconds * 1000
+    })
+    await redisStore.ready()
+    tokens = redisStore
+  } else {
+    database = await freshPglite()
+    tokens = createMemoryTokenStore({ denyTtlMs: config.denyTtlSeconds * 1000 })
+  }
+  await migrate(database)
+  const backends = assembleBackends(config, { database, tokens })
+  const app = await buildApp(config, { backends, logger: { level: 'silent' } })
+  t.teardown(async () => {
+    await app.close()
+    await backends.close()
+  })
+  return {
+    app,
+    config,
+    database,
+    tokens,
+    redisStore,
+    redisPrefix,
+    async addUser (username, password, federated = false) {
+      // Fixtures use short, made-up passwords ('pw', 'right'): the password policy has tests of
+      // its own (test/passwords/policy.test.ts), and Login checks any stored hash alike.
+      await fixtureAccounts(app).add(username, password, federated)
+    }
+  }
+}

@@ -1,0 +1,51 @@
+import t from 'tap'
+import fc from 'fast-check'
+import { generateToken, hashToken, isTokenShaped, TOKEN_DIGEST_LENGTH } from '../../src/tokens/token.js'
+import { expiryInstant, formatExpirationDate } from '../../src/tokens/time.js'
+
+t.test('tokens: 256 bits, base64url, distinct; only the SHA-256 is stored', async (t) => {
+  const tokens = new Set(Array.from({ length: 1000 }, generateToken))
+  t.equal(tokens.size, 1000)
+  for (const token of tokens) {
+    t.equal(Buffer.from(token, 'base64url').length, 32)
+    t.ok(isTokenShaped(token))
+  }
+  // SHA-256 of 'abc' is ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0 in base64url: its first 22 characters.
+  t.equal(hashToken('abc'), 'ungWv48Bz-pBQUDeXa4iI7')
+  t.equal(TOKEN_DIGEST_LENGTH, 22)
+  const digests = new Set([...tokens].map(hashToken))
+  t.equal(digests.size, 1000, 'distinct tokens, distinct digests')
+  for (const digest of digests) t.match(digest, /^[A-Za-z0-9_-]{22}$/)
+  t.notOk(isTokenShaped('*'))
+  t.notOk(isTokenShaped(`${generateToken()}\r\n`))
+  t.notOk(isTokenShaped(generateToken().slice(1)))
+})
+
+t.test('expiration dates: whole seconds, UTC, no zone', async (t) => {
+  const issuedAt = Date.UTC(2026, 10, 22, 10, 0, 0, 750)
+  const expiresAt = expiryInstant(issuedAt, 43200)
+  t.equal(expiresAt, Date.UTC(2026, 10, 22, 22, 0, 0, 0), 'truncated to the second the date names')
+  t.equal(formatExpirationDate(expiresAt), '2026-11-22T22:00:00')
+  t.ok(expiresAt - issuedAt <= 43200 * 1000 && expiresAt - issuedAt > 43199 * 1000)
+})
+
+t.test('expiration dates: the fast formatter writes what toISOString does', async (t) => {
+  const reference = (ms: number): string => new Date(ms).toISOString().slice(0, 19)
+  let compared = 0
+  fc.assert(fc.property(fc.integer({ min: Date.UTC(1970, 0, 1), max: Date.UTC(2200, 0, 1) }), (ms) => {
+    compared++
+    return formatExpirationDate(ms) === reference(ms)
+  }), { seed: 20261122, numRuns: 5000 })
+  t.equal(compared, 5000)
+  // Day, month, year and leap-day edges, and years toISOString writes with six digits.
+  for (const ms of [0, Date.UTC(2024, 1, 29, 23, 59, 59, 999), Date.UTC(2026, 11, 31, 23, 59, 59), Date.UTC(2027, 0, 1), Date.UTC(2100, 1, 28, 12), Date.UTC(9999, 11, 31, 23, 59, 59), Date.UTC(10000, 0, 1), -1000, Date.UTC(-1, 0, 1)]) {
+    t.equal(formatExpirationDate(ms), reference(ms), `${reference(ms)}`)
+  }
+  // More distinct days than the formatter caches, twice over.
+  for (let round = 0; round < 2; round++) {
+    for (let day = 0; day < 40; day++) {
+      const ms = Date.UTC(2026, 10, 1 + day, day % 24, day, 59 - day)
+      t.equal(formatExpirationDate(ms), reference(ms))
+    }
+  }
+})
