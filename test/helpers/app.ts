@@ -26,7 +26,9 @@ const FIXTURE_PASSWORDS: PasswordPolicy = { minLength: 1, blocklist: false, refu
  * subject is not the password policy (test/passwords/policy.test.ts is).
  */
 export function fixtureAccounts (app: FastifyInstance): AccountAdmin {
-  return createAccountAdmin({ ...app.backends, passwordPolicy: FIXTURE_PASSWORDS })
+  // Observed as the app's own admin is (app.ts), so that metrics count what it does.
+  const { metrics, backends } = app
+  return createAccountAdmin({ ...backends, audit: metrics.countEvents(backends.audit), hasher: metrics.timeHashing(backends.hasher), passwordPolicy: FIXTURE_PASSWORDS })
 }
 
 export interface TestApp {

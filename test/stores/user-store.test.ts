@@ -72,7 +72,7 @@ function userStoreContract (t: Test, makeDatabase: MakeDatabase): void {
 
   t.test('migrations are idempotent', async (t) => {
     const { db } = await storeFor(t)
-    t.same(await migrate(db), { applied: [] }, 'a second run applies nothing')
+    t.same(await migrate(db), { applied: [], usernames: { renamed: [], collisions: [], refused: [] } }, 'a second run applies nothing, and renames nothing')
     const { rows } = await db.query<{ name: string }>('SELECT name FROM schema_migrations ORDER BY name')
     t.ok(rows.length >= 1)
     t.ok(rows.every((row) => /^\d+-[\w-]+\.sql$/.test(row.name)))
