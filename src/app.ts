@@ -10,6 +10,7 @@ import { accessLineWriter, logsInfo, RequestLogger, type AccessLineWriter, type 
 import { batchedStdout, type BatchedDestination } from './lib/log-destination.js'
 import { MalformedFormError, parseFormEncoded, type FormParams } from './lib/form-encoding.js'
 import { redactUrl } from './lib/redact.js'
+import { refusalOf } from './http/refusal-log.js'
 import { fastifyErrorReason, httpParserReason, malformedFormReason, reasons, type Reason } from './lib/bad-request.js'
 import { badRequest, internalError, notFound, StatusError, statusErrorForHttp, UnavailableError, type Unavailable } from './lib/status.js'
 import { createThrottledLog } from './lib/throttled-log.js'
@@ -80,8 +81,8 @@ class OneLinePerRequest extends LogController {
     this.observe?.(route, request.method, reply.statusCode, responseTime / 1000)
     if (error === null || error === undefined) {
       const statusCode = reply.statusCode
-      // Looked up for a 400 only: the other answers carry no detail.
-      const detail = statusCode === 400 ? BAD_REQUEST_DETAILS.get(request) : undefined
+      // A 400 says its detail; a refusal whose answer says nothing may still tell the log why (http/refusal-log.ts).
+      const detail = (statusCode === 400 ? BAD_REQUEST_DETAILS.get(request) : undefined) ?? refusalOf(request)
       if (this.writeLine === undefined) {
         reply.log.info({ req: request, route, statusCode, detail, responseTime }, 'request completed')
       } else if (logsInfo(reply.log.level)) {

@@ -73,7 +73,11 @@ export const reasons = {
   httpTransferEncoding: () => reason('Transfer-Encoding is not valid, or given with Content-Length'),
   httpChunk: () => reason('a chunk of the body is not valid'),
   httpOther: () => reason('request is not valid HTTP/1.1'),
-  requestNotValid: () => reason('request is not valid')
+  requestNotValid: () => reason('request is not valid'),
+  authorizationNotBearer: () => reason('Authorization header is not a valid Bearer credential'),
+  // Log-only reasons of refusals whose answer carries no detail (a 403 or 401 is byte-identical).
+  cookieGivenMoreThanOnce: () => reason('AuthToken1 cookie given more than once'),
+  originalUriNotTrusted: () => reason('X-Forwarded-Uri or X-Original-URI sent by an untrusted client, ignored')
 } as const
 
 /** Why a query string or form body the strict parser refused is bad. */
