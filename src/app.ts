@@ -18,6 +18,7 @@ import { authenticateRoutes } from './routes/authenticate.js'
 import { EMPTY_BODY, refuseOtherMethods } from './routes/http.js'
 import { loginRoutes } from './routes/login.js'
 import { logoutRoutes } from './routes/logout.js'
+import { verifyRoutes } from './routes/verify.js'
 import { revocationRoutes } from './routes/revocations.js'
 import { healthRoutes } from './routes/health.js'
 import { registerOpenApi, registerOpenApiRoutes } from './routes/openapi.js'
@@ -362,6 +363,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   await app.register(loginRoutes, { auth, config })
   await app.register(authenticateRoutes, { auth })
   await app.register(logoutRoutes, { auth, config })
+  await app.register(verifyRoutes, { auth, trustProxy: config.trustProxy })
   await app.register(revocationRoutes, { tokens: backends.tokens })
   await app.register(healthRoutes, {
     tokens: backends.tokens,

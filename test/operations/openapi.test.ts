@@ -88,10 +88,16 @@ t.test('every route the app registers is in the document, with its methods, and 
   }
 })
 
-t.test('the hidden routes are the 405 fallbacks, the legacy Login without a password, and the docs themselves', async (t) => {
+t.test('the hidden routes are the 405 fallbacks, the legacy Login without a password, the other methods of forward-auth, and the docs themselves', async (t) => {
   const hidden = routes.filter((route) => route.hidden)
   for (const route of hidden) {
     if (route.url === '/openapi.json' || route.url === '/docs' || route.url.startsWith('/docs/')) continue
+    if (route.url.startsWith('/auth/verify')) {
+      // Forward-auth takes every method on every sub-path (documented once, as GET /auth/verify).
+      const method = route.methods.find((m) => m !== 'QUERY') ?? 'GET'
+      t.equal((await app.inject({ method: method as InjectOptions['method'], url: route.url.replace('*', 'any/path') })).statusCode, 401, `${method} ${route.url}: forward-auth, not a fallback`)
+      continue
+    }
     const path = route.url.replace(/:[A-Za-z0-9_]+/g, 'x')
     if (route.url === '/auth/Login/:username' && route.methods.includes('POST')) {
       t.equal((await app.inject({ method: 'POST', url: path })).statusCode, 400, 'POST /auth/Login/{username}: the missing password is a 400')
