@@ -254,11 +254,19 @@ t.test('the limits in the document are README\'s and the code\'s', async (t) => 
   t.match(param(login, 'query', 'password'), { description: new RegExp(`1–${passwordMax} bytes`) }, 'the password\'s byte limit is said')
 })
 
+t.test('forward-auth is documented: any method, its identity headers, 401 with a challenge, 503', async (t) => {
+  const verify = doc.paths['/auth/verify']?.get
+  t.match(verify?.description, /Any method/, 'says any method and sub-path')
+  t.match(verify?.responses['200'], { headers: { 'X-Auth-User': {}, 'X-Auth-Account-Id': {}, 'X-Auth-Federated': {}, 'X-Auth-Expires': {} } }, '200: the identity headers')
+  t.match(verify?.responses['401'], { headers: { 'WWW-Authenticate': {} } }, '401: the challenge')
+  t.ok(verify?.responses['503'] !== undefined, '503 documented')
+})
+
 t.test('every operation has a summary and a tag', async (t) => {
   for (const [path, operations] of Object.entries(doc.paths)) {
     for (const [method, operation] of Object.entries(operations)) {
       t.ok(typeof operation.summary === 'string' && operation.summary.length > 0, `${method} ${path}: summary`)
-      t.ok(operation.tags?.length === 1 && ['tokens', 'operations'].includes(operation.tags[0] ?? ''), `${method} ${path}: tagged`)
+      t.ok(operation.tags?.length === 1 && ['tokens', 'operations', 'gateways'].includes(operation.tags[0] ?? ''), `${method} ${path}: tagged`)
     }
   }
 })
