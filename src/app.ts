@@ -19,6 +19,7 @@ import { EMPTY_BODY, refuseOtherMethods } from './routes/http.js'
 import { loginRoutes } from './routes/login.js'
 import { logoutRoutes } from './routes/logout.js'
 import { verifyRoutes } from './routes/verify.js'
+import { introspectRoutes } from './routes/introspect.js'
 import { revocationRoutes } from './routes/revocations.js'
 import { healthRoutes } from './routes/health.js'
 import { registerOpenApi, registerOpenApiRoutes } from './routes/openapi.js'
@@ -364,6 +365,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   await app.register(authenticateRoutes, { auth })
   await app.register(logoutRoutes, { auth, config })
   await app.register(verifyRoutes, { auth, trustProxy: config.trustProxy })
+  await app.register(introspectRoutes, { auth, config })
   await app.register(revocationRoutes, { tokens: backends.tokens })
   await app.register(healthRoutes, {
     tokens: backends.tokens,

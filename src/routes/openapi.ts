@@ -29,7 +29,8 @@ const BODY_EXAMPLES: Record<string, Record<string, string>> = {
   '/auth/Authenticate': { token: EXAMPLE_TOKEN },
   // The token is in the path: a body carries only the other parameters.
   '/auth/Authenticate/{token}': { format: 'json' },
-  '/auth/Logout': { token: EXAMPLE_TOKEN }
+  '/auth/Logout': { token: EXAMPLE_TOKEN },
+  '/auth/introspect': { token: EXAMPLE_TOKEN }
 }
 
 /**

@@ -27,7 +27,8 @@ async function buildRecording (t: Test): Promise<{ testApp: TestApp, routes: Reg
   }
   diagnostics.subscribe('fastify.initialization', onInit)
   try {
-    return { testApp: await buildTestApp(t, 'real'), routes }
+    // With an introspection client, so that endpoint is on (off, every method of it is a 404).
+    return { testApp: await buildTestApp(t, 'real', { introspectionClients: [{ id: 'docs', secret: '0123456789abcdef' }] }), routes }
   } finally {
     diagnostics.unsubscribe('fastify.initialization', onInit)
   }
@@ -260,6 +261,14 @@ t.test('forward-auth is documented: any method, its identity headers, 401 with a
   t.match(verify?.responses['200'], { headers: { 'X-Auth-User': {}, 'X-Auth-Account-Id': {}, 'X-Auth-Federated': {}, 'X-Auth-Expires': {} } }, '200: the identity headers')
   t.match(verify?.responses['401'], { headers: { 'WWW-Authenticate': {} } }, '401: the challenge')
   t.ok(verify?.responses['503'] !== undefined, '503 documented')
+})
+
+t.test('introspection is documented: the form token, the RFC 7662 answer, 401 with a Basic challenge', async (t) => {
+  const introspect = doc.paths['/auth/introspect']?.post
+  t.match(introspect?.description, /RFC 7662|active/, 'says what it answers')
+  t.match(introspect?.responses['200']?.content?.['application/json']?.schema, { properties: { active: {}, sub: {}, username: {}, exp: {}, iat: {}, token_type: {} } }, '200: the RFC fields')
+  t.match(introspect?.responses['401'], { headers: { 'WWW-Authenticate': {} } }, '401: the Basic challenge')
+  t.ok(introspect?.requestBody !== undefined, 'a request body')
 })
 
 t.test('every operation has a summary and a tag', async (t) => {
