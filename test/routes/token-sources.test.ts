@@ -143,3 +143,18 @@ t.test('two different AuthToken1 cookies: never first-wins, no cookie token at a
   await flushed()
   t.equal(log.accessLine(clean.headers['x-request-id'])?.detail, undefined, 'a single cookie logs no reason')
 })
+
+t.test('/auth/verify logs why it refused, and never a token', async (t) => {
+  const token = await fresh()
+  const passed = await app.inject({ method: 'GET', url: `/auth/verify/orders?token=${token}` })
+  t.equal(passed.statusCode, 200, 'a query token passes')
+  const ambiguous = await app.inject({ method: 'GET', url: '/auth/verify', headers: { cookie: `AuthToken1=${token}; AuthToken1=${unknownToken()}` } })
+  const untrusted = await app.inject({ method: 'GET', url: '/auth/verify', headers: { 'x-original-uri': `/orders?token=${token}` } })
+  const malformed = await app.inject({ method: 'GET', url: '/auth/verify', headers: { authorization: 'Bearer a b' } })
+  await flushed()
+  t.match(log.accessLine(passed.headers['x-request-id']), { statusCode: 200, route: '/auth/verify/*', req: { url: '/auth/verify/*?token=[redacted]' } }, 'the pass: its route, the token redacted')
+  t.match(log.accessLine(ambiguous.headers['x-request-id']), { statusCode: 401, detail: 'AuthToken1 cookie given more than once' }, 'two cookies')
+  t.match(log.accessLine(untrusted.headers['x-request-id']), { statusCode: 401, detail: 'X-Forwarded-Uri or X-Original-URI sent by an untrusted client, ignored' }, 'an original URI from an untrusted caller')
+  t.match(log.accessLine(malformed.headers['x-request-id']), { statusCode: 401, detail: 'Authorization header is not a valid Bearer credential' }, 'a malformed Bearer header')
+  t.notMatch(JSON.stringify(log.lines), token, 'no token in any line')
+})
