@@ -82,7 +82,7 @@ export async function startNginx (scope: Scope, serviceOrigin: string, upstream:
   requireBinary('/usr/sbin/nginx', 'nginx')
   const dir = await tempDir(scope, 'ats-nginx-')
   const port = await freePort()
-  const shipped = await readFile(join(process.cwd(), 'deploy/nginx-forward-auth.conf'), 'utf8')
+  const shipped = await readFile(new URL('../../deploy/nginx-forward-auth.conf', import.meta.url), 'utf8')
   const site = shipped
     .replace(/upstream auth_verify \{[^}]*\}/, `upstream auth_verify {\n    server ${serviceOrigin.replace(/^http:\/\//, '')};\n    keepalive 16;\n}`)
     .replace(/upstream protected_app \{[^}]*\}/, `upstream protected_app {\n    server ${upstream.origin.replace(/^http:\/\//, '')};\n}`)
@@ -111,7 +111,7 @@ export async function startCaddy (scope: Scope, serviceOrigin: string, upstream:
   requireBinary('/usr/bin/caddy', 'caddy')
   const dir = await tempDir(scope, 'ats-caddy-')
   const port = await freePort()
-  const shipped = await readFile(join(process.cwd(), 'deploy/Caddyfile'), 'utf8')
+  const shipped = await readFile(new URL('../../deploy/Caddyfile', import.meta.url), 'utf8')
   // The test's own global options: no admin endpoint (nothing saved either), no certificates.
   await writeFile(join(dir, 'Caddyfile'), `{\n\tadmin off\n\tauto_https off\n}\n\n${shipped}`)
   const origin = `http://127.0.0.1:${port}`
