@@ -317,7 +317,8 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
       .header('x-request-id', request.id)
     // HTTP/1.1 requires Host (RFC 9112 §3.2); answered with our 400 rather than Node's empty one.
     const refused = (request.query as ParsedQuery)[REFUSED_QUERY]
-    if (refused !== undefined) done(badRequest(refused))
+    // A route that reads its query itself (forward-auth: the query is the protected upstream's) says so in its config.
+    if (refused !== undefined && request.routeOptions.config.ownQuery !== true) done(badRequest(refused))
     else if (request.headers.host === undefined && request.raw.httpVersion === '1.1') done(badRequest(reasons.hostRequired()))
     else done()
   })

@@ -7,7 +7,6 @@ import type { TrustProxy } from '../config.js'
 import { noteRefusal } from '../http/refusal-log.js'
 import { AMBIGUOUS_COOKIE, bearerToken, cookieToken, TokenRefusal, type Presented } from '../http/token-source.js'
 import { reasons } from '../lib/bad-request.js'
-import { MalformedFormError, parseFormEncoded } from '../lib/form-encoding.js'
 import { StatusError } from '../lib/status.js'
 import { formatExpirationDate } from '../lib/time.js'
 import { ERROR_ANSWERS, EXAMPLE_EXPIRATION, EXAMPLE_USERNAME } from '../schemas.js'
@@ -19,6 +18,13 @@ import { ERROR_ANSWERS, EXAMPLE_EXPIRATION, EXAMPLE_USERNAME } from '../schemas.
  * the original path). The answer is made in the route's onRequest hook, so the body is never
  * parsed (gateways send the client's method, and some its body).
  */
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route reads its query itself: a query the strict parser refused is not a 400 before it runs. */
+    ownQuery?: boolean
+  }
+}
 
 export interface VerifyRoutesOptions {
   auth: AuthService
@@ -36,21 +42,35 @@ export function callerTrusted (trustProxy: TrustProxy): (address: string | undef
   return (address) => address !== undefined && trust(address, 0)
 }
 
-/** The `token` query parameter of a URL (a path with its query); two values are ambiguous, a broken query has none. */
+function formDecoded (text: string): string | undefined {
+  try {
+    return decodeURIComponent(text.replaceAll('+', ' '))
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The `token` query parameter of a URL (a path with its query). Only `token` is looked at: the
+ * rest of the query is the upstream's business, so a parameter the service's own strict parser
+ * would refuse (Latin-1 percent-encoding, say) does not hide the token. Two values are ambiguous.
+ */
 function queryToken (uri: string): Presented {
   const q = uri.indexOf('?')
   if (q < 0) return undefined
   const hash = uri.indexOf('#', q)
-  let params
-  try {
-    params = parseFormEncoded(uri.slice(q + 1, hash < 0 ? undefined : hash))
-  } catch (error) {
-    if (error instanceof MalformedFormError) return undefined
-    throw error
+  const query = uri.slice(q + 1, hash < 0 ? undefined : hash)
+  let found: string | undefined
+  for (const piece of query.split('&')) {
+    const equals = piece.indexOf('=')
+    if (equals < 0 || formDecoded(piece.slice(0, equals)) !== 'token') continue
+    const value = formDecoded(piece.slice(equals + 1))
+    // An undecodable value could not be a token (ours are base64url).
+    if (value === undefined || value === '') continue
+    if (found !== undefined && found !== value) return AMBIGUOUS_QUERY
+    found = value
   }
-  const value = params.token
-  if (value === undefined || value === '') return undefined
-  return typeof value === 'string' ? value : AMBIGUOUS_QUERY
+  return found
 }
 
 const AMBIGUOUS_QUERY = new TokenRefusal('malformed-parameter', reasons.givenMoreThanOnce('token'))
@@ -150,7 +170,8 @@ export const verifyRoutes: FastifyPluginAsyncTypebox<VerifyRoutesOptions> = asyn
   const others = app.supportedMethods.filter((method) => method !== 'GET') as HTTPMethods[]
   for (const url of ['/auth/verify', '/auth/verify/*']) {
     // GET is documented; the other methods and the sub-paths do the same (shown once).
-    app.route({ method: 'GET', url, schema: url === '/auth/verify' ? schema : { hide: true }, onRequest: verify, handler: never })
-    app.route({ method: others, url, schema: { hide: true }, onRequest: verify, handler: never })
+    // ownQuery: the query the gateway carries over is the protected service's, not to be refused by our strict parser.
+    app.route({ method: 'GET', url, schema: url === '/auth/verify' ? schema : { hide: true }, config: { ownQuery: true }, onRequest: verify, handler: never })
+    app.route({ method: others, url, schema: { hide: true }, config: { ownQuery: true }, onRequest: verify, handler: never })
   }
 }
