@@ -10,6 +10,7 @@ import { accessLineWriter, logsInfo, RequestLogger, type AccessLineWriter, type 
 import { batchedStdout, type BatchedDestination } from './lib/log-destination.js'
 import { MalformedFormError, parseFormEncoded, type FormParams } from './lib/form-encoding.js'
 import { redactUrl } from './lib/redact.js'
+import { refusalOf } from './http/refusal-log.js'
 import { fastifyErrorReason, httpParserReason, malformedFormReason, reasons, type Reason } from './lib/bad-request.js'
 import { badRequest, internalError, notFound, StatusError, statusErrorForHttp, UnavailableError, type Unavailable } from './lib/status.js'
 import { createThrottledLog } from './lib/throttled-log.js'
@@ -20,6 +21,8 @@ import { authenticateRoutes } from './routes/authenticate.js'
 import { EMPTY_BODY, refuseOtherMethods } from './routes/http.js'
 import { loginRoutes } from './routes/login.js'
 import { logoutRoutes } from './routes/logout.js'
+import { verifyRoutes } from './routes/verify.js'
+import { introspectRoutes } from './routes/introspect.js'
 import { revocationRoutes } from './routes/revocations.js'
 import { healthRoutes } from './routes/health.js'
 import { registerOpenApi, registerOpenApiRoutes } from './routes/openapi.js'
@@ -83,8 +86,8 @@ class OneLinePerRequest extends LogController {
     this.observe?.(route, request.method, reply.statusCode, responseTime / 1000)
     if (error === null || error === undefined) {
       const statusCode = reply.statusCode
-      // Looked up for a 400 only: the other answers carry no detail.
-      const detail = statusCode === 400 ? BAD_REQUEST_DETAILS.get(request) : undefined
+      // A 400 says its detail; a refusal whose answer says nothing may still tell the log why (http/refusal-log.ts).
+      const detail = (statusCode === 400 ? BAD_REQUEST_DETAILS.get(request) : undefined) ?? refusalOf(request)
       if (this.writeLine === undefined) {
         reply.log.info({ req: request, route, statusCode, detail, responseTime }, 'request completed')
       } else if (logsInfo(reply.log.level)) {
@@ -318,7 +321,8 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
       .header('x-request-id', request.id)
     // HTTP/1.1 requires Host (RFC 9112 §3.2); answered with our 400 rather than Node's empty one.
     const refused = (request.query as ParsedQuery)[REFUSED_QUERY]
-    if (refused !== undefined) done(badRequest(refused))
+    // A route that reads its query itself (forward-auth: the query is the protected upstream's) says so in its config.
+    if (refused !== undefined && request.routeOptions.config.ownQuery !== true) done(badRequest(refused))
     else if (request.headers.host === undefined && request.raw.httpVersion === '1.1') done(badRequest(reasons.hostRequired()))
     else if (hasSeveralHosts(request.raw.rawHeaders)) done(badRequest(reasons.hostGivenMoreThanOnce()))
     else done()
@@ -368,6 +372,8 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   await app.register(loginRoutes, { auth, config })
   await app.register(authenticateRoutes, { auth })
   await app.register(logoutRoutes, { auth, config })
+  await app.register(verifyRoutes, { auth, trustProxy: config.trustProxy })
+  await app.register(introspectRoutes, { auth, config })
   // Outside production the public port keeps the internal surfaces too (a first run); never in production.
   const internals = publicServesInternals(config)
   if (internals) {

@@ -6,8 +6,9 @@ import { reasons } from '../lib/bad-request.js'
 import { badRequest, StatusError, SUCCESS, type StatusBody } from '../lib/status.js'
 import { formatExpirationDate } from '../lib/time.js'
 import { AuthenticateParamsSchema, AuthenticateSuccessSchema, errorResponses, PADDING_PARAMETER_NAMES, TokenPathSchema, type AuthenticateParams } from '../schemas.js'
-import { EMPTY_BODY, refuseOtherMethods, tokenCookie } from './http.js'
+import { EMPTY_BODY, refuseOtherMethods } from './http.js'
 import { paddingNameRefusal } from '../http/padding-names.js'
+import { routeToken } from './presented-token.js'
 
 export interface AuthenticateRoutesOptions {
   auth: AuthService
@@ -49,7 +50,8 @@ export const authenticateRoutes: FastifyPluginAsyncTypebox<AuthenticateRoutesOpt
   const docs = {
     tags: ['tokens'],
     summary: 'Authenticate: is the token active?',
-    description: 'The token from the path, the token parameter (query or, on POST, body) or the AuthToken1 cookie, in that order. ' +
+    description: 'The token from the path, the token parameter (query or, on POST, body), Authorization: Bearer or the AuthToken1 cookie, in that order ' +
+      '(two different AuthToken1 values: no cookie token; a malformed Authorization header: 400). ' +
       'With a padding-function parameter (jsonpFunction, jsopFunction, jsonpFormat or callback) the answer is ' +
       '`function <name>() {return <status object>;}` as application/javascript, always HTTP 200. Never extends a token.'
   }
@@ -64,10 +66,10 @@ export const authenticateRoutes: FastifyPluginAsyncTypebox<AuthenticateRoutesOpt
   })
 
   // Not async: the hot path returns the store's promise chained once, no frame awaiting it.
-  function answer (request: FastifyRequest, reply: FastifyReply, params: AuthenticateParams, pathToken: string | undefined) {
+  function answer (request: FastifyRequest, reply: FastifyReply, params: AuthenticateParams) {
     const padding = paddingFunction(params)
-    // Path segment, then `token` parameter, then the cookie (contract).
-    const token = pathToken ?? params.token ?? tokenCookie(request)
+    // Path segment, then `token` parameter, then Bearer, then the cookie (contract).
+    const token = routeToken(request)
     if (padding === undefined) return auth.authenticate(token).then(success)
     // Sent here, so the promise settles with nothing for Fastify to send.
     return auth.authenticate(token).then(
@@ -88,13 +90,13 @@ export const authenticateRoutes: FastifyPluginAsyncTypebox<AuthenticateRoutesOpt
   }
 
   app.get('/auth/Authenticate', { schema: { ...docs, querystring: AuthenticateParamsSchema, response } },
-    (request, reply) => answer(request, reply, request.query, undefined))
+    (request, reply) => answer(request, reply, request.query))
   app.get('/auth/Authenticate/:token', { schema: { ...docs, params: TokenPathSchema, querystring: AuthenticateParamsSchema, response } },
-    (request, reply) => answer(request, reply, request.query, request.params.token))
+    (request, reply) => answer(request, reply, request.query))
   app.post('/auth/Authenticate', { schema: { ...docs, querystring: AuthenticateParamsSchema, body: AuthenticateParamsSchema, response: responseWithBody } },
-    (request, reply) => answer(request, reply, merged(request.query, request.body), undefined))
+    (request, reply) => answer(request, reply, merged(request.query, request.body)))
   app.post('/auth/Authenticate/:token', { schema: { ...docs, params: TokenPathSchema, querystring: AuthenticateParamsSchema, body: AuthenticateParamsSchema, response: responseWithBody } },
-    (request, reply) => answer(request, reply, merged(request.query, request.body), request.params.token))
+    (request, reply) => answer(request, reply, merged(request.query, request.body)))
   refuseOtherMethods(app, '/auth/Authenticate', ['GET', 'POST'])
   refuseOtherMethods(app, '/auth/Authenticate/:token', ['GET', 'POST'])
 }

@@ -1,4 +1,4 @@
-import { fastifyCookie, type CookieSerializeOptions } from '@fastify/cookie'
+import type { CookieSerializeOptions } from '@fastify/cookie'
 import type { FastifyInstance, FastifyRequest, HTTPMethods } from 'fastify'
 import type { ClientContext } from '../auth.js'
 import type { Config } from '../config.js'
@@ -8,17 +8,7 @@ import { methodNotAllowed } from '../lib/status.js'
 export const EMPTY_BODY: Readonly<Record<string, never>> = Object.freeze({})
 
 /** The cookie that carries the token (spec §2). */
-export const TOKEN_COOKIE = 'AuthToken1'
-
-/**
- * The `AuthToken1` cookie of a request, parsed as @fastify/cookie parses it. Routes that
- * only read the cookie use this instead of the plugin, whose two hooks would run on every
- * request of the hot path; the routes that set it (Login, Logout) register the plugin.
- */
-export function tokenCookie (request: FastifyRequest): string | undefined {
-  const header = request.headers.cookie
-  return header === undefined || header === '' ? undefined : fastifyCookie.parse(header)[TOKEN_COOKIE]
-}
+export { TOKEN_COOKIE } from '../http/token-source.js'
 
 /** Attributes shared by setting and clearing the cookie: a clear only works with the same ones. */
 export function tokenCookieOptions (config: Pick<Config, 'cookieSecure' | 'cookieDomain'>): CookieSerializeOptions {
