@@ -19,7 +19,7 @@ const UNAUTHORIZED = JSON.stringify({ status: 401, message: 'Unauthorized' })
 const testApp = await buildTestApp(t, 'real')
 const { app } = testApp
 await testApp.addUser('alice', 'pw')
-await testApp.addUser('José Ωmega', 'pw')
+await testApp.addUser('josé.ωmega', 'pw')
 const fresh = async (): Promise<string> => await tokenFor(t, app, 'alice', 'pw')
 const aliceId = (await app.accounts.list()).find((account) => account.username === 'alice')?.id
 
@@ -48,10 +48,10 @@ t.test('each source passes, with the identity in headers', async (t) => {
   assertPass(t, await app.inject({ method: 'GET', url: '/auth/verify', headers: { cookie: `theme=dark; AuthToken1=${token}` } }), 'cookie')
   assertPass(t, await app.inject({ method: 'GET', url: `/auth/verify?token=${token}` }), 'query of the request itself (Envoy, nginx carry the original one)')
   assertPass(t, await app.inject({ method: 'GET', url: `/auth/verify/orders/7?page=2&token=${token}` }), 'query below a sub-path')
-  const jose = await tokenFor(t, app, 'José Ωmega', 'pw')
+  const jose = await tokenFor(t, app, 'josé.ωmega', 'pw')
   const res = await app.inject({ method: 'GET', url: '/auth/verify', headers: { authorization: `Bearer ${jose}` } })
-  assertPass(t, res, 'a non-ASCII username', 'José Ωmega')
-  t.equal(decodeURIComponent(String(res.headers['x-auth-user'])), 'José Ωmega', 'X-Auth-User decodes to the username')
+  assertPass(t, res, 'a non-ASCII username', 'josé.ωmega')
+  t.equal(decodeURIComponent(String(res.headers['x-auth-user'])), 'josé.ωmega', 'X-Auth-User decodes to the username')
 })
 
 t.test('the order: Bearer, then cookie, then the original URL', async (t) => {
