@@ -1,20 +1,22 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig, type Config } from '../config.js'
-import { openDatabase } from '../db/open.js'
 import { assertDataDirFree, DataDirBusyError, DataDirLockError } from '../db/data-dir-lock.js'
-import { migrate } from '../db/migrate.js'
 import type { Database } from '../db/queryable.js'
 import { StatusError } from '../lib/status.js'
-import { createAccountAdmin, type AccountAdmin } from '../accounts.js'
-import { createPasswordHasher } from '../lib/passwords.js'
-import { assertMigrated, openAuditLog, openTokenStore, NotMigratedError } from '../backends.js'
+import type { AccountAdmin } from '../accounts.js'
 import type { TokenStore } from '../stores/token-store.js'
 import type { AuditLog } from '../stores/audit-log.js'
-import { createMemoryTokenStore } from '../stores/memory-token-store.js'
-import { createSqlUserStore } from '../stores/user-store.js'
 import { escapeControlCharacters } from '../lib/text.js'
 import { readPassword } from './read-password.js'
+
+// The drivers (pg, PGlite, ioredis, ldapts) and argon2 are loaded by the command that uses
+// them, not at start: loaded up front they cost every run 0.2 s of CPU, --help and a usage
+// error included (the tests run the CLI dozens of times; an operator's script may too).
+const openDatabase = async (...args: Parameters<typeof import('../db/open.js').openDatabase>): Promise<Database> =>
+  await (await import('../db/open.js')).openDatabase(...args)
+const migrate = async (database: Database): Promise<{ applied: string[] }> => await (await import('../db/migrate.js')).migrate(database)
+const backends = async (): Promise<typeof import('../backends.js')> => await import('../backends.js')
 
 const USAGE = `usage: auth-token-service <command>
 
@@ -134,9 +136,9 @@ async function openConnectedTokenStore (config: Config, database: Database): Pro
       process.stderr.write('warning: REDIS_URL is not set: tokens live inside the serving process, which this command cannot reach; ' +
         'restart a running service to end them\n')
     }
-    return openTokenStore(config, quietLog)
+    return (await backends()).openTokenStore(config, quietLog)
   }
-  const store = openTokenStore(config, quietLog)
+  const store = (await backends()).openTokenStore(config, quietLog)
   if (!('ready' in store)) return store
   const waitMs = Math.max(2000, 4 * config.redisCommandTimeoutMs)
   let timer: NodeJS.Timeout | undefined
@@ -162,6 +164,8 @@ async function withAccounts<T> (config: Config, command: string, endsTokens: boo
   const database = await openDatabase(config, { command })
   let tokens: TokenStore | undefined
   try {
+    const [{ assertMigrated, openAuditLog }, { createAccountAdmin }, { createPasswordHasher }, { createMemoryTokenStore }, { createSqlUserStore }] =
+      await Promise.all([backends(), import('../accounts.js'), import('../lib/passwords.js'), import('../stores/memory-token-store.js'), import('../stores/user-store.js')])
     try {
       if (database.kind === 'pglite') await migrate(database)
       else await assertMigrated(database)
@@ -289,7 +293,8 @@ function describe (error: unknown): { message: string, code: number } {
   if (error instanceof UsageError) return { message: `${error.message}\n${USAGE}`, code: 2 }
   if (error instanceof Failure) return { message: error.message, code: 1 }
   if (error instanceof ConfigError) return { message: `configuration error: ${error.message}`, code: 1 }
-  if (error instanceof NotMigratedError || error instanceof DataDirBusyError || error instanceof DataDirLockError) return { message: error.message, code: 1 }
+  // NotMigratedError by its name: backends.js (where it is defined) is loaded only by the commands that need it.
+  if ((error instanceof Error && error.name === 'NotMigratedError') || error instanceof DataDirBusyError || error instanceof DataDirLockError) return { message: error.message, code: 1 }
   if (error instanceof StatusError) {
     const messages: Record<number, string> = {
       400: 'invalid username or password (username 1-256 characters, password 1-1024 bytes)',
