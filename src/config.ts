@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os'
 import type { Argon2Policy, HashingLimits } from './lib/passwords.js'
-import { DEFAULT_KEY_PREFIX, type RedisTopology } from './stores/redis-client.js'
+import { DEFAULT_KEY_PREFIX } from './stores/key-prefix.js'
+import type { RedisTopology } from './stores/redis-client.js'
 import { DEFAULT_LOG_BUFFER_BYTES, LOG_FLUSH_BYTES } from './lib/log-destination.js'
 import type { LdapConfig } from './federation/ldap-directory.js'
 

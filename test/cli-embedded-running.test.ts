@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { adminEvents, ADMIN, ALICE, authenticate, cli, LOCK_FILES, lockFiles, login, rows } from './helpers/embedded-cli.js'
 import { CLI, startService, tempDir } from './helpers/throwaway-servers.js'
+import { seedMigratedDataDir } from './helpers/pglite-template.js'
 
 /*
  * The command line beside a running service on the embedded database, as an operator
@@ -27,7 +28,8 @@ const COMMANDS: Array<[string[], string]> = [
 ]
 
 t.test('while the service runs on an embedded data directory', async (t) => {
-  const dataDir = join(await tempDir(t, 'ats-cli-running-'), 'data')
+  // Seeded with a migrated database: making one is not what this file tests (embedded.test.ts does).
+  const dataDir = await seedMigratedDataDir(join(await tempDir(t, 'ats-cli-running-'), 'data'))
   const env = { AUTH_DATA_DIR: dataDir, LOG_LEVEL: 'warn' }
   const service = await startService(t, { ...env, AUTH_BOOTSTRAP_USERNAME: ADMIN.username, AUTH_BOOTSTRAP_PASSWORD: ADMIN.password })
 

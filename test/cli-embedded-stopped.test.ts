@@ -2,6 +2,7 @@ import t from 'tap'
 import { join } from 'node:path'
 import { adminEvents, ALICE, cli, LOCK_FILES, lockFiles, login, rows } from './helpers/embedded-cli.js'
 import { startService, tempDir, type ServiceProcess } from './helpers/throwaway-servers.js'
+import { seedMigratedDataDir } from './helpers/pglite-template.js'
 
 /*
  * The command line on an embedded data directory whose service is stopped, or was
@@ -11,7 +12,8 @@ import { startService, tempDir, type ServiceProcess } from './helpers/throwaway-
  */
 
 t.test('with the service stopped or killed', async (t) => {
-  const dataDir = join(await tempDir(t, 'ats-cli-stopped-'), 'data')
+  // Seeded with a migrated database: making one is not what this file tests (embedded.test.ts does).
+  const dataDir = await seedMigratedDataDir(join(await tempDir(t, 'ats-cli-stopped-'), 'data'))
   const env = { AUTH_DATA_DIR: dataDir, LOG_LEVEL: 'warn' }
   let service: ServiceProcess | undefined
 

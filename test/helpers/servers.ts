@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import { Socket } from 'node:net'
-import pg from 'pg'
 import { Redis } from 'ioredis'
 import type { Test } from 'tap'
+import { takePooledDatabase } from './postgres-pool.js'
 
 /**
  * Real servers for the tests. The running Redis and Postgres are used (override with
@@ -44,23 +44,13 @@ export function uniqueName (prefix: string): string {
   return `${prefix}_${randomBytes(6).toString('hex')}`
 }
 
-/** A fresh, empty Postgres database for one test, dropped at its end. Returns its URL. */
+/**
+ * An empty Postgres database for one test, its own until the test ends. Returns its URL.
+ * Taken from a pool of reused databases, emptied when taken (postgres-pool.ts): creating
+ * and dropping one cost seconds each time.
+ */
 export async function freshPostgresDatabase (t: Test): Promise<string> {
-  const adminUrl = await requirePostgres()
-  const name = uniqueName('ats_test')
-  const admin = new pg.Client({ connectionString: adminUrl })
-  await admin.connect()
-  await admin.query(`CREATE DATABASE ${name}`)
-  await admin.end()
-  t.teardown(async () => {
-    const dropper = new pg.Client({ connectionString: adminUrl })
-    await dropper.connect()
-    await dropper.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
-    await dropper.end()
-  })
-  const url = new URL(adminUrl)
-  url.pathname = `/${name}`
-  return url.toString()
+  return await takePooledDatabase(t, await requirePostgres())
 }
 
 /** A key prefix of its own for one test on the shared Redis; its keys are deleted at the end. */
