@@ -17,7 +17,7 @@ import { ACCOUNT } from '../helpers/throwaway-checks.js'
  * token written after it: the window the race needs, wide open on purpose.
  */
 
-const ALICE = { username: 'alice', password: 'alice old secret', changed: 'alice new secret' }
+const ALICE = { username: 'alice', password: 'her old secret, long enough', changed: 'her new secret, long enough' }
 const ROUNDS = 3
 const WAVE = 4
 const WAVE_EVERY_MS = 40

@@ -24,7 +24,7 @@ import { ACCOUNT } from '../helpers/throwaway-checks.js'
  */
 
 const TOKENS = 150_000
-const ALICE = { username: 'alice', password: 'alice secret password' }
+const ALICE = { username: 'alice', password: 'a secret of her own, long enough' }
 
 t.test(`sessions revoke of an account holding ${TOKENS.toLocaleString('en')} tokens`, async (t) => {
   const postgres = await startThrowawayPostgres(t)
