@@ -160,6 +160,7 @@ export function defineScenarios (context: ScenarioContext): Scenario[] {
     ceiling('one-get-form', 'POST /auth/Authenticate with the form body token=', shapes.form(oneGetAuthenticate)),
     ceiling('one-get-cookie-get', 'GET /auth/Authenticate with the cookie', shapes['cookie-get'](oneGetAuthenticate)),
     ceiling('one-get-cookie-post', 'POST /auth/Authenticate with the cookie, no body', shapes['cookie-post'](oneGetAuthenticate)),
+    ceiling('one-get-verify-bearer', 'GET /auth/verify with Authorization: Bearer', { url: `${origins.oneGet}/auth/verify`, headers: bearer, expectedStatuses: [200] }),
     { id: 'orders-unguarded', server: 'ordersUnguarded', group: 'ceilings', besideOnly: true, title: 'Ceiling: orders-service GET /orders without the guard', baseline: 'bare', load: { url: `${origins.ordersUnguarded}/orders`, headers: bearer, expectedStatuses: [200] } },
 
     source('auth-path-get', 'token in path, GET', 'one-get-path-get', shapes['path-get'](authenticate)),
@@ -168,6 +169,8 @@ export function defineScenarios (context: ScenarioContext): Scenario[] {
     source('auth-form-post', 'token in form body, POST', 'one-get-form', shapes.form(authenticate)),
     source('auth-cookie-get', 'token in cookie, GET', 'one-get-cookie-get', shapes['cookie-get'](authenticate)),
     source('auth-cookie-post', 'token in cookie, POST', 'one-get-cookie-post', shapes['cookie-post'](authenticate)),
+    // Forward-auth as a gateway asks it (issue 22): one store read, like Authenticate, answered in onRequest.
+    { id: 'verify-bearer', server: 'service', group: 'authenticate', paired: ['one-get-verify-bearer', 'jwt'], title: 'Forward-auth /auth/verify, Bearer, GET', baseline: 'one-get-verify-bearer', load: { url: `${origins.service}/auth/verify`, headers: bearer, expectedStatuses: [200] } },
     { id: 'auth-unknown', server: 'service', group: 'authenticate', paired: ['one-get-query'], title: 'Authenticate, unknown token (403)', baseline: 'one-get-query', load: { url: `${authenticate}?token=${context.unknownToken}`, expectedStatuses: [403] } },
 
     { id: 'login-success', server: 'service', group: 'login', minSeconds: 1, title: 'Login, right password', baseline: ownArgon2, load: loginSpec(context, context.password, 200) },

@@ -15,10 +15,12 @@ import { registerMetricsRoute } from './metrics/route.js'
 import { configuredPasswordPolicy } from './passwords/policy.js'
 import { authenticateRoutes } from './routes/authenticate.js'
 import { healthRoutes } from './routes/health.js'
+import { introspectRoutes } from './routes/introspect.js'
 import { loginRoutes } from './routes/login.js'
 import { logoutRoutes } from './routes/logout.js'
 import { registerOpenApi, registerOpenApiRoutes } from './routes/openapi.js'
 import { revocationRoutes } from './routes/revocations.js'
+import { verifyRoutes } from './routes/verify.js'
 import { PACKAGE_VERSION } from './version.js'
 
 declare module 'fastify' {
@@ -93,6 +95,8 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   await app.register(loginRoutes, { auth, config })
   await app.register(authenticateRoutes, { auth })
   await app.register(logoutRoutes, { auth, config })
+  await app.register(verifyRoutes, { auth, trustProxy: config.trustProxy })
+  await app.register(introspectRoutes, { auth, config })
   // Outside production the public port keeps the internal surfaces too (a first run); never in production.
   const internals = publicServesInternals(config)
   if (internals) {

@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os'
 import type { Argon2Policy, HashingLimits } from './passwords/hasher.js'
-import { DEFAULT_KEY_PREFIX, type RedisTopology } from './stores/redis/client.js'
+import { DEFAULT_KEY_PREFIX } from './stores/key-prefix.js'
+import type { RedisTopology } from './stores/redis/client.js'
 import { DEFAULT_LOG_BUFFER_BYTES, LOG_FLUSH_BYTES } from './http/log-destination.js'
 import type { LdapConfig } from './federation/ldap-directory.js'
 
@@ -79,6 +80,14 @@ export interface Config {
   passwordMinLength: number
   /** Origins besides the service's own whose browser requests may log in and out (AUTH_ALLOWED_ORIGINS). */
   allowedOrigins: string[]
+  /** Who may call POST /auth/introspect (HTTP Basic); empty: the endpoint is off (404). */
+  introspectionClients: readonly IntrospectionClient[]
+}
+
+/** One AUTH_INTROSPECTION_CLIENTS entry: a client id and its secret. */
+export interface IntrospectionClient {
+  id: string
+  secret: string
 }
 
 export class ConfigError extends Error {
@@ -128,6 +137,28 @@ function url (env: Env, name: string, protocols: readonly string[]): string | un
     throw new ConfigError(name, `must start with ${protocols.map((p) => `${p}//`).join(' or ')}`)
   }
   return raw
+}
+
+/** Shortest client secret: introspection answers who holds any token, so a guessable secret would be a leak. */
+export const MIN_CLIENT_SECRET_LENGTH = 16
+
+/** AUTH_INTROSPECTION_CLIENTS: `id:secret,id:secret` (an id of URL-safe characters; a secret of 16 or more, no comma). */
+function introspectionClients (env: Env): IntrospectionClient[] {
+  const name = 'AUTH_INTROSPECTION_CLIENTS'
+  const raw = present(env, name)
+  if (raw === undefined) return []
+  const clients: IntrospectionClient[] = []
+  for (const entry of raw.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+    const colon = entry.indexOf(':')
+    const id = colon < 0 ? entry : entry.slice(0, colon)
+    const secret = colon < 0 ? '' : entry.slice(colon + 1)
+    // The id may be logged and named in errors; the secret never is.
+    if (!/^[A-Za-z0-9._~-]{1,64}$/.test(id)) throw new ConfigError(name, 'expected id:secret pairs, the id 1-64 of A-Z a-z 0-9 . _ ~ -')
+    if (secret.length < MIN_CLIENT_SECRET_LENGTH) throw new ConfigError(name, `the secret of client "${id}" is shorter than ${MIN_CLIENT_SECRET_LENGTH} characters`)
+    if (clients.some((client) => client.id === id)) throw new ConfigError(name, `client "${id}" is given twice`)
+    clients.push({ id, secret })
+  }
+  return clients
 }
 
 function trustProxy (env: Env): TrustProxy {
@@ -329,6 +360,7 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     allowedOrigins: origins(env, 'AUTH_ALLOWED_ORIGINS'),
     // NIST SP 800-63B: at least 8; 64 is the most a policy may ask (verifiers must take at least 64).
     passwordMinLength: integer(env, 'AUTH_PASSWORD_MIN_LENGTH', 8, 8, 64),
+    introspectionClients: introspectionClients(env),
     ...overrides
   }
   if (config.shutdownDelayMs >= config.shutdownTimeoutMs) {

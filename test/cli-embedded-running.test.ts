@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { adminEvents, ADMIN, ALICE, authenticate, cli, LOCK_FILES, lockFiles, login, rows } from './support/embedded-cli.js'
 import { CLI, startService } from '../support/service.js'
 import { tempDir } from '../support/processes.js'
+import { seedMigratedDataDir } from './support/pglite-template.js'
 
 /*
  * The command line beside a running service on the embedded database, as an operator
@@ -28,7 +29,8 @@ const COMMANDS: Array<[string[], string]> = [
 ]
 
 t.test('while the service runs on an embedded data directory', async (t) => {
-  const dataDir = join(await tempDir(t, 'ats-cli-running-'), 'data')
+  // Seeded with a migrated database: making one is not what this file tests (embedded.test.ts does).
+  const dataDir = await seedMigratedDataDir(join(await tempDir(t, 'ats-cli-running-'), 'data'))
   const env = { AUTH_DATA_DIR: dataDir, LOG_LEVEL: 'warn' }
   const service = await startService(t, { ...env, AUTH_BOOTSTRAP_USERNAME: ADMIN.username, AUTH_BOOTSTRAP_PASSWORD: ADMIN.password })
 

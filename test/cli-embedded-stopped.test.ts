@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import { adminEvents, ALICE, cli, LOCK_FILES, lockFiles, login, rows } from './support/embedded-cli.js'
 import { type ServiceProcess, startService } from '../support/service.js'
 import { tempDir } from '../support/processes.js'
+import { seedMigratedDataDir } from './support/pglite-template.js'
 
 /*
  * The command line on an embedded data directory whose service is stopped, or was
@@ -12,7 +13,8 @@ import { tempDir } from '../support/processes.js'
  */
 
 t.test('with the service stopped or killed', async (t) => {
-  const dataDir = join(await tempDir(t, 'ats-cli-stopped-'), 'data')
+  // Seeded with a migrated database: making one is not what this file tests (embedded.test.ts does).
+  const dataDir = await seedMigratedDataDir(join(await tempDir(t, 'ats-cli-stopped-'), 'data'))
   const env = { AUTH_DATA_DIR: dataDir, LOG_LEVEL: 'warn' }
   let service: ServiceProcess | undefined
 

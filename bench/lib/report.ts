@@ -173,6 +173,8 @@ export function summarize (all: ScenarioRuns[]): Row[] {
 }
 
 export const AUTHENTICATE_SOURCES = ['auth-path-get', 'auth-path-post', 'auth-query-get', 'auth-form-post', 'auth-cookie-get', 'auth-cookie-post']
+/** Forward-auth, held to Authenticate's targets against the one-GET route of its own request shape. */
+export const VERIFY_SOURCES = ['verify-bearer']
 
 /**
  * How far the p99 of the requests sent while the log reader was stopped may exceed the p99
@@ -228,6 +230,8 @@ export function checkTargets (rows: Row[], memory: MemoryFigure | undefined): Ta
   each("Authenticate: CPU µs per request ÷ its same-shape ceiling's (each token source)", AUTHENTICATE_SOURCES, 1.2, false, (row) => row.cpuRatio, 1.2)
   each("Authenticate: p99 ÷ its same-shape ceiling's p99 (each token source)", AUTHENTICATE_SOURCES, 1.5, false, (row) => row.p99Ratio)
   each("Authenticate: req/s ÷ the @fastify/jwt peer's (each token source)", AUTHENTICATE_SOURCES, 1, true, (row) => besideJwt(row, (sample) => sample.requestsPerSecond))
+  each("Forward-auth /auth/verify: CPU µs per request ÷ its same-shape ceiling's", VERIFY_SOURCES, 1.2, false, (row) => row.cpuRatio, 1.2)
+  each("Forward-auth /auth/verify: p99 ÷ its same-shape ceiling's p99", VERIFY_SOURCES, 1.5, false, (row) => row.p99Ratio)
   each("Guarded route, warm cache: CPU µs per request of the same route unguarded ÷ the guarded route's", ['guard-cached'], 0.9, true, (row) => {
     const base = row.paired?.['orders-unguarded']
     return base === undefined ? undefined : roundRatio(base, row.runs, (sample) => sample.cpuMicrosPerRequest)

@@ -25,4 +25,6 @@ app.get('/auth/Authenticate/:token', answer)
 app.post('/auth/Authenticate/:token', answer)
 app.get('/auth/Authenticate', answer)
 app.post('/auth/Authenticate', answer)
+// Forward-auth's request: GET /auth/verify with Authorization: Bearer (the shape gateways send).
+app.get('/auth/verify', answer)
 await listen(app, async () => { await redis.quit() })

@@ -7,7 +7,7 @@ import { hashToken, isTokenShaped } from '../tokens/token.js'
 import { DEFAULT_KEY_PREFIX, type RedisClient } from '../stores/redis/client.js'
 import type { TokenRecord } from '../tokens/record.js'
 import { createPositiveCache, type PositiveCache } from './cache.js'
-import { MALFORMED, presentedToken } from './token-source.js'
+import { presentedToken, TokenRefusal } from '../http/token-source.js'
 import { directVerifier, httpVerifier, type Verifier } from './verifiers.js'
 
 /**
@@ -192,8 +192,9 @@ const guard: FastifyPluginAsync<AuthTokenGuardOptions> = async (fastify, options
       refuse(reply, 401)
       return
     }
-    // Garbage never reaches the store (nor a key name): it could not be one of our tokens.
-    if (token === MALFORMED || !isTokenShaped(token)) {
+    // Garbage never reaches the store (nor a key name): it could not be one of our tokens. A
+    // refusal (a broken Bearer header, two AuthToken1 values) is no valid token: 403.
+    if (token instanceof TokenRefusal || !isTokenShaped(token)) {
       refuse(reply, 403)
       return
     }

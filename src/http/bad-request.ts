@@ -83,7 +83,11 @@ export const reasons = {
   passwordCommon: () => reason('password is on a list of common and breached passwords'),
   passwordHasUsername: () => reason('password contains the username'),
   usernameRefusedCharacter: () => reason('username holds a space, control, invisible or unassigned character'),
-  usernameCompatibilityCharacter: () => reason('username holds a compatibility character (a ligature, or a circled, superscript or styled letter)')
+  usernameCompatibilityCharacter: () => reason('username holds a compatibility character (a ligature, or a circled, superscript or styled letter)'),
+  authorizationNotBearer: () => reason('Authorization header is not a valid Bearer credential'),
+  // Log-only reasons of refusals whose answer carries no detail (a 403 or 401 is byte-identical).
+  cookieGivenMoreThanOnce: () => reason('AuthToken1 cookie given more than once'),
+  originalUriNotTrusted: () => reason('X-Forwarded-Uri or X-Original-URI sent by an untrusted client, ignored')
 } as const
 
 /** Why a query string or form body the strict parser refused is bad. */

@@ -7,6 +7,7 @@ import { accessLineWriter, logsInfo, RequestLogger, type AccessLineWriter, type 
 import { badRequestDetail } from './errors.js'
 import { batchedStdout } from './log-destination.js'
 import { redactUrl } from './redact.js'
+import { refusalOf } from './refusal-log.js'
 import { requestId } from './request-id.js'
 
 /** Counts one finished request (Metrics.observeRequest). */
@@ -38,8 +39,8 @@ class OneLinePerRequest extends LogController {
     this.observe(route, request.method, reply.statusCode, responseTime / 1000)
     if (error === null || error === undefined) {
       const statusCode = reply.statusCode
-      // Looked up for a 400 only: the other answers carry no detail.
-      const detail = statusCode === 400 ? badRequestDetail(request) : undefined
+      // A 400 says its detail; a refusal whose answer says nothing may still tell the log why (http/refusal-log.ts).
+      const detail = (statusCode === 400 ? badRequestDetail(request) : undefined) ?? refusalOf(request)
       if (this.writeLine === undefined) {
         reply.log.info({ req: request, route, statusCode, detail, responseTime }, 'request completed')
       } else if (logsInfo(reply.log.level)) {

@@ -16,7 +16,8 @@ export const everyRequest: onRequestHookHandler = (request, reply, done) => {
     .header('referrer-policy', 'no-referrer')
     .header('x-request-id', request.id)
   const refused = refusedQuery(request.query)
-  if (refused !== undefined) done(badRequest(refused))
+  // A route that reads its query itself (forward-auth: the query is the protected upstream's) says so in its config.
+  if (refused !== undefined && request.routeOptions.config.ownQuery !== true) done(badRequest(refused))
   // HTTP/1.1 requires Host (RFC 9112 §3.2); answered with our 400 rather than Node's empty one.
   else if (request.headers.host === undefined && request.raw.httpVersion === '1.1') done(badRequest(reasons.hostRequired()))
   else if (hasSeveralHosts(request.raw.rawHeaders)) done(badRequest(reasons.hostGivenMoreThanOnce()))

@@ -6,10 +6,10 @@ import { reasons } from '../http/bad-request.js'
 import { badRequest, StatusError, SUCCESS, type StatusBody } from '../http/status.js'
 import { formatExpirationDate } from '../tokens/time.js'
 import { AuthenticateParamsSchema, AuthenticateSuccessSchema, errorResponses, PADDING_PARAMETER_NAMES, TokenPathSchema, type AuthenticateParams } from '../schemas.js'
-import { tokenCookie } from '../http/cookie.js'
 import { EMPTY_BODY } from '../http/parsing.js'
 import { refuseOtherMethods } from '../http/methods.js'
 import { paddingNameRefusal } from '../http/padding-names.js'
+import { routeToken } from './presented-token.js'
 
 export interface AuthenticateRoutesOptions {
   auth: AuthService
@@ -51,7 +51,8 @@ export const authenticateRoutes: FastifyPluginAsyncTypebox<AuthenticateRoutesOpt
   const docs = {
     tags: ['tokens'],
     summary: 'Authenticate: is the token active?',
-    description: 'The token from the path, the token parameter (query or, on POST, body) or the AuthToken1 cookie, in that order. ' +
+    description: 'The token from the path, the token parameter (query or, on POST, body), Authorization: Bearer or the AuthToken1 cookie, in that order ' +
+      '(two different AuthToken1 values: no cookie token; a malformed Authorization header: 400). ' +
       'With a padding-function parameter (jsonpFunction, jsopFunction, jsonpFormat or callback) the answer is ' +
       '`function <name>() {return <status object>;}` as application/javascript, always HTTP 200. Never extends a token.'
   }
@@ -66,10 +67,10 @@ export const authenticateRoutes: FastifyPluginAsyncTypebox<AuthenticateRoutesOpt
   })
 
   // Not async: the hot path returns the store's promise chained once, no frame awaiting it.
-  function answer (request: FastifyRequest, reply: FastifyReply, params: AuthenticateParams, pathToken: string | undefined) {
+  function answer (request: FastifyRequest, reply: FastifyReply, params: AuthenticateParams) {
     const padding = paddingFunction(params)
-    // Path segment, then `token` parameter, then the cookie (contract).
-    const token = pathToken ?? params.token ?? tokenCookie(request)
+    // Path segment, then `token` parameter, then Bearer, then the cookie (contract).
+    const token = routeToken(request)
     if (padding === undefined) return auth.authenticate(token).then(success)
     // Sent here, so the promise settles with nothing for Fastify to send.
     return auth.authenticate(token).then(
@@ -90,13 +91,13 @@ export const authenticateRoutes: FastifyPluginAsyncTypebox<AuthenticateRoutesOpt
   }
 
   app.get('/auth/Authenticate', { schema: { ...docs, querystring: AuthenticateParamsSchema, response } },
-    (request, reply) => answer(request, reply, request.query, undefined))
+    (request, reply) => answer(request, reply, request.query))
   app.get('/auth/Authenticate/:token', { schema: { ...docs, params: TokenPathSchema, querystring: AuthenticateParamsSchema, response } },
-    (request, reply) => answer(request, reply, request.query, request.params.token))
+    (request, reply) => answer(request, reply, request.query))
   app.post('/auth/Authenticate', { schema: { ...docs, querystring: AuthenticateParamsSchema, body: AuthenticateParamsSchema, response: responseWithBody } },
-    (request, reply) => answer(request, reply, merged(request.query, request.body), undefined))
+    (request, reply) => answer(request, reply, merged(request.query, request.body)))
   app.post('/auth/Authenticate/:token', { schema: { ...docs, params: TokenPathSchema, querystring: AuthenticateParamsSchema, body: AuthenticateParamsSchema, response: responseWithBody } },
-    (request, reply) => answer(request, reply, merged(request.query, request.body), request.params.token))
+    (request, reply) => answer(request, reply, merged(request.query, request.body)))
   refuseOtherMethods(app, '/auth/Authenticate', ['GET', 'POST'])
   refuseOtherMethods(app, '/auth/Authenticate/:token', ['GET', 'POST'])
 }

@@ -11,6 +11,7 @@ import { tokenCookieOptions } from '../http/cookie.js'
 import { refuseOtherMethods } from '../http/methods.js'
 import { TOKEN_COOKIE } from '../tokens/cookie.js'
 import { clientOf } from './client-context.js'
+import { routeToken } from './presented-token.js'
 
 export interface LoginRoutesOptions {
   auth: AuthService
@@ -47,7 +48,7 @@ export const loginRoutes: FastifyPluginAsyncTypebox<LoginRoutesOptions> = async 
       tags: ['tokens'],
       summary: 'Login: a username and password for a token',
       description: 'username and password from the query string, a form body or a JSON body (a body value wins over the query). ' +
-        'Presenting an active token of the same account (token parameter or AuthToken1 cookie) refreshes it. ' +
+        'Presenting an active token of the same account (token parameter, Authorization: Bearer or AuthToken1 cookie) refreshes it. ' +
         'Sets the AuthToken1 cookie (in this page too: Authenticate and Logout then work without a token). ' +
         'Bad credentials: HTTP 401 with status 701; too many failures: 429 with Retry-After.',
       querystring: LoginParamsSchema,
@@ -61,7 +62,7 @@ export const loginRoutes: FastifyPluginAsyncTypebox<LoginRoutesOptions> = async 
     return await login(request, reply,
       body.username ?? query.username,
       body.password ?? query.password,
-      body.token ?? query.token ?? request.cookies[TOKEN_COOKIE])
+      routeToken(request))
   })
   refuseOtherMethods(app, '/auth/Login', ['POST'])
 
@@ -79,7 +80,7 @@ export const loginRoutes: FastifyPluginAsyncTypebox<LoginRoutesOptions> = async 
     }, async (request, reply) => await login(request, reply,
       request.params.username,
       request.params.password,
-      request.query.token ?? request.cookies[TOKEN_COOKIE]))
+      routeToken(request)))
     refuseOtherMethods(app, '/auth/Login/:username/:password', ['POST'])
     // A legacy client that left out the password: a bad request, not an unknown route.
     app.post('/auth/Login/:username', { schema: { hide: true } }, async () => { throw badRequest(reasons.required('password')) })

@@ -7,9 +7,11 @@ import { reasons } from '../http/bad-request.js'
 import { SUCCESS } from '../http/status.js'
 import { errorResponses, SuccessSchema, TokenParamsSchema, TokenPathSchema } from '../schemas.js'
 import { tokenCookieOptions } from '../http/cookie.js'
+import { cookieToken } from '../http/token-source.js'
 import { refuseOtherMethods } from '../http/methods.js'
 import { TOKEN_COOKIE } from '../tokens/cookie.js'
 import { clientOf } from './client-context.js'
+import { routeToken } from './presented-token.js'
 
 export interface LogoutRoutesOptions {
   auth: AuthService
@@ -25,24 +27,25 @@ export const logoutRoutes: FastifyPluginAsyncTypebox<LogoutRoutesOptions> = asyn
   const docs = {
     tags: ['tokens'],
     summary: 'Logout: end a token now',
-    description: 'The token from the path, the token parameter or the AuthToken1 cookie. Ends it at once for every instance ' +
+    description: 'The token from the path, the token parameter, Authorization: Bearer or the AuthToken1 cookie, in that order. Ends it at once for every instance ' +
       'and clears the cookie when the cookie held it; an already ended, expired or unknown token is a 403.'
   }
 
-  async function answer (request: FastifyRequest, reply: FastifyReply, token: string | undefined) {
-    const fromCookie = request.cookies[TOKEN_COOKIE]
-    await auth.logout(token ?? fromCookie, clientOf(request))
+  async function answer (request: FastifyRequest, reply: FastifyReply) {
+    // Path, then `token` parameter, then Bearer, then the cookie (contract).
+    const token = routeToken(request)
+    await auth.logout(token, clientOf(request))
     // The cookie held the ended token: clear it, with the attributes it was set with.
-    if (fromCookie !== undefined && fromCookie === (token ?? fromCookie)) reply.clearCookie(TOKEN_COOKIE, cookie)
+    if (token !== undefined && cookieToken(request.headers.cookie) === token) reply.clearCookie(TOKEN_COOKIE, cookie)
     return SUCCESS
   }
 
   app.post('/auth/Logout', {
     schema: { ...docs, querystring: TokenParamsSchema, body: TokenParamsSchema, response }
-  }, async (request, reply) => await answer(request, reply, request.body.token ?? request.query.token))
+  }, async (request, reply) => await answer(request, reply))
   app.post('/auth/Logout/:token', {
     schema: { ...docs, params: TokenPathSchema, querystring: TokenParamsSchema, response }
-  }, async (request, reply) => await answer(request, reply, request.params.token))
+  }, async (request, reply) => await answer(request, reply))
   refuseOtherMethods(app, '/auth/Logout', ['POST'])
   refuseOtherMethods(app, '/auth/Logout/:token', ['POST'])
 }

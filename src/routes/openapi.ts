@@ -29,7 +29,8 @@ const BODY_EXAMPLES: Record<string, Record<string, string>> = {
   '/auth/Authenticate': { token: EXAMPLE_TOKEN },
   // The token is in the path: a body carries only the other parameters.
   '/auth/Authenticate/{token}': { format: 'json' },
-  '/auth/Logout': { token: EXAMPLE_TOKEN }
+  '/auth/Logout': { token: EXAMPLE_TOKEN },
+  '/auth/introspect': { token: EXAMPLE_TOKEN }
 }
 
 /**
@@ -113,7 +114,8 @@ export async function registerOpenApi (app: FastifyInstance, version: string): P
       },
       tags: [
         { name: 'tokens', description: 'Login, Authenticate, Logout (token services v1.4)' },
-        { name: 'operations', description: 'Health, metrics and the revocation feed' }
+        { name: 'operations', description: 'Health, metrics and the revocation feed' },
+        { name: 'gateways', description: 'For gateways and API clients: forward-auth (/auth/verify) and OAuth 2.0 introspection (RFC 7662)' }
       ]
     }
   })

@@ -37,12 +37,13 @@ for (const mode of MODES) {
       }
     })
 
-    t.test('sources are taken in order: path, query, body, bearer, cookie', async (t) => {
+    t.test('sources are taken in order: path, parameter (body before query), bearer, cookie', async (t) => {
       const bad = unknownToken()
       const cases = [
         { what: 'path before query', request: { method: 'GET' as const, url: `/things/${token}`, query: { token: bad } }, status: 200 },
         { what: 'path before query (bad path)', request: { method: 'GET' as const, url: `/things/${bad}`, query: { token } }, status: 403 },
         { what: 'query before bearer', request: { method: 'GET' as const, url: '/whoami', query: { token: bad }, headers: { authorization: `Bearer ${token}` } }, status: 403 },
+        { what: 'body before query', request: { method: 'POST' as const, url: `/things?token=${bad}`, payload: { name: 'x', token } }, status: 200 },
         { what: 'body before bearer', request: { method: 'POST' as const, url: '/things', payload: { name: 'x', token: bad }, headers: { authorization: `Bearer ${token}` } }, status: 403 },
         { what: 'bearer before cookie', request: { method: 'GET' as const, url: '/whoami', headers: { authorization: `Bearer ${bad}`, cookie: `AuthToken1=${token}` } }, status: 403 },
         { what: 'bearer before cookie (good bearer)', request: { method: 'GET' as const, url: '/whoami', headers: { authorization: `Bearer ${token}`, cookie: `AuthToken1=${bad}` } }, status: 200 },
@@ -80,7 +81,9 @@ for (const mode of MODES) {
         'given twice': { method: 'GET' as const, url: `/whoami?token=${token}&token=${token}` },
         'a number in a JSON body': { method: 'POST' as const, url: '/things', payload: { name: 'x', token: 12 } },
         'a broken Bearer header': { method: 'GET' as const, url: '/whoami', headers: { authorization: 'Bearer' } },
-        'a cookie that does not decode': { method: 'GET' as const, url: '/whoami', headers: { cookie: 'AuthToken1=%E0%A4%A' } }
+        'a cookie that does not decode': { method: 'GET' as const, url: '/whoami', headers: { cookie: 'AuthToken1=%E0%A4%A' } },
+        // Never first-wins (issue 19 §3): a tossed cookie beside the real one makes neither count.
+        'two different AuthToken1 cookies': { method: 'GET' as const, url: '/whoami', headers: { cookie: `AuthToken1=${token}; AuthToken1=${unknownToken()}` } }
       }
       for (const [what, request] of Object.entries(cases)) {
         const res = await app.inject(request)

@@ -6,6 +6,7 @@ import { chromium, type BrowserContext, type Locator, type Page } from 'playwrig
 import t, { type Test } from 'tap'
 import { startService } from '../../support/service.js'
 import { tempDir } from '../../support/processes.js'
+import { seedMigratedDataDir } from '../support/pglite-template.js'
 
 /*
  * /docs as a person uses it (issue 17, section 6): the built service on the embedded default
@@ -29,7 +30,8 @@ if (!existsSync(CHROMIUM)) {
 async function run (t: Test): Promise<void> {
   const account = { username: 'docs-reader', password: `p&ss w=rd+%/é ${randomBytes(6).toString('hex')}` }
   const service = await startService(t, {
-    AUTH_DATA_DIR: await tempDir(t, 'ats-docs-data-'),
+    // A migrated database to start on: making one (seconds of CPU) is not what this file tests.
+    AUTH_DATA_DIR: await seedMigratedDataDir(await tempDir(t, 'ats-docs-data-')),
     AUTH_BOOTSTRAP_USERNAME: account.username,
     AUTH_BOOTSTRAP_PASSWORD: account.password,
     LOG_LEVEL: 'warn'

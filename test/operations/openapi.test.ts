@@ -27,7 +27,8 @@ async function buildRecording (t: Test): Promise<{ testApp: TestApp, routes: Reg
   }
   diagnostics.subscribe('fastify.initialization', onInit)
   try {
-    return { testApp: await buildTestApp(t, 'real'), routes }
+    // With an introspection client, so that endpoint is on (off, every method of it is a 404).
+    return { testApp: await buildTestApp(t, 'real', { introspectionClients: [{ id: 'docs', secret: '0123456789abcdef' }] }), routes }
   } finally {
     diagnostics.unsubscribe('fastify.initialization', onInit)
   }
@@ -88,10 +89,16 @@ t.test('every route the app registers is in the document, with its methods, and 
   }
 })
 
-t.test('the hidden routes are the 405 fallbacks, the legacy Login without a password, and the docs themselves', async (t) => {
+t.test('the hidden routes are the 405 fallbacks, the legacy Login without a password, the other methods of forward-auth, and the docs themselves', async (t) => {
   const hidden = routes.filter((route) => route.hidden)
   for (const route of hidden) {
     if (route.url === '/openapi.json' || route.url === '/docs' || route.url.startsWith('/docs/')) continue
+    if (route.url.startsWith('/auth/verify')) {
+      // Forward-auth takes every method on every sub-path (documented once, as GET /auth/verify).
+      const method = route.methods.find((m) => m !== 'QUERY') ?? 'GET'
+      t.equal((await app.inject({ method: method as InjectOptions['method'], url: route.url.replace('*', 'any/path') })).statusCode, 401, `${method} ${route.url}: forward-auth, not a fallback`)
+      continue
+    }
     const path = route.url.replace(/:[A-Za-z0-9_]+/g, 'x')
     if (route.url === '/auth/Login/:username' && route.methods.includes('POST')) {
       t.equal((await app.inject({ method: 'POST', url: path })).statusCode, 400, 'POST /auth/Login/{username}: the missing password is a 400')
@@ -248,11 +255,27 @@ t.test('the limits in the document are README\'s and the code\'s', async (t) => 
   t.match(param(login, 'query', 'password'), { description: new RegExp(`1–${passwordMax} bytes`) }, 'the password\'s byte limit is said')
 })
 
+t.test('forward-auth is documented: any method, its identity headers, 401 with a challenge, 503', async (t) => {
+  const verify = doc.paths['/auth/verify']?.get
+  t.match(verify?.description, /Any method/, 'says any method and sub-path')
+  t.match(verify?.responses['200'], { headers: { 'X-Auth-User': {}, 'X-Auth-Account-Id': {}, 'X-Auth-Federated': {}, 'X-Auth-Expires': {} } }, '200: the identity headers')
+  t.match(verify?.responses['401'], { headers: { 'WWW-Authenticate': {} } }, '401: the challenge')
+  t.ok(verify?.responses['503'] !== undefined, '503 documented')
+})
+
+t.test('introspection is documented: the form token, the RFC 7662 answer, 401 with a Basic challenge', async (t) => {
+  const introspect = doc.paths['/auth/introspect']?.post
+  t.match(introspect?.description, /RFC 7662|active/, 'says what it answers')
+  t.match(introspect?.responses['200']?.content?.['application/json']?.schema, { properties: { active: {}, sub: {}, username: {}, exp: {}, iat: {}, token_type: {} } }, '200: the RFC fields')
+  t.match(introspect?.responses['401'], { headers: { 'WWW-Authenticate': {} } }, '401: the Basic challenge')
+  t.ok(introspect?.requestBody !== undefined, 'a request body')
+})
+
 t.test('every operation has a summary and a tag', async (t) => {
   for (const [path, operations] of Object.entries(doc.paths)) {
     for (const [method, operation] of Object.entries(operations)) {
       t.ok(typeof operation.summary === 'string' && operation.summary.length > 0, `${method} ${path}: summary`)
-      t.ok(operation.tags?.length === 1 && ['tokens', 'operations'].includes(operation.tags[0] ?? ''), `${method} ${path}: tagged`)
+      t.ok(operation.tags?.length === 1 && ['tokens', 'operations', 'gateways'].includes(operation.tags[0] ?? ''), `${method} ${path}: tagged`)
     }
   }
 })

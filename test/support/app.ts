@@ -49,7 +49,7 @@ export interface TestApp {
  * prefix of its own); 'embedded' is in-memory PGlite and the in-process store.
  * Everything is closed at the end of the test.
  */
-export async function buildTestApp (t: Test, kind: BackendKind = 'real', overrides: Partial<Config> = {}, options: { redis?: RedisTopology } = {}): Promise<TestApp> {
+export async function buildTestApp (t: Test, kind: BackendKind = 'real', overrides: Partial<Config> = {}, options: { redis?: RedisTopology, logStream?: NodeJS.WritableStream } = {}): Promise<TestApp> {
   // Every Redis key of this app (tokens and login limits alike) under a prefix of its own.
   const redisPrefix = kind === 'real' ? await freshRedisPrefix(t) : undefined
   const config = testConfig(redisPrefix === undefined ? overrides : { redisKeyPrefix: redisPrefix, ...overrides })
@@ -71,7 +71,8 @@ export async function buildTestApp (t: Test, kind: BackendKind = 'real', overrid
   }
   await migrate(database)
   const backends = assembleBackends(config, { database, tokens })
-  const app = await buildApp(config, { backends, logger: { level: 'silent' } })
+  // With a logStream, the service's own logger (access lines and all) writes into it.
+  const app = await buildApp(config, options.logStream === undefined ? { backends, logger: { level: 'silent' } } : { backends, logStream: options.logStream })
   t.teardown(async () => {
     await app.close()
     await backends.close()

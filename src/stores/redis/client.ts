@@ -1,11 +1,6 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis'
 
-/**
- * Every key starts with this. The braces are a hash tag: in a Redis Cluster all keys
- * land in one slot, so each Lua script's keys are on one node (the cluster then gives
- * failover, not sharding). On a single Redis they are plain characters.
- */
-export const DEFAULT_KEY_PREFIX = '{ats}:'
+export { DEFAULT_KEY_PREFIX } from '../key-prefix.js'
 
 /** A single Redis (plain or behind Sentinel) or a Redis Cluster: the token store works on either. */
 export type RedisClient = Redis | Cluster
