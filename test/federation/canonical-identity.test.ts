@@ -2,7 +2,7 @@ import t from 'tap'
 import type { LdapConfig } from '../../src/federation/ldap-directory.js'
 import { createLdapDirectory } from '../../src/federation/ldap-directory.js'
 import { buildTestApp } from '../support/app.js'
-import { startDirectory, type Directory } from '../support/slapd.js'
+import { searchMode, startDirectory, templateMode, type Directory } from '../support/slapd.js'
 
 /*
  * Issue 19 §1 against a real slapd: the directory matches `CAROL`, `carol ` or `ｃａｒｏｌ`
@@ -11,22 +11,11 @@ import { startDirectory, type Directory } from '../support/slapd.js'
  * directory names (uid, read back after the bind), in canonical form.
  */
 
-const tls = { caFile: undefined, rejectUnauthorized: true, startTls: false }
-
 function modes (directory: Directory): Array<[string, LdapConfig]> {
   return [
-    ['template', { url: directory.url, timeoutMs: 3000, tls, mode: 'template', userDnTemplate: `uid={username},ou=people,${directory.suffix}` }],
-    ['search', {
-      url: directory.url,
-      timeoutMs: 3000,
-      tls,
-      mode: 'search',
-      bindDn: `cn=reader,ou=services,${directory.suffix}`,
-      bindPassword: 'reader-secret',
-      searchBase: `ou=people,${directory.suffix}`,
-      // Also by surname: a caller may type a name the directory knows by another attribute.
-      searchFilter: '(&(objectClass=inetOrgPerson)(|(uid={username})(sn={username})))'
-    }]
+    ['template', templateMode(directory)],
+    // Also by surname: a caller may type a name the directory knows by another attribute.
+    ['search', searchMode(directory, '(&(objectClass=inetOrgPerson)(|(uid={username})(sn={username})))')]
   ]
 }
 

@@ -1,28 +1,9 @@
 import t, { type Test } from 'tap'
-import { createLdapDirectory, type LdapConfig } from '../../src/federation/ldap-directory.js'
+import { createLdapDirectory } from '../../src/federation/ldap-directory.js'
 import { loadConfig } from '../../src/config.js'
 import { buildTestApp } from '../support/app.js'
 import { rejection } from '../support/rejection.js'
-import { startDirectory, type Directory } from '../support/slapd.js'
-
-const tls = { caFile: undefined, rejectUnauthorized: true, startTls: false }
-
-function templateMode (directory: Directory): LdapConfig {
-  return { url: directory.url, timeoutMs: 3000, tls, mode: 'template', userDnTemplate: `uid={username},ou=people,${directory.suffix}` }
-}
-
-function searchMode (directory: Directory): LdapConfig {
-  return {
-    url: directory.url,
-    timeoutMs: 3000,
-    tls,
-    mode: 'search',
-    bindDn: `cn=reader,ou=services,${directory.suffix}`,
-    bindPassword: 'reader-secret',
-    searchBase: `ou=people,${directory.suffix}`,
-    searchFilter: '(&(objectClass=inetOrgPerson)(uid={username}))'
-  }
-}
+import { searchMode, startDirectory, templateMode } from '../support/slapd.js'
 
 t.test('against a real slapd', async (t) => {
   const directory = await startDirectory(t)

@@ -1,6 +1,8 @@
 import t from 'tap'
+import { Redis } from 'ioredis'
 import { hashToken } from '../../src/tokens/token.js'
 import { buildTestApp } from '../support/app.js'
+import { keysUnder } from '../../support/redis.js'
 import {
   assertClearedCookie, assertLoginSuccess, assertStatus, assertTokenCookie, authenticate, BODIES, badRequestBody, form, FORM, headerNames, JSON_HEADERS,
   loginForm, setCookies, type InjectOptions, type LoginSuccess
@@ -140,15 +142,9 @@ t.test('the token is 256 bits of base64url and only its SHA-256 is in Redis', as
   t.equal(Buffer.from(token, 'base64url').length, 32, '32 bytes')
   const redis = testApp.redisStore?.redis
   const prefix = testApp.redisPrefix
-  if (redis === undefined || prefix === undefined) throw new Error('the real app has Redis')
+  if (!(redis instanceof Redis) || prefix === undefined) throw new Error('the real app has one Redis')
 
-  const keys: string[] = []
-  let cursor = '0'
-  do {
-    const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
-    keys.push(...found)
-    cursor = next
-  } while (cursor !== '0')
+  const keys = await keysUnder(redis, prefix)
   t.ok(keys.includes(`${prefix}t:${hashToken(token)}`), 'the token is stored under its hash')
   const everything: string[] = [...keys]
   for (const key of keys) {

@@ -3,6 +3,7 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Test } from 'tap'
+import type { LdapConfig } from '../../src/federation/ldap-directory.js'
 import { freePort, run, startChild, tempDir, waitFor } from '../../support/processes.js'
 const FIXTURE = fileURLToPath(new URL('../fixtures/directory.ldif', import.meta.url))
 const SLAPD = '/usr/sbin/slapd'
@@ -57,4 +58,25 @@ export async function startDirectory (t: Test): Promise<Directory> {
     return await run('ldapwhoami', ['-x', '-H', url, '-D', adminDn, '-w', adminPassword]).then(() => true, () => false)
   }, { timeoutMs: 15_000, everyMs: 100 })
   return { url, suffix, adminDn, adminPassword }
+}
+
+const tls = { caFile: undefined, rejectUnauthorized: true, startTls: false }
+
+/** The service's directory settings for `directory` in template mode: the DN made from the username. */
+export function templateMode (directory: Directory): LdapConfig {
+  return { url: directory.url, timeoutMs: 3000, tls, mode: 'template', userDnTemplate: `uid={username},ou=people,${directory.suffix}` }
+}
+
+/** The same in search mode: the reader finds the entry by `searchFilter` (default: by uid). */
+export function searchMode (directory: Directory, searchFilter = '(&(objectClass=inetOrgPerson)(uid={username}))'): LdapConfig {
+  return {
+    url: directory.url,
+    timeoutMs: 3000,
+    tls,
+    mode: 'search',
+    bindDn: `cn=reader,ou=services,${directory.suffix}`,
+    bindPassword: 'reader-secret',
+    searchBase: `ou=people,${directory.suffix}`,
+    searchFilter
+  }
 }
