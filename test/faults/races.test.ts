@@ -111,11 +111,19 @@ t.test(`${LOGINS} Logins of one account, ${WAVE} at once, all get distinct worki
   const check = new HttpDriver(service.baseUrl, { maxSockets: 16 })
   t.teardown(() => { check.close() })
   let working = 0
+  const otherwise: string[] = []
   for (let i = 0; i < tokens.length; i += 50) {
-    const verdicts = await Promise.all(tokens.slice(i, i + 50).map(async (token) => verdictOf(await check.authenticate(token))))
+    const verdicts = await Promise.all(tokens.slice(i, i + 50).map(async (token) => {
+      // A check that got no answer (a timeout or a 503 on a loaded machine) says nothing of the
+      // token: asked again, one at a time. Only Success and Unauthorized are answers.
+      let verdict = verdictOf(await check.authenticate(token))
+      for (let retry = 0; retry < 3 && verdict !== 'success' && verdict !== 'unauthorized'; retry++) verdict = verdictOf(await check.authenticate(token))
+      return verdict
+    }))
     working += verdicts.filter((verdict) => verdict === 'success').length
+    otherwise.push(...verdicts.filter((verdict) => verdict !== 'success'))
   }
-  t.equal(working, tokens.length, 'and every one authenticates')
+  t.equal(working, tokens.length, `and every one authenticates (otherwise: ${JSON.stringify(otherwise.slice(0, 10))})`)
 })
 
 t.test('the service ran throughout', async (t) => {
