@@ -13,6 +13,7 @@ import { generateToken, hashToken } from '../src/tokens/token.js'
 import { SERVING_V8_FLAGS } from '../src/v8-tuning.js'
 import { accountName } from './lib/accounts.js'
 import { cpuSeconds, startChild, type Child } from './lib/children.js'
+import { freePort } from '../support/processes.js'
 import { createBenchDatabase, migrateWithCli, seedAccounts, type BenchDatabase } from './lib/fixture.js'
 import { runInterleaved, runLoad, runUnderLoad, type LoadSettings, type Pause, type Sample, type ServerClocks } from './lib/load.js'
 import { openLogPipe, type LogReader, type LogTotals } from './lib/log-pipe.js'
@@ -126,8 +127,11 @@ async function main (): Promise<void> {
     const machine = await describeMachine(ROOT, REDIS_URL, database.url)
     await migrateWithCli(ROOT, database.url)
 
+    // In production /metrics is served on the internal listener only (issue 19 §4): the bench reads the hash queue there.
+    const internalPort = await freePort()
     const serviceEnv: Record<string, string> = {
       NODE_ENV: 'production',
+      INTERNAL_PORT: String(internalPort),
       LOG_LEVEL: 'info',
       DATABASE_URL: database.url,
       REDIS_URL,
@@ -223,7 +227,8 @@ async function main (): Promise<void> {
 
     // Hashes of Logins that autocannon stopped waiting for still run: each scenario starts on empty queues.
     const hashQueues = [
-      ...[service, serviceOtherBinding].map((server) => async () => Number(/^auth_password_hash_queue_depth (\d+)/m.exec(await (await fetch(`${server.origin}/metrics`)).text())?.[1] ?? Number.NaN)),
+      async () => Number(/^auth_password_hash_queue_depth (\d+)/m.exec(await (await fetch(`http://127.0.0.1:${internalPort}/metrics`)).text())?.[1] ?? Number.NaN),
+      async () => (await (await fetch(`${serviceOtherBinding.origin}/bench/hash-queue-depth`)).json() as { depth: number }).depth,
       ...[argon2, argon2NodeRs].map((server) => async () => (await (await fetch(`${server.origin}/health`)).json() as { depth: number }).depth)
     ]
     const quiesce = async (): Promise<void> => {
