@@ -3,6 +3,13 @@ import type { Queryable } from '../db/database.js'
 export type AuditEventName =
   | 'login.success' | 'login.failure' | 'login.refused' | 'login.lockout'
   | 'logout' | 'sessions.revoke' | 'user.add' | 'user.passwd' | 'user.disable' | 'user.enable'
+  | 'user.unlock' | 'user.delete' | 'admin.unauthorized'
+
+/** Every event name, for filters that must name one (the admin API's `event`). */
+export const AUDIT_EVENT_NAMES: readonly AuditEventName[] = [
+  'login.success', 'login.failure', 'login.refused', 'login.lockout', 'logout', 'sessions.revoke',
+  'user.add', 'user.passwd', 'user.disable', 'user.enable', 'user.unlock', 'user.delete', 'admin.unauthorized'
+]
 
 export interface AuditEvent {
   event: AuditEventName
@@ -17,7 +24,19 @@ export interface AuditEvent {
 }
 
 export interface StoredAuditEvent extends AuditEvent {
+  /** The row's id: with occurredAt, where the next page starts. */
+  id: string
   occurredAt: Date
+}
+
+export interface AuditFilter {
+  username?: string | undefined
+  since?: Date | undefined
+  /** An event name; other strings match nothing. */
+  event?: string | undefined
+  /** Keyset pagination: only events after this one (in time, then id order). */
+  after?: { occurredAt: Date, id: string } | undefined
+  limit?: number
 }
 
 export interface AuditLog {
@@ -27,7 +46,7 @@ export interface AuditLog {
   dropped (): number
   /** Writes what is buffered (called on close, and by tests). */
   flush (): Promise<void>
-  list (filter: { username?: string | undefined, since?: Date | undefined, limit?: number }): Promise<StoredAuditEvent[]>
+  list (filter: AuditFilter): Promise<StoredAuditEvent[]>
   close (): Promise<void>
 }
 
@@ -109,13 +128,19 @@ export function createSqlAuditLog (db: Queryable, options: SqlAuditLogOptions = 
       const params: unknown[] = []
       if (filter.username !== undefined) { params.push(filter.username); where.push(`username = $${params.length}`) }
       if (filter.since !== undefined) { params.push(filter.since.toISOString()); where.push(`occurred_at >= $${params.length}`) }
+      if (filter.event !== undefined) { params.push(filter.event); where.push(`event = $${params.length}`) }
+      if (filter.after !== undefined) {
+        params.push(filter.after.occurredAt.toISOString(), filter.after.id)
+        where.push(`(occurred_at, id) > ($${params.length - 1}, $${params.length})`)
+      }
       params.push(filter.limit ?? 1000)
       const { rows } = await db.query<{
-        occurred_at: Date | string, event: AuditEventName, username: string | null, account_id: string | null,
+        id: string, occurred_at: Date | string, event: AuditEventName, username: string | null, account_id: string | null,
         client_ip: string | null, user_agent: string | null, outcome: string
-      }>(`SELECT occurred_at, event, username, account_id::text AS account_id, client_ip, user_agent, outcome FROM auth_events
+      }>(`SELECT id::text AS id, occurred_at, event, username, account_id::text AS account_id, client_ip, user_agent, outcome FROM auth_events
           ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY occurred_at, id LIMIT $${params.length}`, params)
       return rows.map((row) => ({
+        id: row.id,
         occurredAt: new Date(row.occurred_at),
         event: row.event,
         username: row.username ?? undefined,

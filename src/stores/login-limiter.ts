@@ -38,6 +38,10 @@ export interface LoginLimiter {
   recordFailure (accountKey: string, ip: string): Promise<FailureOutcome>
   /** Resets the account's failures and lock level; refused when a lock started meanwhile (which stays). */
   recordSuccess (accountKey: string): Promise<LimitVerdict>
+  /** The account's lock: its remaining milliseconds, 0 when it is not locked. Reads only. */
+  lockedForMs (accountKey: string): Promise<number>
+  /** An operator's unlock: the lock and the failure history (lock level) go, as after a success. */
+  unlock (accountKey: string): Promise<void>
   close (): Promise<void>
 }
 

@@ -16,6 +16,13 @@ export interface UserRecord {
   tokenEpoch: number
 }
 
+/** An account as the administration shows it: the record and when it was made and last used. */
+export interface AccountDetails extends UserRecord {
+  createdAt: Date
+  /** The last successful Login; null when it never logged in (since the column exists). */
+  lastLoginAt: Date | null
+}
+
 export interface NewUser {
   username: string
   passwordHash: string | null
@@ -40,6 +47,16 @@ export interface UserStore {
   /** Raises the epoch alone (revoke-all). Returns the updated account, or null when there is none. */
   raiseTokenEpoch (username: string): Promise<UserRecord | null>
   list (): Promise<UserRecord[]>
+  /** Up to `limit` accounts whose usernames sort after `after` (keyset pagination), in username order. */
+  page (after: string | undefined, limit: number): Promise<AccountDetails[]>
+  details (username: string): Promise<AccountDetails | null>
+  /**
+   * Removes the account; returns it with its epoch one higher than it was (the value to end its
+   * tokens at, so that a Login that read the account before is refused), or null when there is none.
+   */
+  remove (username: string): Promise<UserRecord | null>
+  /** A successful Login of this account, now. */
+  recordLogin (accountId: string): Promise<void>
 }
 
 export const duplicateUsername = (): StatusError => new StatusError(409, 'Username Taken', 409)
@@ -53,6 +70,11 @@ interface UserRow {
   token_epoch: string | number | bigint
 }
 
+interface DetailsRow extends UserRow {
+  created_at: Date | string
+  last_login_at: Date | string | null
+}
+
 const COLUMNS = 'id::text AS id, username, password_hash, federated, disabled, token_epoch'
 
 function toRecord (row: UserRow): UserRecord {
@@ -64,6 +86,12 @@ function toRecord (row: UserRow): UserRecord {
     disabled: row.disabled,
     tokenEpoch: Number(row.token_epoch)
   }
+}
+
+const DETAILS = `${COLUMNS}, created_at, last_login_at`
+
+function toDetails (row: DetailsRow): AccountDetails {
+  return { ...toRecord(row), createdAt: new Date(row.created_at), lastLoginAt: row.last_login_at === null ? null : new Date(row.last_login_at) }
 }
 
 function isUniqueViolation (error: unknown): boolean {
@@ -114,6 +142,23 @@ export function createSqlUserStore (db: Queryable, onError?: (error: unknown) =>
     list: async () => await guarded(async () => {
       const { rows } = await db.query<UserRow>(`SELECT ${COLUMNS} FROM users ORDER BY username`)
       return rows.map(toRecord)
-    })
+    }),
+    page: async (after, limit) => await guarded(async () => {
+      // COLLATE "C": the order of the UNIQUE index's bytes, the same on every server and in PGlite.
+      const { rows } = after === undefined
+        ? await db.query<DetailsRow>(`SELECT ${DETAILS} FROM users ORDER BY username COLLATE "C" LIMIT $1`, [limit])
+        : await db.query<DetailsRow>(`SELECT ${DETAILS} FROM users WHERE username COLLATE "C" > $1 ORDER BY username COLLATE "C" LIMIT $2`, [after, limit])
+      return rows.map(toDetails)
+    }),
+    details: async (username) => await guarded(async () => {
+      const { rows } = await db.query<DetailsRow>(`SELECT ${DETAILS} FROM users WHERE username = $1`, [username])
+      const row = rows[0]
+      return row === undefined ? null : toDetails(row)
+    }),
+    remove: async (username) => await guarded(async () =>
+      await one('DELETE FROM users WHERE username = $1 RETURNING id::text AS id, username, password_hash, federated, disabled, token_epoch + 1 AS token_epoch', [username])),
+    recordLogin: async (accountId) => {
+      await guarded(async () => await db.query('UPDATE users SET last_login_at = now() WHERE id = $1', [accountId]))
+    }
   }
 }

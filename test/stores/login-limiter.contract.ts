@@ -227,4 +227,20 @@ export function loginLimiterContract (t: Test, makeLimiter: MakeLoginLimiter): v
       t.same(await limiter.check('fresh', address), { allowed: true }, `address ${JSON.stringify(address.slice(0, 20))} untouched by "*"`)
     }
   })
+  t.test('lockedForMs reads the lock; unlock lifts it and its level, and leaves the address counter and other accounts', async (t) => {
+    const limits = limitsWith({ maxFailures: 2, lockoutMs: 5000, maxLockoutMs: 20_000, maxFailuresPerIp: 4 })
+    const limiter = await makeLimiter(t, limits)
+    t.equal(await limiter.lockedForMs('gil'), 0, 'no history: not locked')
+    t.same(await fail(limiter, 'gil', '192.0.2.70', 2), [0, 5000], 'locked')
+    const left = await limiter.lockedForMs('gil')
+    t.ok(left > 5000 - SLACK_MS && left <= 5000, `lockedForMs ${left} is the lock's remaining time`)
+    t.same(await fail(limiter, 'hal', '192.0.2.71', 2), [0, 5000], 'another account locked too')
+    await limiter.unlock('gil')
+    t.equal(await limiter.lockedForMs('gil'), 0, 'unlocked')
+    t.same(await limiter.check('gil', '192.0.2.72'), { allowed: true }, 'a Login may go ahead at once')
+    t.same(await fail(limiter, 'gil', '192.0.2.72', 2), [0, 5000], 'the next lock starts over at lockoutMs (the level went too)')
+    refusal(t, await limiter.check('hal', '192.0.2.73'), 'account-locked', 'the other account stays locked')
+    await limiter.unlock('nobody')
+    t.equal(await limiter.lockedForMs('nobody'), 0, 'unlocking an account with no history is harmless')
+  })
 }

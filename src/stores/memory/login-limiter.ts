@@ -69,6 +69,13 @@ export function createMemoryLoginLimiter (limits: LoginLimits, now: () => number
       accounts.delete(accountKey)
       return { allowed: true }
     },
+    async lockedForMs (accountKey) {
+      const t = now()
+      return lockedFor(account(accountKey, t), t)
+    },
+    async unlock (accountKey) {
+      accounts.delete(accountKey)
+    },
     async close () {
       accounts.clear()
       ips.clear()

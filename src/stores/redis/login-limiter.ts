@@ -98,6 +98,12 @@ export function createRedisLoginLimiter (redis: RedisClient, limits: LoginLimits
       const locked = await commands.atsLimitSucceed(account, lock)
       return locked > 0 ? { allowed: false, reason: 'account-locked', retryAfterMs: locked } : { allowed: true }
     }),
+    lockedForMs: async (accountKey) => await guarded(async () => Math.max(0, await redis.pttl(keys(accountKey).lock))),
+    unlock: async (accountKey) => {
+      const { account, lock } = keys(accountKey)
+      // One command, both keys: they share the prefix's hash tag in a cluster.
+      await guarded(async () => await redis.del(account, lock))
+    },
     // The client belongs to the token store, which closes it.
     async close () {}
   }
