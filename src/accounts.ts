@@ -4,8 +4,9 @@ import { reasons } from './http/bad-request.js'
 import { badRequest, StatusError } from './http/status.js'
 import { checkedPassword, checkedUsername } from './credentials.js'
 import type { AuditLog } from './stores/audit-log.js'
+import type { LoginLimiter } from './stores/login-limiter.js'
 import { RevocationIncomplete, type TokenStore } from './stores/token-store.js'
-import type { UserRecord, UserStore } from './stores/user-store.js'
+import type { AccountDetails, UserRecord, UserStore } from './stores/user-store.js'
 
 /**
  * Account administration shared by the command line and the start-up bootstrap.
@@ -14,12 +15,31 @@ import type { UserRecord, UserStore } from './stores/user-store.js'
 
 export const unknownUser = (): StatusError => new StatusError(404, 'Unknown User', 404)
 
+/** An account as the admin API and `user list` show it: its details and its brute-force lock. */
+export interface AccountView extends AccountDetails {
+  /** Until when failed logins lock it; null when it is not locked. */
+  lockedUntil: Date | null
+}
+
+export interface AccountPage {
+  accounts: AccountView[]
+  /** The last username of this page when more may follow (the next page starts after it). */
+  next: string | undefined
+}
+
 export interface AccountAdmin {
   /** No password: a federated account only the directory can check. */
   add (username: string, password: string | undefined, federated: boolean): Promise<UserRecord>
   setPassword (username: string, password: string): Promise<{ account: UserRecord, ended: number }>
   setDisabled (username: string, disabled: boolean): Promise<{ account: UserRecord, ended: number }>
   list (): Promise<UserRecord[]>
+  /** Up to `limit` accounts after the username `after`, in username order. */
+  page (after: string | undefined, limit: number): Promise<AccountPage>
+  show (username: string): Promise<AccountView>
+  /** Lifts the brute-force lock (and its doubling level) of the account. */
+  unlock (username: string): Promise<AccountView>
+  /** Removes the account and ends its tokens; its audit rows stay. */
+  remove (username: string): Promise<{ account: UserRecord, ended: number }>
   revokeSessions (username: string): Promise<{ account: UserRecord, ended: number }>
   /**
    * The bootstrap account: created when missing, otherwise left as it is (its password may
@@ -37,15 +57,31 @@ export interface AccountAdminDeps {
   tokens: TokenStore
   hasher: PasswordHasher
   audit: AuditLog
+  /** Where failed logins lock accounts (keyed on the account's username, as Login keys them). */
+  limiter: LoginLimiter
+  /** Wall clock in epoch ms, for `lockedUntil`. */
+  now?: () => number
   /** Who makes the changes, for the audit trail (the command line, the bootstrap). */
   actor?: string
   /** What a new password must be (passwords/policy.ts); NIST SP 800-63B's defaults when absent. */
   passwordPolicy?: PasswordPolicy
 }
 
-export function createAccountAdmin ({ users, tokens, hasher, audit, actor = 'admin', passwordPolicy = DEFAULT_PASSWORD_POLICY }: AccountAdminDeps): AccountAdmin {
-  const record = (event: 'user.add' | 'user.passwd' | 'user.disable' | 'user.enable' | 'sessions.revoke', account: UserRecord, ended: number): void => {
-    audit.record({ event, username: account.username, accountId: account.id, userAgent: actor, outcome: event === 'user.add' ? 'created' : `tokens-ended-${ended}`, tokensEnded: ended })
+type AdminEvent = 'user.add' | 'user.passwd' | 'user.disable' | 'user.enable' | 'sessions.revoke' | 'user.unlock' | 'user.delete'
+
+export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now = Date.now, actor = 'admin', passwordPolicy = DEFAULT_PASSWORD_POLICY }: AccountAdminDeps): AccountAdmin {
+  const outcomes: Partial<Record<AdminEvent, string>> = { 'user.add': 'created', 'user.unlock': 'unlocked' }
+  const record = (event: AdminEvent, account: UserRecord, ended: number): void => {
+    audit.record({ event, username: account.username, accountId: account.id, userAgent: actor, outcome: outcomes[event] ?? `tokens-ended-${ended}`, tokensEnded: ended })
+  }
+  const view = async (account: AccountDetails): Promise<AccountView> => {
+    const lockedMs = await limiter.lockedForMs(account.username)
+    return { ...account, lockedUntil: lockedMs > 0 ? new Date(now() + lockedMs) : null }
+  }
+  const details = async (username: string): Promise<AccountDetails> => {
+    const account = await users.details(checkedUsername(username))
+    if (account === null) throw unknownUser()
+    return account
   }
   /** A password this service is asked to set: the limits of any password, then the policy's. */
   const validPassword = async (raw: string, username: string): Promise<string> => {
@@ -63,7 +99,7 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, actor = 'adm
    * The account as its revoking UPDATE returned it: its epoch goes beside its tokens as they
    * end. A revoke-all that Redis cut short is recorded as far as it went, then reported.
    */
-  const endTokens = async (event: 'user.passwd' | 'user.disable' | 'sessions.revoke', account: UserRecord): Promise<number> => {
+  const endTokens = async (event: 'user.passwd' | 'user.disable' | 'sessions.revoke' | 'user.delete', account: UserRecord): Promise<number> => {
     try {
       return (await tokens.terminateAccount(account.id, account.tokenEpoch)).length
     } catch (error) {
@@ -100,6 +136,27 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, actor = 'adm
       return { account: updated, ended }
     },
     list: async () => await users.list(),
+    async page (after, limit) {
+      // One more than asked: whether a next page exists without a second query.
+      const found = await users.page(after, limit + 1)
+      const accounts = await Promise.all(found.slice(0, limit).map(view))
+      return { accounts, next: found.length > limit ? accounts.at(-1)?.username : undefined }
+    },
+    show: async (username) => await view(await details(username)),
+    async unlock (username) {
+      const account = await details(username)
+      await limiter.unlock(account.username)
+      record('user.unlock', account, 0)
+      return await view(account)
+    },
+    async remove (username) {
+      // The row goes first and returns its epoch raised: a Login that read it before is refused its token.
+      const account = await users.remove(checkedUsername(username))
+      if (account === null) throw unknownUser()
+      const ended = await endTokens('user.delete', account)
+      record('user.delete', account, ended)
+      return { account, ended }
+    },
     async revokeSessions (username) {
       const account = await users.raiseTokenEpoch((await existing(username)).username)
       if (account === null) throw unknownUser()

@@ -220,6 +220,8 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
         throw tooManyRequests(settled.retryAfterMs / 1000)
       }
       const issued = await issue(checked.account, request.presentedToken) ?? await refuseOvertaken(checked.account, context)
+      // Best effort and off the answer's path: the admin API's last_login must never fail or slow a Login.
+      users.recordLogin(checked.account.id).catch(() => {})
       audit.record({ event: 'login.success', ...context, accountId: checked.account.id, outcome: issued.refreshed ? 'refreshed' : 'issued' })
       return issued
     },

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import type { Argon2Policy, HashingLimits } from './passwords/hasher.js'
 import { DEFAULT_KEY_PREFIX } from './stores/key-prefix.js'
@@ -61,6 +62,13 @@ export interface Config {
   internalPort: number
   /** Bearer key a revocation-feed subscriber must send (AUTH_REVOCATIONS_KEY); undefined: see revocationsOpen. */
   revocationsKey: string | undefined
+  /**
+   * Bearer key of the admin API on the internal listener (AUTH_ADMIN_KEY, or the contents of
+   * AUTH_ADMIN_KEY_FILE, trimmed); undefined: the admin API answers 404 (but see admin/local-access.ts).
+   */
+  adminKey: string | undefined
+  /** Where the command line sends account commands (AUTH_ADMIN_URL: the internal listener's base URL). */
+  adminUrl: string | undefined
   /** Revocation-feed subscribers at once, per instance; past it a new one is answered 503. */
   revocationsMaxSubscribers: number
   /** Settings given under a deprecated name, for the start-up log to warn about. */
@@ -259,6 +267,32 @@ function revocationsKey (env: Env): string | undefined {
   return key
 }
 
+/** Shortest admin key: it manages every account, so it must be as unguessable as the revocation feed's. */
+export const MIN_ADMIN_KEY_LENGTH = 32
+
+/** AUTH_ADMIN_KEY or AUTH_ADMIN_KEY_FILE (a secret mounted as a file, e.g. a Docker or Kubernetes secret), not both. */
+function adminKey (env: Env): string | undefined {
+  const direct = present(env, 'AUTH_ADMIN_KEY')
+  const file = present(env, 'AUTH_ADMIN_KEY_FILE')
+  if (direct !== undefined && file !== undefined) throw new ConfigError('AUTH_ADMIN_KEY_FILE', 'is set together with AUTH_ADMIN_KEY: set one of them')
+  let key = direct
+  let name = 'AUTH_ADMIN_KEY'
+  if (file !== undefined) {
+    name = 'AUTH_ADMIN_KEY_FILE'
+    try {
+      key = readFileSync(file, 'utf8').trim()
+    } catch (error) {
+      const code = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : 'unreadable'
+      throw new ConfigError(name, `cannot be read: ${file} (${code})`)
+    }
+    if (key === '') throw new ConfigError(name, `${file} is empty`)
+  }
+  if (key !== undefined && key.length < MIN_ADMIN_KEY_LENGTH) {
+    throw new ConfigError(name, `the key must be at least ${MIN_ADMIN_KEY_LENGTH} characters (openssl rand -base64 32), got ${key.length}`)
+  }
+  return key
+}
+
 const redisUrl = (env: Env): string | undefined => url(env, 'REDIS_URL', ['redis:', 'rediss:'])
 
 const DAY = 24 * 60 * 60
@@ -344,6 +378,8 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     internalHost: present(env, 'INTERNAL_HOST') ?? '127.0.0.1',
     internalPort: integer(env, 'INTERNAL_PORT', present(env, 'METRICS_PORT') === undefined ? 3001 : integer(env, 'METRICS_PORT', 3001, 0, 65535), 0, 65535),
     revocationsKey: revocationsKey(env),
+    adminKey: adminKey(env),
+    adminUrl: url(env, 'AUTH_ADMIN_URL', ['http:', 'https:']),
     revocationsMaxSubscribers: integer(env, 'AUTH_REVOCATIONS_MAX_SUBSCRIBERS', 64, 1, 100_000),
     deprecated: present(env, 'METRICS_PORT') === undefined ? [] : ['METRICS_PORT is now INTERNAL_PORT (it carries /metrics, /docs, /openapi.json and /auth/revocations): rename it'],
     shutdownDelayMs: integer(env, 'SHUTDOWN_DELAY_MS', 0, 0, 600_000),

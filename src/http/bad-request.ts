@@ -17,6 +17,10 @@ const reason = (text: string): Reason => text as Reason
 export const PARAMETERS = ['username', 'password', 'token', 'format', 'jsonpFunction', 'jsopFunction', 'jsonpFormat', 'callback'] as const
 export type Parameter = typeof PARAMETERS[number]
 
+/** The admin API's parameters (admin/schemas.ts): its reasons may name these. */
+export const ADMIN_PARAMETERS = ['username', 'password', 'federated', 'disabled', 'limit', 'cursor', 'user', 'since', 'event', 'id'] as const
+export type AdminParameter = typeof ADMIN_PARAMETERS[number]
+
 const KNOWN: ReadonlySet<string> = new Set(PARAMETERS)
 
 /** `name` as a parameter a reason may name, or undefined when it is not one of ours. */
@@ -85,6 +89,12 @@ export const reasons = {
   usernameRefusedCharacter: () => reason('username holds a space, control, invisible or unassigned character'),
   usernameCompatibilityCharacter: () => reason('username holds a compatibility character (a ligature, or a circled, superscript or styled letter)'),
   authorizationNotBearer: () => reason('Authorization header is not a valid Bearer credential'),
+  // The admin API's (admin/): its own parameters, and what its 401 and 404 say.
+  adminParameterNotValid: (parameter: AdminParameter) => reason(`${parameter} is not valid`),
+  adminKeyRequired: () => reason('Authorization: Bearer with the admin key is required'),
+  adminKeyWrong: () => reason('the admin key is not valid'),
+  unknownAccount: () => reason('no such account'),
+  unknownSession: () => reason('no such session'),
   // Log-only reasons of refusals whose answer carries no detail (a 403 or 401 is byte-identical).
   cookieGivenMoreThanOnce: () => reason('AuthToken1 cookie given more than once'),
   originalUriNotTrusted: () => reason('X-Forwarded-Uri or X-Original-URI sent by an untrusted client, ignored')

@@ -1,0 +1,88 @@
+import { Type, type TProperties } from 'typebox'
+import { AUDIT_EVENT_NAMES } from '../stores/audit-log.js'
+import { EXAMPLE_PASSWORD, EXAMPLE_USERNAME } from '../schemas.js'
+
+/** The admin API's request and answer shapes (api-contract.md, "Admin API"). */
+
+const DATE = (description: string) => Type.String({ description: `${description}: UTC, YYYY-MM-DDTHH:MM:SS (the expiration_date form)`, examples: ['2026-11-22T11:41:48'] })
+const NULLABLE_DATE = (description: string) => Type.Union([DATE(description), Type.Null()])
+
+export const MAX_PAGE = 1000
+export const DEFAULT_PAGE = 100
+
+const Limit = Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, description: `Items per page (1-${MAX_PAGE}, default ${DEFAULT_PAGE})` }))
+const Cursor = Type.Optional(Type.String({ maxLength: 2048, description: 'The next_cursor of the previous page' }))
+
+export const UsernamePathSchema = Type.Object({ username: Type.String({ minLength: 1, maxLength: 1024 }) })
+export const SessionPathSchema = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) })
+
+export const UserListQuerySchema = Type.Object({ limit: Limit, cursor: Cursor }, { additionalProperties: false })
+
+export const NewUserSchema = Type.Object({
+  username: Type.String({ minLength: 1, maxLength: 1024, examples: [EXAMPLE_USERNAME] }),
+  password: Type.Optional(Type.String({ maxLength: 4096, description: 'Required unless federated (the directory checks a federated account). The password policy applies.', examples: [EXAMPLE_PASSWORD] })),
+  federated: Type.Optional(Type.Boolean({ default: false }))
+}, { additionalProperties: false })
+
+export const UserChangeSchema = Type.Object({
+  disabled: Type.Optional(Type.Boolean({ description: 'true disables the account and ends its sessions; false enables it' })),
+  password: Type.Optional(Type.String({ maxLength: 4096, description: 'A new password (the policy applies); ends the account\'s sessions' }))
+}, { additionalProperties: false, minProperties: 1 })
+
+export const EventsQuerySchema = Type.Object({
+  user: Type.Optional(Type.String({ maxLength: 1024, description: 'Only this account\'s events' })),
+  since: Type.Optional(Type.String({ maxLength: 64, description: 'Only events at or after this ISO 8601 date or date-time' })),
+  event: Type.Optional(Type.Union(AUDIT_EVENT_NAMES.map((name) => Type.Literal(name)), { description: 'Only events of this kind' })),
+  limit: Limit,
+  cursor: Cursor
+}, { additionalProperties: false })
+
+export const UserSchema = Type.Object({
+  username: Type.String(),
+  federated: Type.Boolean(),
+  disabled: Type.Boolean(),
+  locked_until: NULLABLE_DATE('Until when failed logins lock the account; null when not locked'),
+  created: DATE('When the account was created'),
+  last_login: NULLABLE_DATE('The last successful Login; null when none is known')
+})
+
+export const EventSchema = Type.Object({
+  time: Type.String({ description: 'When it happened: ISO 8601, UTC, milliseconds' }),
+  event: Type.String({ examples: ['login.success'] }),
+  username: Type.Union([Type.String(), Type.Null()]),
+  account_id: Type.Union([Type.String(), Type.Null()]),
+  client_ip: Type.Union([Type.String(), Type.Null()]),
+  user_agent: Type.Union([Type.String(), Type.Null()]),
+  outcome: Type.String()
+})
+
+export const SessionSchema = Type.Object({
+  id: Type.String(),
+  created: DATE('When the session began'),
+  refreshed: NULLABLE_DATE('When a Login last refreshed it; null when never'),
+  expiration_date: DATE('When its token stops working'),
+  ip: Type.String(),
+  user_agent: Type.String(),
+  federated: Type.Boolean(),
+  current: Type.Boolean({ description: 'Always false here (the admin presents no token)' })
+})
+
+const success = <P extends TProperties>(properties: P, description: string) =>
+  Type.Object({ status: Type.Literal(0), message: Type.Literal('Success'), ...properties }, { description })
+
+const NextCursor = Type.Union([Type.String(), Type.Null()], { description: 'Where the next page starts; null on the last page' })
+
+export const UserListAnswerSchema = success({ users: Type.Array(UserSchema), next_cursor: NextCursor }, 'A page of accounts, in username order')
+export const UserAnswerSchema = success({ user: UserSchema }, 'The account')
+export const EndedAnswerSchema = success({ user: UserSchema, sessions_ended: Type.Integer() }, 'The account as it is now, and how many sessions the change ended')
+export const DeletedAnswerSchema = success({ sessions_ended: Type.Integer() }, 'The account is gone; how many sessions ended with it')
+export const EventListAnswerSchema = success({ events: Type.Array(EventSchema), next_cursor: NextCursor }, 'A page of audit events, oldest first')
+export const SessionListAnswerSchema = success({ sessions: Type.Array(SessionSchema) }, 'The account\'s active sessions, newest first')
+export const SessionsEndedAnswerSchema = success({ sessions_ended: Type.Integer() }, 'How many sessions ended')
+export const EndedOneAnswerSchema = Type.Object({ status: Type.Literal(0), message: Type.Literal('Success') }, { description: 'The session ended' })
+
+export const AdminErrorSchema = Type.Object({
+  status: Type.Integer(),
+  message: Type.String(),
+  detail: Type.Optional(Type.String({ description: 'What is wrong, never a value sent' }))
+}, { description: 'An error: 400 (detail names the parameter), 401 (no or wrong admin key), 404 (no such account or session), 409 (username taken), 429 (too many wrong keys from this address; Retry-After), 503' })
