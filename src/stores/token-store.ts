@@ -37,8 +37,11 @@ export interface TokenStore {
    * account's epoch after the revocation raised it), first records it beside the account's
    * tokens, atomically with ending the first of them: from then on an issue or refresh
    * carrying an older epoch is refused. Kept for at least the longest token lifetime.
+   * `exceptTokenHash`: that one token stays active, in the account's index (a password change
+   * ends every session but the caller's: issue 21); an issue or refresh of it carrying the
+   * new epoch goes on working.
    */
-  terminateAccount (accountId: string, epoch?: number): Promise<string[]>
+  terminateAccount (accountId: string, epoch?: number, exceptTokenHash?: string): Promise<string[]>
   /** Resolves when the store answers (readiness checks); a 503 StatusError otherwise. */
   ping (): Promise<void>
   close (): Promise<void>

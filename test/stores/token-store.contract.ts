@@ -170,6 +170,31 @@ export function tokenStoreContract (t: Test, makeStore: MakeTokenStore): void {
     t.equal(await store.issue(newHash(), record('3'), 60_000), true, 'an issue without an epoch is not checked')
   })
 
+  t.test('terminateAccount with one token excepted: every other token ends, that one stays active and indexed (issue 21)', async (t) => {
+    const store = await makeStore(t, { denyTtlMs: 5000 })
+    const watcher = recordRevocations(store)
+    t.teardown(watcher.stop)
+    await until(watcher.isLive)
+    const kept = newHash()
+    const others = [newHash(), newHash(), newHash()]
+    await store.issue(kept, record('12'), 60_000, 0)
+    for (const hash of others) await store.issue(hash, record('12'), 60_000, 0)
+    const ended = await store.terminateAccount('12', 1, kept)
+    t.same([...ended].sort(), [...others].sort(), 'every other token ended')
+    for (const hash of others) {
+      t.equal(await store.find(hash), null)
+      t.equal(await store.isDenied(hash), true, 'denied as a Logout denies')
+    }
+    t.ok(await store.find(kept), 'the excepted token is still active')
+    t.equal(await store.isDenied(kept), false, 'and not denied')
+    await until(() => watcher.events.flat().length === 3)
+    t.notOk(watcher.events.flat().includes(kept), 'and not announced')
+    t.equal(await store.issue(newHash(), record('12'), 60_000, 0), false, 'the epoch was recorded: a Login that read the old one gets nothing')
+    t.equal(await store.refresh(kept, record('12'), 60_000, 1), true, 'the kept token refreshes on the new epoch')
+    t.same(await store.terminateAccount('12', 2), [kept], 'it is still in the account\'s index: the next revoke-all ends it')
+    t.same(await store.terminateAccount('13', undefined, newHash()), [], 'an account without tokens: nothing')
+  })
+
   t.test('the per-account cap: an issue beyond it ends the account\'s oldest tokens, announced and denied (issue 20 §3)', async (t) => {
     const store = await makeStore(t, { denyTtlMs: 5000, maxTokensPerAccount: 3 })
     const watcher = recordRevocations(store)

@@ -128,19 +128,20 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Memor
       announce([tokenHash])
       return { ...entry.record }
     },
-    async terminateAccount (accountId, epoch) {
+    async terminateAccount (accountId, epoch, exceptTokenHash) {
       if (epoch !== undefined && (epochs.get(accountId) ?? -Infinity) < epoch) epochs.set(accountId, epoch)
       const index = accounts.get(accountId)
       if (index === undefined) return []
       const ended: string[] = []
       for (const hash of [...index]) {
+        if (hash === exceptTokenHash) continue
         const entry = live(hash)
         if (entry === undefined) continue
         forget(hash, entry)
         deny(hash)
         ended.push(hash)
       }
-      accounts.delete(accountId)
+      if (index.size === 0) accounts.delete(accountId)
       announce(ended)
       return ended
     },

@@ -127,11 +127,14 @@ endTokens(string.sub(KEYS[1], 1, #KEYS[1] - #ARGV[1]), {ARGV[1]}, KEYS[2], tonum
 redis.call('PUBLISH', ARGV[4], ARGV[1])
 return current`
   },
-  // The first step of a revoke-all. KEYS: index, epoch, drains, counter   ARGV: epoch ('' : none), epochTtlMs
+  // The first step of a revoke-all. KEYS: index, epoch, drains, counter
+  // ARGV: epoch ('' : none), epochTtlMs, except ('' : none)
   // Records the epoch and sets the account's indexes aside (RENAME: O(1)) for atsRevokeBatch to
   // drain, all in one step: a Login that issued before it is in a set-aside index and will be
   // ended; one that read an older epoch and comes later is refused; one that read the new
   // epoch (it began after the revocation) goes into a fresh index and is left alone.
+  // \`except\`: one token hash taken back into the fresh index in the same step (a password
+  // change ends every session but the one that made it: issue 21), so no batch ends it.
   atsRevokeBegin: {
     numberOfKeys: 4,
     lua: `${SHARED}
@@ -140,12 +143,26 @@ if ARGV[1] ~= '' then
   local current = redis.call('GET', KEYS[2])
   if not current or tonumber(current) < tonumber(ARGV[1]) then redis.call('SET', KEYS[2], ARGV[1], 'PX', ttl) end
 end
+local kept = false
 for _, key in ipairs({KEYS[1], KEYS[1] .. ':legacy'}) do
   if redis.call('EXISTS', key) == 1 then
     local target = KEYS[3] .. ':' .. redis.call('INCR', KEYS[4])
     redis.call('RENAME', key, target)
     redis.call('SADD', KEYS[3], target)
+    if ARGV[3] ~= '' and not kept then
+      if redis.call('TYPE', target).ok == 'zset' then
+        kept = redis.call('ZSCORE', target, ARGV[3])
+        if kept then redis.call('ZREM', target, ARGV[3]) end
+      elseif redis.call('HDEL', target, ARGV[3]) == 1 then
+        -- An earlier version's index holds no expiry: the longest a token can live.
+        kept = nowMs() + ttl
+      end
+    end
   end
+end
+if kept then
+  redis.call('ZADD', KEYS[1], kept, ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], math.max(1, tonumber(kept) - nowMs()))
 end
 redis.call('PEXPIRE', KEYS[4], ttl)
 if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('PEXPIRE', KEYS[3], ttl) end
@@ -198,7 +215,7 @@ export interface ScriptCommands {
     epoch: string, maxTokens: number, denyTtlMs: number, channel: string, pruneBatch: number): Promise<number>
   atsRefresh (token: string, index: string, epochKey: string, value: string, ttlMs: number, tokenHash: string, accountId: string, epoch: string): Promise<number>
   atsTerminate (token: string, deny: string, tokenHash: string, denyTtlMs: number, indexPrefix: string, channel: string): Promise<string | null>
-  atsRevokeBegin (index: string, epochKey: string, drains: string, counter: string, epoch: string, epochTtlMs: number): Promise<number>
+  atsRevokeBegin (index: string, epochKey: string, drains: string, counter: string, epoch: string, epochTtlMs: number, except: string): Promise<number>
   atsRevokeBatch (drains: string, deny: string, tokenPrefix: string, denyTtlMs: number, channel: string, batch: number): Promise<[number, ...string[]]>
   atsDenied (deny: string, tokenHash: string): Promise<string[]>
 }

@@ -129,10 +129,10 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
       const ended = await commands.atsTerminate(tokenPrefix + tokenHash, denyKey, tokenHash, denyTtlMs, indexPrefix, channel)
       return ended === null ? null : decodeRecord(ended)
     }),
-    terminateAccount: async (accountId, epoch) => await guarded(async () => {
+    terminateAccount: async (accountId, epoch, exceptTokenHash) => await guarded(async () => {
       const index = indexPrefix + accountId
       const drains = `${index}:revoking`
-      await commands.atsRevokeBegin(index, epochPrefix + accountId, drains, `${index}:revocations`, epochArg(epoch), epochTtlMs)
+      await commands.atsRevokeBegin(index, epochPrefix + accountId, drains, `${index}:revocations`, epochArg(epoch), epochTtlMs, exceptTokenHash ?? '')
       // The set-aside indexes, REVOKE_BATCH tokens a script: other commands run in between.
       const ended: string[] = []
       try {

@@ -1,0 +1,55 @@
+import type { ClientContext } from '../auth.js'
+
+/**
+ * Sessions: what a person sees of their tokens. Every token issued by Login has a session: a
+ * public random id (not the token, not derivable to it), when and from where it began, when a
+ * Login last refreshed it, and its expiry. The metadata lives in the user database, written by
+ * the Login that already touches it; the token store keeps only what Authenticate needs, so a
+ * token's Redis footprint does not grow (README, "Sessions").
+ */
+
+export interface SessionInfo {
+  /** Public and random: 16 bytes, base64url. */
+  id: string
+  /** Epoch milliseconds. */
+  created: number
+  /** Epoch milliseconds of the last refresh by Login; null when never refreshed. */
+  refreshed: number | null
+  /** Epoch milliseconds, the `expiration_date` the client was given. */
+  expiresAt: number
+  ip: string
+  /** As sent at creation, cut to USER_AGENT_MAX characters, control characters escaped. */
+  userAgent: string
+  federated: boolean
+  /** The session of the token hash given to `list` (always false without one). */
+  current: boolean
+}
+
+export interface Sessions {
+  /** Active sessions of the account, newest first; `current` marks the one whose token hash is given. */
+  list (accountId: string, currentTokenHash?: string): Promise<SessionInfo[]>
+  /** Ends one session of this account exactly as Logout ends its token (deny set, revocation feed, audit event). False for an unknown id or another account's. */
+  end (accountId: string, sessionId: string, client: ClientContext, actor?: string): Promise<boolean>
+  /** Ends all of the account's sessions except the one with this token hash (none excepted when absent); returns how many ended. */
+  endAll (accountId: string, client: ClientContext, exceptTokenHash?: string, actor?: string): Promise<number>
+  /** The session id of a token hash, to mark the current one. */
+  idOf (tokenHash: string): Promise<string | null>
+}
+
+/** What Login tells the sessions, after the token store took the token. */
+export interface NewSession {
+  tokenHash: string
+  accountId: string
+  /** Epoch milliseconds. */
+  created: number
+  expiresAt: number
+  client: ClientContext
+  federated: boolean
+}
+
+export interface SessionRecorder {
+  /** A new token's session. */
+  started (session: NewSession): Promise<void>
+  /** A Login refreshed the token of this hash: its new expiry, refreshed now. */
+  refreshed (tokenHash: string, refreshedAt: number, expiresAt: number): Promise<void>
+}
