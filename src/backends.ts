@@ -61,10 +61,14 @@ export function loginLimits (config: Config): LoginLimits {
   }
 }
 
-/** The limiter beside a token store: on its Redis client, or in-process beside the in-process store. */
-export function openLoginLimiter (config: Config, tokens: ServiceTokenStore): LoginLimiter {
+/**
+ * The limiter beside a token store: on its Redis client, or in-process beside the in-process store.
+ * `namespace` keeps another kind of failure (wrong admin keys) apart from failed logins: the same
+ * rules, keys of its own (`<prefix><namespace>lf:…`, inside the prefix's hash tag).
+ */
+export function openLoginLimiter (config: Config, tokens: ServiceTokenStore, namespace = ''): LoginLimiter {
   return tokens.kind === 'redis'
-    ? createRedisLoginLimiter(tokens.redis, loginLimits(config), config.redisKeyPrefix)
+    ? createRedisLoginLimiter(tokens.redis, loginLimits(config), `${config.redisKeyPrefix}${namespace}`)
     : createMemoryLoginLimiter(loginLimits(config))
 }
 

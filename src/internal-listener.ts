@@ -6,6 +6,12 @@ import { internalError, notFound, StatusError, statusErrorForHttp } from './http
 import { registerMetricsRoute } from './metrics/route.js'
 import { revocationRoutes } from './routes/revocations.js'
 import { revocationsOpen } from './internal-surfaces.js'
+import { createAccountAdmin } from './accounts.js'
+import { adminApi, ADMIN_API_ACTOR } from './admin/plugin.js'
+import { generateLocalAdminKey, removeLocalAdminAccess, writeLocalAdminAccess } from './admin/local-access.js'
+import { openLoginLimiter } from './backends.js'
+import { localUrl } from './http/local-url.js'
+import { configuredPasswordPolicy } from './passwords/policy.js'
 
 /**
  * The internal listener (INTERNAL_HOST:INTERNAL_PORT, 127.0.0.1:3001 by default): what only
@@ -14,9 +20,15 @@ import { revocationsOpen } from './internal-surfaces.js'
  * NODE_ENV=production the public port serves none of them (issue 19 §4).
  */
 
+export interface InternalAppOptions {
+  /** A key the admin API also takes: the embedded default's, for the local command line (admin/local-access.ts). */
+  localAdminKey?: string | undefined
+}
+
 /** The internal app over the main app's metrics, document and revocation feed. The main app must be ready (its document complete). */
-export async function buildInternalApp (app: FastifyInstance, config: Config): Promise<FastifyInstance> {
-  const internal = Fastify({ logger: false, exposeHeadRoutes: false, return503OnClosing: false })
+export async function buildInternalApp (app: FastifyInstance, config: Config, options: InternalAppOptions = {}): Promise<FastifyInstance> {
+  // The admin API's bodies are checked as sent: an unknown field is refused, not dropped unseen.
+  const internal = Fastify({ logger: false, exposeHeadRoutes: false, return503OnClosing: false, ajv: { customOptions: { removeAdditional: false } } })
   internal.setErrorHandler((error: FastifyError | StatusError, _request, reply) => {
     const status = error instanceof StatusError ? error : typeof error.statusCode === 'number' ? statusErrorForHttp(error.statusCode) : internalError()
     return reply.code(status.httpStatus).headers(status.headers).header('cache-control', 'no-store').send(status.toBody())
@@ -34,15 +46,39 @@ export async function buildInternalApp (app: FastifyInstance, config: Config): P
     maxSubscribers: config.revocationsMaxSubscribers,
     onCut: (remoteAddress) => { app.log.warn({ remoteAddress }, 'revocation subscriber cut: its socket took nothing for too long') }
   })
+  const { backends, metrics } = app
+  await internal.register(adminApi, {
+    prefix: '/admin',
+    keys: [config.adminKey, options.localAdminKey].filter((key) => key !== undefined),
+    // Observed as the app's own admin is (app.ts): metrics count the tokens its changes end.
+    accounts: createAccountAdmin({
+      ...backends,
+      audit: metrics.countEvents(backends.audit),
+      hasher: metrics.timeHashing(backends.hasher),
+      actor: ADMIN_API_ACTOR,
+      passwordPolicy: configuredPasswordPolicy(config.passwordMinLength)
+    }),
+    audit: backends.audit,
+    limiter: openLoginLimiter(config, backends.tokens, 'admin:')
+  })
   return internal
 }
 
 /** Builds and listens; the caller closes it (after the public app, so the feed outlives no request). */
 export async function startInternalListener (app: FastifyInstance, config: Config): Promise<FastifyInstance> {
-  const internal = await buildInternalApp(app, config)
+  // On the embedded database, a key of its own for the command line beside it, kept in the data
+  // directory the service holds (mode 0600) and removed when the service closes.
+  const embedded = app.backends.database.dataDirLock !== undefined
+  const localAdminKey = embedded ? generateLocalAdminKey() : undefined
+  const internal = await buildInternalApp(app, config, { localAdminKey })
   await internal.listen({ host: config.internalHost, port: config.internalPort })
   const address = internal.server.address()
+  const url = localUrl(address)
+  if (localAdminKey !== undefined && url !== null) {
+    internal.addHook('onClose', async () => { await removeLocalAdminAccess(config.dataDir) })
+    await writeLocalAdminAccess(config.dataDir, { url, key: localAdminKey })
+  }
   app.log.info({ host: config.internalHost, port: typeof address === 'object' && address !== null ? address.port : config.internalPort },
-    'internal listener: /metrics, /docs, /openapi.json, /auth/revocations')
+    `internal listener: /metrics, /docs, /openapi.json, /auth/revocations${config.adminKey !== undefined || localAdminKey !== undefined ? ', /admin' : ''}`)
   return internal
 }

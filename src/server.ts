@@ -1,6 +1,5 @@
 import closeWithGrace from 'close-with-grace'
 import type { FastifyInstance } from 'fastify'
-import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { buildApp } from './app.js'
 import { startInternalListener } from './internal-listener.js'
@@ -8,6 +7,7 @@ import { ConfigError, type Config } from './config.js'
 import type { EnsureResult } from './accounts.js'
 import { StatusError } from './http/status.js'
 import { escapeControlCharacters } from './http/log-escape.js'
+import { localUrl } from './http/local-url.js'
 import { tuneV8ForServing } from './v8-tuning.js'
 
 /**
@@ -41,13 +41,6 @@ export async function bootstrapAccount (app: FastifyInstance, config: Config): P
   }
 }
 
-/** Where this machine reaches a listener: a wildcard address is reached on the loopback. */
-function localUrl (address: string | AddressInfo | null): string | null {
-  if (address === null || typeof address === 'string') return null
-  const host = address.address === '0.0.0.0' ? '127.0.0.1' : address.address === '::' ? '::1' : address.address
-  return `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`
-}
-
 /**
  * The process entry: build, bootstrap, listen. On SIGTERM/SIGINT: readiness answers 503
  * first (for SHUTDOWN_DELAY_MS, so load balancers stop sending), then the listener closes,
@@ -74,7 +67,7 @@ export async function startServer (config: Config): Promise<FastifyInstance> {
     internal = await startInternalListener(app, config)
     await app.listen({ host: config.host, port: config.port })
     // The embedded database's directory names its owner: a refused command says where it listens.
-    await app.backends.database.dataDirLock?.announce({ url: localUrl(app.server.address()) }).catch((error: unknown) => {
+    await app.backends.database.dataDirLock?.announce({ url: localUrl(app.server.address()), internalUrl: localUrl(internal.server.address()) }).catch((error: unknown) => {
       // The socket still holds the directory; only the file that repeats where the service listens is stale.
       app.log.warn({ err: error }, 'could not record the listening address beside the embedded database')
     })

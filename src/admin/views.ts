@@ -82,3 +82,6 @@ export function parseSince (since: string | undefined): Date | undefined {
   if (!/^\d{4}-\d{2}-\d{2}/.test(since) || Number.isNaN(at.getTime())) throw invalid('since')
   return at
 }
+
+/** The contract's success fields, typed as the answer schemas name them. */
+export const OK = Object.freeze({ status: 0 as const, message: 'Success' as const })

@@ -91,10 +91,12 @@ export const reasons = {
   authorizationNotBearer: () => reason('Authorization header is not a valid Bearer credential'),
   // The admin API's (admin/): its own parameters, and what its 401 and 404 say.
   adminParameterNotValid: (parameter: AdminParameter) => reason(`${parameter} is not valid`),
+  adminParameterRequired: (parameter: AdminParameter) => reason(`${parameter} is required`),
   adminKeyRequired: () => reason('Authorization: Bearer with the admin key is required'),
   adminKeyWrong: () => reason('the admin key is not valid'),
   unknownAccount: () => reason('no such account'),
   unknownSession: () => reason('no such session'),
+  usernameTaken: () => reason('username is taken'),
   // Log-only reasons of refusals whose answer carries no detail (a 403 or 401 is byte-identical).
   cookieGivenMoreThanOnce: () => reason('AuthToken1 cookie given more than once'),
   originalUriNotTrusted: () => reason('X-Forwarded-Uri or X-Original-URI sent by an untrusted client, ignored')

@@ -1,0 +1,76 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import type { AccountAdmin } from '../accounts.js'
+import { reasons } from '../http/bad-request.js'
+import { notFound, StatusError, tooManyRequests } from '../http/status.js'
+import type { AuditLog } from '../stores/audit-log.js'
+import type { LoginLimiter } from '../stores/login-limiter.js'
+import { adminKeyCheck, bearerCredential } from './admin-key.js'
+import { adminError } from './errors.js'
+import { eventRoutes } from './event-routes.js'
+import { createAdminDocument } from './openapi.js'
+import { sessionRoutes, type SessionRoutesOptions } from './session-routes.js'
+import { userRoutes } from './user-routes.js'
+
+/**
+ * The admin API (api-contract.md, "Admin API"), registered under /admin on the internal
+ * listener. Off (every /admin route 404, as if absent) when no key is configured. Each request
+ * needs `Authorization: Bearer <key>`; a missing or wrong key is a 401, counted per client
+ * address by the login limiter's rules in a namespace of its own (backends.ts openLoginLimiter),
+ * so a guessing client is refused (429) like one guessing passwords.
+ */
+
+export interface AdminApiOptions {
+  /** The keys that open it: AUTH_ADMIN_KEY, and the local key of the embedded default (local-access.ts). None: off. */
+  keys: readonly string[]
+  accounts: AccountAdmin
+  audit: AuditLog
+  /** The admin namespace's limiter: its "account" is the client address. */
+  limiter: LoginLimiter
+  /** The session routes' parts; absent: no session routes (404). */
+  sessions?: Pick<SessionRoutesOptions, 'sessions' | 'accountOf'> | undefined
+}
+
+/** Who is named in the audit trail as making the admin API's changes. */
+export const ADMIN_API_ACTOR = 'admin-api'
+
+const unauthorized = (missing: boolean): StatusError =>
+  new StatusError(401, 'Unauthorized', 401, { 'www-authenticate': 'Bearer realm="admin"' },
+    { detail: missing ? reasons.adminKeyRequired() : reasons.adminKeyWrong() })
+
+export const adminApi: FastifyPluginAsyncTypebox<AdminApiOptions> = async (app, { keys, accounts, audit, limiter, sessions }) => {
+  // Off: nothing registered, so the listener's own 404 answers every /admin path alike.
+  if (keys.length === 0) return
+  const accepted = adminKeyCheck(keys)
+  const doc = createAdminDocument()
+  doc.collect(app)
+
+  app.setErrorHandler(async (error: FastifyError | StatusError, _request, reply) => {
+    const status = adminError(error)
+    return await reply.code(status.httpStatus).headers(status.headers).header('cache-control', 'no-store').send(status.toBody())
+  })
+  app.setNotFoundHandler(async () => { throw notFound() })
+
+  // Before anything is parsed: an unauthenticated request gets nothing read but its headers.
+  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+    reply.header('cache-control', 'no-store')
+    const ip = request.ip
+    const verdict = await limiter.check(ip, ip)
+    if (!verdict.allowed) throw tooManyRequests(verdict.retryAfterMs / 1000)
+    const { authorization } = request.headers
+    if (accepted(authorization)) {
+      await limiter.recordSuccess(ip)
+      return
+    }
+    const missing = bearerCredential(authorization) === undefined
+    const failure = await limiter.recordFailure(ip, ip)
+    audit.record({ event: 'admin.unauthorized', clientIp: ip, userAgent: request.headers['user-agent'], outcome: missing ? 'no-key' : 'wrong-key' })
+    if (!failure.counted) throw tooManyRequests(failure.retryAfterMs / 1000)
+    throw unauthorized(missing)
+  })
+
+  app.get('/openapi.json', { schema: { hide: true } }, async () => doc.document())
+  await app.register(userRoutes, { accounts })
+  await app.register(eventRoutes, { audit })
+  if (sessions !== undefined) await app.register(sessionRoutes, { ...sessions, accounts, actor: ADMIN_API_ACTOR })
+}

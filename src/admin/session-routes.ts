@@ -1,0 +1,47 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { AccountAdmin } from '../accounts.js'
+import { reasons } from '../http/bad-request.js'
+import { StatusError } from '../http/status.js'
+import type { Sessions } from '../sessions/sessions.js'
+import { AdminErrorSchema, EndedOneAnswerSchema, SessionListAnswerSchema, SessionPathSchema, SessionsEndedAnswerSchema, UsernamePathSchema } from './schemas.js'
+import { OK, sessionView } from './views.js'
+
+export interface SessionRoutesOptions {
+  accounts: AccountAdmin
+  sessions: Sessions
+  /** The account a session id belongs to, or null for an unknown id (session-owner.ts). */
+  accountOf: (sessionId: string) => Promise<string | null>
+  /** Who ends a session, for its audit event. */
+  actor: string
+}
+
+const unknownSession = (): StatusError => new StatusError(404, 'Not Found', 404, {}, { detail: reasons.unknownSession() })
+
+/** An account's sessions: list them, end all; and end one session by its id. */
+export const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (app, { accounts, sessions, accountOf, actor }) => {
+  const errors = { '4xx': AdminErrorSchema, '5xx': AdminErrorSchema }
+  const clientOf = (request: { ip: string, headers: { 'user-agent'?: string | undefined } }) => ({ ip: request.ip, userAgent: request.headers['user-agent'] })
+
+  app.get('/users/:username/sessions', {
+    schema: { summary: 'The account\'s active sessions, newest first', params: UsernamePathSchema, response: { 200: SessionListAnswerSchema, ...errors } }
+  }, async (request) => {
+    const account = await accounts.show(request.params.username)
+    return { ...OK, sessions: (await sessions.list(account.id)).map(sessionView) }
+  })
+
+  app.delete('/users/:username/sessions', {
+    schema: { summary: 'End every session of the account (a revoke-all: a Login in flight gets no token either)', params: UsernamePathSchema, response: { 200: SessionsEndedAnswerSchema, ...errors } }
+  }, async (request) => {
+    const { ended } = await accounts.revokeSessions(request.params.username)
+    return { ...OK, sessions_ended: ended }
+  })
+
+  app.delete('/sessions/:id', {
+    schema: { summary: 'End one session by its id, as a Logout of its token would', params: SessionPathSchema, response: { 200: EndedOneAnswerSchema, ...errors } }
+  }, async (request) => {
+    const { id } = request.params
+    const accountId = await accountOf(id)
+    if (accountId === null || !await sessions.end(accountId, id, clientOf(request), actor)) throw unknownSession()
+    return OK
+  })
+}

@@ -1,0 +1,67 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { AccountAdmin } from '../accounts.js'
+import {
+  AdminErrorSchema, DeletedAnswerSchema, DEFAULT_PAGE, EndedAnswerSchema, NewUserSchema, UserAnswerSchema, UserChangeSchema,
+  UserListAnswerSchema, UserListQuerySchema, UsernamePathSchema
+} from './schemas.js'
+import { decodeUserCursor, encodeUserCursor, OK, userView } from './views.js'
+
+/** /admin/users: the accounts, over the same AccountAdmin the command line uses (accounts.ts). */
+export const userRoutes: FastifyPluginAsyncTypebox<{ accounts: AccountAdmin }> = async (app, { accounts }) => {
+  const errors = { '4xx': AdminErrorSchema, '5xx': AdminErrorSchema }
+
+  app.get('/users', {
+    schema: { summary: 'List accounts, a page at a time (username order)', querystring: UserListQuerySchema, response: { 200: UserListAnswerSchema, ...errors } }
+  }, async (request) => {
+    const { accounts: page, next } = await accounts.page(decodeUserCursor(request.query.cursor), request.query.limit ?? DEFAULT_PAGE)
+    return { ...OK, users: page.map(userView), next_cursor: next === undefined ? null : encodeUserCursor(next) }
+  })
+
+  app.post('/users', {
+    schema: { summary: 'Create an account (the password policy applies)', body: NewUserSchema, response: { 201: UserAnswerSchema, ...errors } }
+  }, async (request, reply) => {
+    const { username, password, federated = false } = request.body
+    const account = await accounts.add(username, password, federated)
+    return await reply.code(201).send({ ...OK, user: userView(await accounts.show(account.username)) })
+  })
+
+  app.get('/users/:username', {
+    schema: { summary: 'One account', params: UsernamePathSchema, response: { 200: UserAnswerSchema, ...errors } }
+  }, async (request) => ({ ...OK, user: userView(await accounts.show(request.params.username)) }))
+
+  app.patch('/users/:username', {
+    schema: {
+      summary: 'Disable or enable an account, or set its password; disabling and a new password end its sessions',
+      params: UsernamePathSchema,
+      body: UserChangeSchema,
+      response: { 200: EndedAnswerSchema, ...errors }
+    }
+  }, async (request) => {
+    const { disabled, password } = request.body
+    let { username } = request.params
+    let ended = 0
+    // The password first: a refused one (the policy) leaves the account as it was.
+    if (password !== undefined) {
+      const changed = await accounts.setPassword(username, password)
+      username = changed.account.username
+      ended += changed.ended
+    }
+    if (disabled !== undefined) {
+      const changed = await accounts.setDisabled(username, disabled)
+      username = changed.account.username
+      ended += changed.ended
+    }
+    return { ...OK, user: userView(await accounts.show(username)), sessions_ended: ended }
+  })
+
+  app.delete('/users/:username', {
+    schema: { summary: 'Delete an account and end its sessions (its audit events stay)', params: UsernamePathSchema, response: { 200: DeletedAnswerSchema, ...errors } }
+  }, async (request) => {
+    const { ended } = await accounts.remove(request.params.username)
+    return { ...OK, sessions_ended: ended }
+  })
+
+  app.post('/users/:username/unlock', {
+    schema: { summary: 'Lift the lock that failed logins put on the account', params: UsernamePathSchema, response: { 200: UserAnswerSchema, ...errors } }
+  }, async (request) => ({ ...OK, user: userView(await accounts.unlock(request.params.username)) }))
+}
