@@ -1,0 +1,133 @@
+/**
+ * A small typed client of the admin API, for the command line (cli/main.ts) and scripts: the
+ * account and session commands go through it when a service runs (README, "Administration").
+ * A refusal is an AdminApiError with the answer's status and detail; a network failure is one
+ * with status 0. The key travels only in the Authorization header; nothing is logged.
+ */
+
+export interface AdminUser {
+  username: string
+  federated: boolean
+  disabled: boolean
+  locked_until: string | null
+  created: string
+  last_login: string | null
+}
+
+export interface AdminEvent {
+  time: string
+  event: string
+  username: string | null
+  account_id: string | null
+  client_ip: string | null
+  user_agent: string | null
+  outcome: string
+}
+
+export interface AdminSession {
+  id: string
+  created: string
+  refreshed: string | null
+  expiration_date: string
+  ip: string
+  user_agent: string
+  federated: boolean
+  current: boolean
+}
+
+export class AdminApiError extends Error {
+  constructor (readonly status: number, message: string, readonly detail: string | undefined) {
+    super(detail ?? message)
+    this.name = 'AdminApiError'
+  }
+}
+
+export interface AdminClientOptions {
+  /** The internal listener's base URL, e.g. http://127.0.0.1:3001 (a path prefix is kept). */
+  url: string
+  key: string
+  /** Per request; default 30 s (a new password is hashed). */
+  timeoutMs?: number
+}
+
+export interface AdminClient {
+  addUser (username: string, password: string | undefined, federated: boolean): Promise<AdminUser>
+  changeUser (username: string, change: { disabled?: boolean, password?: string }): Promise<{ user: AdminUser, ended: number }>
+  deleteUser (username: string): Promise<number>
+  unlockUser (username: string): Promise<AdminUser>
+  /** Every account, page after page. */
+  users (): AsyncIterable<AdminUser>
+  sessions (username: string): Promise<AdminSession[]>
+  revokeSessions (username: string): Promise<number>
+  endSession (id: string): Promise<void>
+  /** The audit trail, oldest first, page after page. */
+  events (filter: { user?: string | undefined, since?: Date | undefined, event?: string | undefined }): AsyncIterable<AdminEvent>
+}
+
+const PAGE = 1000
+
+export function createAdminClient ({ url, key, timeoutMs = 30_000 }: AdminClientOptions): AdminClient {
+  const base = url.endsWith('/') ? url.slice(0, -1) : url
+  const user = (username: string): string => `/admin/users/${encodeURIComponent(username)}`
+
+  async function call<T> (method: string, path: string, body?: object): Promise<T> {
+    let response: Response
+    try {
+      response = await fetch(`${base}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+        redirect: 'error'
+      })
+    } catch (error) {
+      const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : error instanceof Error ? error.message : String(error)
+      throw new AdminApiError(0, `the admin API at ${base} cannot be reached: ${cause}`, undefined)
+    }
+    let answer: { status?: unknown, message?: unknown, detail?: unknown }
+    try {
+      answer = await response.json() as typeof answer
+    } catch {
+      throw new AdminApiError(response.status, `the admin API at ${base} answered HTTP ${response.status} without a JSON body`, undefined)
+    }
+    if (!response.ok || answer.status !== 0) {
+      const message = typeof answer.message === 'string' ? answer.message : `HTTP ${response.status}`
+      throw new AdminApiError(response.status, message, typeof answer.detail === 'string' ? answer.detail : undefined)
+    }
+    return answer as T
+  }
+
+  async function * pages<T> (path: string, field: string, query: URLSearchParams): AsyncIterable<T> {
+    let cursor: string | null = null
+    do {
+      const params = new URLSearchParams(query)
+      params.set('limit', String(PAGE))
+      if (cursor !== null) params.set('cursor', cursor)
+      const page: Record<string, unknown> = await call('GET', `${path}?${params.toString()}`)
+      yield * (page[field] as T[])
+      cursor = typeof page.next_cursor === 'string' ? page.next_cursor : null
+    } while (cursor !== null)
+  }
+
+  return {
+    addUser: async (username, password, federated) =>
+      (await call<{ user: AdminUser }>('POST', '/admin/users', { username, ...(password === undefined ? {} : { password }), federated })).user,
+    async changeUser (username, change) {
+      const answer = await call<{ user: AdminUser, sessions_ended: number }>('PATCH', user(username), change)
+      return { user: answer.user, ended: answer.sessions_ended }
+    },
+    deleteUser: async (username) => (await call<{ sessions_ended: number }>('DELETE', user(username))).sessions_ended,
+    unlockUser: async (username) => (await call<{ user: AdminUser }>('POST', `${user(username)}/unlock`)).user,
+    users: () => pages<AdminUser>('/admin/users', 'users', new URLSearchParams()),
+    sessions: async (username) => (await call<{ sessions: AdminSession[] }>('GET', `${user(username)}/sessions`)).sessions,
+    revokeSessions: async (username) => (await call<{ sessions_ended: number }>('DELETE', `${user(username)}/sessions`)).sessions_ended,
+    async endSession (id) { await call('DELETE', `/admin/sessions/${encodeURIComponent(id)}`) },
+    events (filter) {
+      const query = new URLSearchParams()
+      if (filter.user !== undefined) query.set('user', filter.user)
+      if (filter.since !== undefined) query.set('since', filter.since.toISOString())
+      if (filter.event !== undefined) query.set('event', filter.event)
+      return pages<AdminEvent>('/admin/events', 'events', query)
+    }
+  }
+}
