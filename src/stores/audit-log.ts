@@ -3,6 +3,7 @@ import type { Queryable } from '../db/database.js'
 export type AuditEventName =
   | 'login.success' | 'login.failure' | 'login.refused' | 'login.lockout'
   | 'logout' | 'sessions.revoke' | 'user.add' | 'user.passwd' | 'user.disable' | 'user.enable'
+  | 'session.end' | 'sessions.end' | 'password.change'
 
 export interface AuditEvent {
   event: AuditEventName
