@@ -19,7 +19,10 @@ import { introspectRoutes } from './routes/introspect.js'
 import { loginRoutes } from './routes/login.js'
 import { logoutRoutes } from './routes/logout.js'
 import { registerOpenApi, registerOpenApiRoutes } from './routes/openapi.js'
+import { passwordRoutes } from './routes/password.js'
 import { revocationRoutes } from './routes/revocations.js'
+import { sessionRoutes } from './routes/sessions.js'
+import { createSqlSessions, type SqlSessions } from './sessions/sql-sessions.js'
 import { verifyRoutes } from './routes/verify.js'
 import { PACKAGE_VERSION } from './version.js'
 
@@ -29,6 +32,8 @@ declare module 'fastify' {
     backends: Backends
     auth: AuthService
     accounts: AccountAdmin
+    /** The accounts' sessions (issue 21): the self-service routes and the admin API act through it. */
+    sessions: SqlSessions
     metrics: Metrics
     /** Shutdown state: once draining, readiness answers 503. */
     lifecycle: { draining: boolean }
@@ -79,10 +84,13 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   sources = backends
   if (ownBackends) app.addHook('onClose', async () => { await backends.close() })
   const observed = { ...backends, audit: metrics.countEvents(backends.audit), hasher: metrics.timeHashing(backends.hasher) }
-  const auth = createAuthService({ ...observed, config })
+  const passwordPolicy = configuredPasswordPolicy(config.passwordMinLength)
+  const sessions = createSqlSessions({ db: backends.database, tokens: backends.tokens, audit: observed.audit, onError: () => { metrics.backendError('postgres') } })
+  const auth = createAuthService({ ...observed, config, sessions, passwordPolicy })
   app.decorate('backends', backends)
   app.decorate('auth', auth)
-  app.decorate('accounts', createAccountAdmin({ ...observed, passwordPolicy: configuredPasswordPolicy(config.passwordMinLength) }))
+  app.decorate('accounts', createAccountAdmin({ ...observed, passwordPolicy }))
+  app.decorate('sessions', sessions)
   app.decorate('metrics', metrics)
   app.decorate('lifecycle', { draining: false })
 
@@ -95,6 +103,8 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   await app.register(loginRoutes, { auth, config })
   await app.register(authenticateRoutes, { auth })
   await app.register(logoutRoutes, { auth, config })
+  await app.register(sessionRoutes, { auth, sessions, config })
+  await app.register(passwordRoutes, { auth })
   await app.register(verifyRoutes, { auth, trustProxy: config.trustProxy })
   await app.register(introspectRoutes, { auth, config })
   // Outside production the public port keeps the internal surfaces too (a first run); never in production.

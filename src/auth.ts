@@ -1,14 +1,17 @@
 import type { Config } from './config.js'
 import type { HashCaller, PasswordHasher } from './passwords/hasher.js'
-import { loginFailed, StatusError, tooManyRequests, unauthorized, UnavailableError } from './http/status.js'
+import { badRequest, loginFailed, StatusError, tooManyRequests, unauthorized, UnavailableError } from './http/status.js'
+import { reasons } from './http/bad-request.js'
 import { checkedPassword, checkedUsername, usernameProblem } from './credentials.js'
+import { DEFAULT_PASSWORD_POLICY, passwordRefusal, type PasswordPolicy } from './passwords/policy.js'
+import type { SessionRecorder } from './sessions/sessions.js'
 import { canonicalUsername } from './usernames.js'
 import { expiryInstant } from './tokens/time.js'
 import { generateToken, hashToken, isTokenShaped } from './tokens/token.js'
 import type { Directory } from './federation/ldap-directory.js'
 import type { AuditLog } from './stores/audit-log.js'
 import type { LoginLimiter } from './stores/login-limiter.js'
-import type { TokenStore } from './stores/token-store.js'
+import { RevocationIncomplete, type TokenStore } from './stores/token-store.js'
 import type { TokenRecord } from './tokens/record.js'
 import type { UserRecord, UserStore } from './stores/user-store.js'
 
@@ -39,8 +42,26 @@ export interface IssuedToken {
   account: UserRecord
 }
 
+export interface PasswordChangeRequest {
+  /** The caller's token, as Authenticate takes it. */
+  token: string | undefined
+  currentPassword: string
+  newPassword: string
+  client: ClientContext
+}
+
+/** A federated account's password is the directory's to change (403, issue 21). */
+export const federatedPassword = (): StatusError =>
+  new StatusError(403, 'Forbidden', 403, {}, { detail: reasons.federatedPassword() })
+
 export interface AuthService {
   login (request: LoginRequest): Promise<IssuedToken>
+  /**
+   * The caller's own password: the current one checked as a Login checks it (the same limits,
+   * counting and lockout, the same verify), the new one against the policy. Every other token of
+   * the account ends; the caller's stays. Returns how many ended.
+   */
+  changePassword (request: PasswordChangeRequest): Promise<{ ended: number }>
   /** The active token's record; fails with 403 for anything else. Never writes. */
   authenticate (token: string | undefined): Promise<TokenRecord>
   /** Ends an active token; fails with 403 when it was not active (or another caller ended it first). */
@@ -56,6 +77,10 @@ export interface AuthServiceDeps {
   config: Pick<Config, 'tokenTtlSeconds' | 'federatedTokenTtlSeconds'> & Partial<Pick<Config, 'ldapAutoProvision'>>
   /** The directory federated accounts log in through; absent: federation off (federated accounts use a local hash). */
   directory?: Directory | undefined
+  /** Where Login records each token's session (issue 21); absent: none recorded. */
+  sessions?: SessionRecorder | undefined
+  /** What a new password must be (POST /auth/Password); NIST SP 800-63B's defaults when absent. */
+  passwordPolicy?: PasswordPolicy | undefined
   /** Wall clock in epoch ms; injectable for tests. */
   now?: () => number
 }
@@ -74,7 +99,8 @@ type CredentialCheck =
   | { ok: false, outcome: 'unknown-user' | 'wrong-password' | 'disabled' | 'not-provisioned', account?: UserRecord }
 
 export function createAuthService (deps: AuthServiceDeps): AuthService {
-  const { users, tokens, hasher, limiter, audit, config, directory } = deps
+  const { users, tokens, hasher, limiter, audit, config, directory, sessions } = deps
+  const passwordPolicy = deps.passwordPolicy ?? DEFAULT_PASSWORD_POLICY
   const now = deps.now ?? Date.now
 
   /** A directory user's first login, when provisioning is on; a concurrent first login may have made it already. */
@@ -144,18 +170,33 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
    * read with the account, before its password was checked, is older than the one the
    * revocation recorded beside the account's tokens, and the store issued nothing.
    */
-  async function issue (account: UserRecord, presentedToken: string | undefined): Promise<IssuedToken | undefined> {
+  async function issue (account: UserRecord, presentedToken: string | undefined, client: ClientContext): Promise<IssuedToken | undefined> {
     const issuedAt = now()
     const expiresAt = expiryInstant(issuedAt, lifetimeSeconds(config, account.federated))
     // Relative to the instant the date was computed from (PX): Redis's clock cannot change it.
     const ttlMs = expiresAt - issuedAt
     const record: TokenRecord = { accountId: account.id, username: account.username, federated: account.federated, expiresAt }
-    if (presentedToken !== undefined && isTokenShaped(presentedToken) &&
-        await tokens.refresh(hashToken(presentedToken), record, ttlMs, account.tokenEpoch)) {
-      return { token: presentedToken, expiresAt, refreshed: true, account }
+    const session = (tokenHash: string) => ({ tokenHash, accountId: account.id, created: issuedAt, expiresAt, client, federated: account.federated })
+    if (presentedToken !== undefined && isTokenShaped(presentedToken)) {
+      const presentedHash = hashToken(presentedToken)
+      if (await tokens.refresh(presentedHash, record, ttlMs, account.tokenEpoch)) {
+        // The token's life is already reset: a session row that lags says less, it decides nothing.
+        await sessions?.refreshed(session(presentedHash)).catch(() => {})
+        return { token: presentedToken, expiresAt, refreshed: true, account }
+      }
     }
     const token = generateToken()
-    if (!await tokens.issue(hashToken(token), record, ttlMs, account.tokenEpoch)) return undefined
+    const tokenHash = hashToken(token)
+    if (!await tokens.issue(tokenHash, record, ttlMs, account.tokenEpoch)) return undefined
+    if (sessions !== undefined) {
+      try {
+        await sessions.started(session(tokenHash))
+      } catch (error) {
+        // No token without its session (one nobody could see or end by id): unsaid, and the 503.
+        await tokens.terminate(tokenHash).catch(() => {})
+        throw error
+      }
+    }
     return { token, expiresAt, refreshed: false, account }
   }
 
@@ -173,6 +214,56 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
     throw new UnavailableError('revoked', undefined, { 'retry-after': '1' })
   }
 
+  /**
+   * Login's check of a username and password, with everything around it: the limits (read-only
+   * while locked), one verify whatever the outcome, failures counted and audited, a success
+   * settled against failures sent alongside. The account, or the error a Login would answer.
+   * POST /auth/Password checks the current password through this too.
+   */
+  async function checkPassword (username: string, password: string, client: ClientContext): Promise<UserRecord> {
+    const context = { username, clientIp: client.ip, userAgent: client.userAgent }
+
+    // Read-only: an attempt while locked neither runs a hash nor extends the lock.
+    const verdict = await limiter.check(username, client.ip)
+    if (!verdict.allowed) {
+      audit.record({ event: 'login.refused', ...context, outcome: verdict.reason })
+      throw tooManyRequests(verdict.retryAfterMs / 1000)
+    }
+
+    // A backend failure here is a 503 and counts nothing: only failures of the caller's count.
+    const checked = await checkCredentials(username, password, { account: username, ip: client.ip }).catch((error: unknown) => {
+      // This account or address already holds its share of the hash queue (passwords/fair-queue.ts): 429, nothing counted.
+      if (error instanceof StatusError && error.status === 429) audit.record({ event: 'login.refused', ...context, outcome: 'hash-share' })
+      throw error
+    })
+    if (!checked.ok) {
+      const failure = await limiter.recordFailure(username, client.ip)
+      if (!failure.counted) {
+        // Locked meanwhile by failures sent alongside: no answer about this password either.
+        audit.record({ event: 'login.refused', ...context, accountId: checked.account?.id, outcome: 'account-locked' })
+        throw tooManyRequests(failure.retryAfterMs / 1000)
+      }
+      audit.record({ event: 'login.failure', ...context, accountId: checked.account?.id, outcome: checked.outcome })
+      if (failure.lockedForMs > 0) audit.record({ event: 'login.lockout', ...context, accountId: checked.account?.id, outcome: `locked-${Math.ceil(failure.lockedForMs / 1000)}s` })
+      throw loginFailed()
+    }
+    if (checked.account.username !== username) {
+      // The directory named another account than the one typed: its own lock holds too.
+      const own = await limiter.check(checked.account.username, client.ip)
+      if (!own.allowed) {
+        audit.record({ event: 'login.refused', ...context, accountId: checked.account.id, outcome: own.reason })
+        throw tooManyRequests(own.retryAfterMs / 1000)
+      }
+    }
+    const settled = await limiter.recordSuccess(username)
+    if (!settled.allowed) {
+      // A right guess among parallel wrong ones that locked the account first: refused like them.
+      audit.record({ event: 'login.refused', ...context, accountId: checked.account.id, outcome: settled.reason })
+      throw tooManyRequests(settled.retryAfterMs / 1000)
+    }
+    return checked.account
+  }
+
   return {
     async login (request) {
       // Refused before any hashing or counting: a megabyte password must not cost a hash.
@@ -180,50 +271,44 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
       const password = checkedPassword(request.password)
       const { client } = request
       const context = { username, clientIp: client.ip, userAgent: client.userAgent }
-
-      // Read-only: an attempt while locked neither runs a hash nor extends the lock.
-      const verdict = await limiter.check(username, client.ip)
-      if (!verdict.allowed) {
-        audit.record({ event: 'login.refused', ...context, outcome: verdict.reason })
-        throw tooManyRequests(verdict.retryAfterMs / 1000)
-      }
-
-      // A backend failure here is a 503 and counts nothing: only failures of the caller's count.
-      const checked = await checkCredentials(username, password, { account: username, ip: client.ip }).catch((error: unknown) => {
-        // This account or address already holds its share of the hash queue (passwords/fair-queue.ts): 429, nothing counted.
-        if (error instanceof StatusError && error.status === 429) audit.record({ event: 'login.refused', ...context, outcome: 'hash-share' })
-        throw error
-      })
-      if (!checked.ok) {
-        const failure = await limiter.recordFailure(username, client.ip)
-        if (!failure.counted) {
-          // Locked meanwhile by failures sent alongside: no answer about this password either.
-          audit.record({ event: 'login.refused', ...context, accountId: checked.account?.id, outcome: 'account-locked' })
-          throw tooManyRequests(failure.retryAfterMs / 1000)
-        }
-        audit.record({ event: 'login.failure', ...context, accountId: checked.account?.id, outcome: checked.outcome })
-        if (failure.lockedForMs > 0) audit.record({ event: 'login.lockout', ...context, accountId: checked.account?.id, outcome: `locked-${Math.ceil(failure.lockedForMs / 1000)}s` })
-        throw loginFailed()
-      }
-      if (checked.account.username !== username) {
-        // The directory named another account than the one typed: its own lock holds too.
-        const own = await limiter.check(checked.account.username, client.ip)
-        if (!own.allowed) {
-          audit.record({ event: 'login.refused', ...context, accountId: checked.account.id, outcome: own.reason })
-          throw tooManyRequests(own.retryAfterMs / 1000)
-        }
-      }
-      const settled = await limiter.recordSuccess(username)
-      if (!settled.allowed) {
-        // A right guess among parallel wrong ones that locked the account first: refused like them.
-        audit.record({ event: 'login.refused', ...context, accountId: checked.account.id, outcome: settled.reason })
-        throw tooManyRequests(settled.retryAfterMs / 1000)
-      }
-      const issued = await issue(checked.account, request.presentedToken) ?? await refuseOvertaken(checked.account, context)
+      const account = await checkPassword(username, password, client)
+      const issued = await issue(account, request.presentedToken, client) ?? await refuseOvertaken(account, context)
       // Best effort and off the answer's path: the admin API's last_login must never fail or slow a Login.
-      users.recordLogin(checked.account.id).catch(() => {})
-      audit.record({ event: 'login.success', ...context, accountId: checked.account.id, outcome: issued.refreshed ? 'refreshed' : 'issued' })
+      users.recordLogin(account.id).catch(() => {})
+      audit.record({ event: 'login.success', ...context, accountId: account.id, outcome: issued.refreshed ? 'refreshed' : 'issued' })
       return issued
+    },
+
+    async changePassword ({ token, currentPassword, newPassword, client }) {
+      // Both refused before any hashing or counting, as Login refuses a megabyte password.
+      const current = checkedPassword(currentPassword, 'current_password')
+      const next = checkedPassword(newPassword, 'new_password')
+      if (token === undefined || !isTokenShaped(token)) throw unauthorized()
+      const tokenHash = hashToken(token)
+      const holder = activeOrRefused(await tokens.find(tokenHash))
+      if (holder.federated) throw federatedPassword()
+      const account = await checkPassword(holder.username, current, client)
+      // The name now belongs to another account than the token's (deleted and made again): not yours.
+      if (account.id !== holder.accountId) throw unauthorized()
+      if (account.federated) throw federatedPassword()
+      const refusal = await passwordRefusal(next, account.username, passwordPolicy, 'new_password')
+      if (refusal !== undefined) throw badRequest(refusal)
+      const updated = await users.setPasswordHash(account.username, await hasher.hash(next, { account: account.username, ip: client.ip }))
+      if (updated === null) throw unauthorized()
+      const context = { event: 'password.change' as const, username: updated.username, accountId: updated.id, clientIp: client.ip, userAgent: client.userAgent }
+      let ended: string[]
+      try {
+        // The new epoch beside the account's tokens, every token but the caller's ended, in one
+        // revoke-all: a Login with the old password still under way gets nothing, and the
+        // caller's token, kept, refreshes on the new epoch its next Login reads.
+        ended = await tokens.terminateAccount(updated.id, updated.tokenEpoch, tokenHash)
+      } catch (error) {
+        if (error instanceof RevocationIncomplete) audit.record({ ...context, outcome: `tokens-ended-${error.ended}-incomplete`, tokensEnded: error.ended })
+        throw error
+      }
+      await sessions?.ended(ended)
+      audit.record({ ...context, outcome: `tokens-ended-${ended.length}`, tokensEnded: ended.length })
+      return { ended: ended.length }
     },
 
     // The hot path: the store's own promise, chained, rather than another async frame around it.
@@ -234,8 +319,11 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
 
     async logout (token, client) {
       if (token === undefined || !isTokenShaped(token)) throw unauthorized()
-      const ended = await tokens.terminate(hashToken(token))
+      const tokenHash = hashToken(token)
+      const ended = await tokens.terminate(tokenHash)
       if (ended === null) throw unauthorized()
+      // Not awaited: Logout works while Postgres is away (the row is never listed once its token is gone).
+      sessions?.ended([tokenHash]).catch(() => {})
       audit.record({
         event: 'logout',
         username: ended.username,

@@ -1,4 +1,4 @@
-import { PARAMETER_LIMITS, reasons, type Reason } from './http/bad-request.js'
+import { PARAMETER_LIMITS, reasons, type PasswordParameter, type Reason } from './http/bad-request.js'
 import { badRequest } from './http/status.js'
 import { mapUsername, usernameRefusal } from './usernames.js'
 
@@ -49,9 +49,9 @@ export function usernameProblem (normalized: string): Reason | undefined {
 }
 
 /** Why a normalized password cannot be one, or undefined when it can. */
-export function passwordProblem (normalized: string): Reason | undefined {
+export function passwordProblem (normalized: string, parameter: PasswordParameter = 'password'): Reason | undefined {
   if (isAcceptablePassword(normalized)) return undefined
-  return normalized.length === 0 ? reasons.empty('password') : reasons.tooLong('password')
+  return normalized.length === 0 ? reasons.empty(parameter) : reasons.tooLong(parameter)
 }
 
 /** The username as stored and compared (canonical); a 400 when it breaks a rule. */
@@ -63,9 +63,9 @@ export function checkedUsername (raw: string): string {
 }
 
 /** The password as hashed and checked (NFC); a 400 when it breaks a rule. */
-export function checkedPassword (raw: string): string {
+export function checkedPassword (raw: string, parameter: PasswordParameter = 'password'): string {
   const password = normalizePassword(raw)
-  const problem = passwordProblem(password)
+  const problem = passwordProblem(password, parameter)
   if (problem !== undefined) throw badRequest(problem)
   return password
 }

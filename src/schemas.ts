@@ -179,3 +179,75 @@ export function errorResponses (badRequestExample: Reason, ...statuses: ErrorSta
     })
   }
 }
+
+/* Sessions and password change (issue 21; api-contract, "Extensions"). */
+
+const DATE = (description: string) => Type.String({ description: `${description}: UTC, YYYY-MM-DDTHH:MM:SS, no zone and no fraction.`, examples: [EXAMPLE_EXPIRATION] })
+export const EXAMPLE_SESSION_ID = 'Vq3m0XhA8cTz1LbQe5RkNw'
+
+export const SessionSchema = Type.Object({
+  id: Type.String({ description: 'The session id: public and random (128 bits), not the token and not derivable to it.' }),
+  created: DATE('When its Login issued the token'),
+  refreshed: Type.Union([DATE('When a Login last refreshed it'), Type.Null()]),
+  expiration_date: DATE('When its token stops authenticating'),
+  ip: Type.String({ description: 'The client address of the Login that began it (X-Forwarded-For only from a trusted proxy).' }),
+  user_agent: Type.String({ description: 'The User-Agent of that Login: at most 256 characters, control characters escaped as \\uXXXX.' }),
+  federated: Type.Boolean(),
+  current: Type.Boolean({ description: 'This is the session of the token the request was made with.' })
+})
+export type SessionItem = Static<typeof SessionSchema>
+
+const EXAMPLE_SESSION: SessionItem = {
+  id: EXAMPLE_SESSION_ID,
+  created: '2026-11-22T11:41:48',
+  refreshed: null,
+  expiration_date: EXAMPLE_EXPIRATION,
+  ip: '203.0.113.7',
+  user_agent: 'Mozilla/5.0 (X11; Linux x86_64) Firefox/133.0',
+  federated: false,
+  current: true
+}
+
+export const SessionListSchema = Type.Object({
+  status: Type.Literal(0),
+  message: Type.Literal('Success'),
+  sessions: Type.Array(SessionSchema)
+}, {
+  description: 'Success: the active sessions of the token\'s account, newest first',
+  examples: [{ status: 0, message: 'Success', sessions: [EXAMPLE_SESSION] }]
+})
+
+export const SessionIdPathSchema = Type.Object({
+  id: Type.String({ description: 'A session id from GET /auth/sessions.', examples: [EXAMPLE_SESSION_ID] })
+})
+
+export const SessionsEndedSchema = Type.Object({
+  status: Type.Literal(0),
+  message: Type.Literal('Success'),
+  ended: Type.Integer({ description: 'How many sessions ended.' })
+}, { description: 'Success: status 0 and how many sessions ended', examples: [{ status: 0, message: 'Success', ended: 2 }] })
+
+/** A 403 of a route that also refuses for a reason of its own (its `detail`). */
+export const forbiddenAnswer = (description: string, detail: Reason) => Type.Object({
+  status: Type.Integer(),
+  message: Type.String(),
+  detail: Type.Optional(Type.String())
+}, {
+  description: `Unauthorized: the token is missing, unknown, expired or ended. Forbidden with a detail: ${description}, ` +
+    'or `cross-site request` (a browser request from another site or an origin not allowed)',
+  examples: [{ status: 403, message: 'Unauthorized' }, { status: 403, message: 'Forbidden', detail }]
+})
+
+export const PasswordChangeBodySchema = Type.Object({
+  token: Type.Optional(Token(TOKEN_GIVEN)),
+  current_password: Type.Optional(Type.String({
+    maxLength: PASSWORD_MAX_CHARS,
+    pattern: NO_NUL,
+    description: 'The account\'s password now, checked as Login checks it (a wrong one counts as a failed Login).'
+  })),
+  new_password: Type.Optional(Type.String({
+    maxLength: PASSWORD_MAX_CHARS,
+    pattern: NO_NUL,
+    description: 'The password from now on: the password policy applies (length, common and breached passwords, the username).'
+  }))
+})

@@ -15,7 +15,7 @@ export interface SessionRoutesOptions {
   actor: string
 }
 
-const unknownSession = (): StatusError => new StatusError(404, 'Not Found', 404, {}, { detail: reasons.unknownSession() })
+const unknownSession = (): StatusError => new StatusError(404, 'Not Found', 404, {}, { detail: reasons.noSuchSession() })
 
 /** An account's sessions: list them, end all; and end one session by its id. */
 export const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (app, { accounts, sessions, accountOf, actor }) => {

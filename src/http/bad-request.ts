@@ -14,7 +14,7 @@ export type Reason = string & { readonly [reasonBrand]: true }
 const reason = (text: string): Reason => text as Reason
 
 /** The parameters a reason may name: the service's own, never a name the caller made up. */
-export const PARAMETERS = ['username', 'password', 'token', 'format', 'jsonpFunction', 'jsopFunction', 'jsonpFormat', 'callback'] as const
+export const PARAMETERS = ['username', 'password', 'token', 'format', 'jsonpFunction', 'jsopFunction', 'jsonpFormat', 'callback', 'current_password', 'new_password'] as const
 export type Parameter = typeof PARAMETERS[number]
 
 /** The admin API's parameters (admin/schemas.ts): its reasons may name these. */
@@ -32,11 +32,17 @@ export function knownParameter (name: string | undefined): Parameter | undefined
  * The longest value each parameter takes, in the unit the limit is kept in (README, Answers);
  * a username counts code points and a password bytes, after NFC (credentials.ts).
  */
-export const PARAMETER_LIMITS: Readonly<Record<'username' | 'password' | 'token', { max: number, unit: 'characters' | 'bytes' }>> = {
+export const PARAMETER_LIMITS: Readonly<Record<'username' | PasswordParameter | 'token', { max: number, unit: 'characters' | 'bytes' }>> = {
   username: { max: 256, unit: 'characters' },
   password: { max: 1024, unit: 'bytes' },
+  // POST /auth/Password's two (issue 21): passwords like any other.
+  current_password: { max: 1024, unit: 'bytes' },
+  new_password: { max: 1024, unit: 'bytes' },
   token: { max: 2048, unit: 'characters' }
 }
+
+/** The parameters that carry a password. */
+export type PasswordParameter = 'password' | 'current_password' | 'new_password'
 
 const PADDING: ReadonlySet<Parameter> = new Set(['jsonpFunction', 'jsopFunction', 'jsonpFormat', 'callback'])
 
@@ -83,9 +89,11 @@ export const reasons = {
   httpOther: () => reason('request is not valid HTTP/1.1'),
   requestNotValid: () => reason('request is not valid'),
   crossSiteRequest: () => reason('cross-site request'),
-  passwordTooShort: (min: number) => reason(`password is shorter than ${min} characters`),
-  passwordCommon: () => reason('password is on a list of common and breached passwords'),
-  passwordHasUsername: () => reason('password contains the username'),
+  passwordTooShort: (min: number, parameter: PasswordParameter = 'password') => reason(`${parameter} is shorter than ${min} characters`),
+  passwordCommon: (parameter: PasswordParameter = 'password') => reason(`${parameter} is on a list of common and breached passwords`),
+  passwordHasUsername: (parameter: PasswordParameter = 'password') => reason(`${parameter} contains the username`),
+  federatedPassword: () => reason('the directory owns this account\'s password'),
+  unknownSession: () => reason('no such session of this account'),
   usernameRefusedCharacter: () => reason('username holds a space, control, invisible or unassigned character'),
   usernameCompatibilityCharacter: () => reason('username holds a compatibility character (a ligature, or a circled, superscript or styled letter)'),
   authorizationNotBearer: () => reason('Authorization header is not a valid Bearer credential'),
@@ -95,7 +103,7 @@ export const reasons = {
   adminKeyRequired: () => reason('Authorization: Bearer with the admin key is required'),
   adminKeyWrong: () => reason('the admin key is not valid'),
   unknownAccount: () => reason('no such account'),
-  unknownSession: () => reason('no such session'),
+  noSuchSession: () => reason('no such session'),
   usernameTaken: () => reason('username is taken'),
   // Log-only reasons of refusals whose answer carries no detail (a 403 or 401 is byte-identical).
   cookieGivenMoreThanOnce: () => reason('AuthToken1 cookie given more than once'),
@@ -152,7 +160,7 @@ export function validationReason (failure: ValidationFailure | undefined, contex
   if (typeof value !== 'string') return reasons.notAString(parameter)
   switch (failure.keyword) {
     case 'maxLength':
-      return parameter === 'username' || parameter === 'password' || parameter === 'token' ? reasons.tooLong(parameter) : reasons.notValid(parameter)
+      return Object.prototype.hasOwnProperty.call(PARAMETER_LIMITS, parameter) ? reasons.tooLong(parameter as keyof typeof PARAMETER_LIMITS) : reasons.notValid(parameter)
     case 'minLength': return reasons.empty(parameter)
     case 'pattern': return PADDING.has(parameter) ? reasons.paddingNotIdentifier(parameter) : reasons.containsNul(parameter)
     case 'const':

@@ -14,8 +14,10 @@ import { StatusError } from './status.js'
  * script GET by design and changes nothing.
  */
 
-/** The routes that set, use or clear the cookie to change something (later /auth/Password and the session-ending ones too). */
+/** The routes that set, use or clear the cookie to change something: Login, Logout, /auth/Password and the session-ending ones. */
 const COOKIE_CHANGING_ROUTES = /^\/auth\/(Login|Logout|Password|sessions)(\/|$)/
+/** Listing one's sessions changes nothing (and a page of another site cannot read the answer). */
+const READ_ONLY = new Set(['GET', 'HEAD'])
 
 export const crossSiteRefused = (): StatusError =>
   new StatusError(403, 'Forbidden', 403, {}, { detail: reasons.crossSiteRequest() })
@@ -55,6 +57,8 @@ export function protectCookieRoutes (app: FastifyInstance, allowedOrigins: reado
   const hook = refuseCrossSite(allowedOrigins)
   app.addHook('onRoute', (route) => {
     if (!COOKIE_CHANGING_ROUTES.test(route.url)) return
+    const methods = Array.isArray(route.method) ? route.method : [route.method]
+    if (methods.every((method) => READ_ONLY.has(method))) return
     const own = route.onRequest
     route.onRequest = own === undefined ? [hook] : [hook, ...(Array.isArray(own) ? own : [own])]
   })

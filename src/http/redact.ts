@@ -1,6 +1,6 @@
 import { escapeControlCharacters } from './log-escape.js'
 
-const SECRET_KEYS = new Set(['password', 'token', 'authtoken', 'authtoken1'])
+const SECRET_KEYS = new Set(['password', 'token', 'authtoken', 'authtoken1', 'current_password', 'new_password'])
 
 function decodedKey (raw: string): string {
   // Most names are plain: nothing to decode (decodeURIComponent was most of a query's redaction).

@@ -1,5 +1,5 @@
 import { PASSWORD_MAX_BYTES } from '../credentials.js'
-import { reasons, type Reason } from '../http/bad-request.js'
+import { reasons, type PasswordParameter, type Reason } from '../http/bad-request.js'
 
 /**
  * What a password this service sets must be (NIST SP 800-63B §3.1.1.2; issue 19 §5): long
@@ -57,16 +57,17 @@ export async function blocklistSize (): Promise<number> {
 
 /**
  * Why this password cannot be set for this account, or undefined when it can. `password` is
- * NFC-normalized as it will be hashed; `username` canonical (src/usernames.ts).
+ * NFC-normalized as it will be hashed; `username` canonical (src/usernames.ts); `parameter` the
+ * one the reason names (POST /auth/Password's is `new_password`).
  */
-export async function passwordRefusal (password: string, username: string, policy: PasswordPolicy): Promise<Reason | undefined> {
+export async function passwordRefusal (password: string, username: string, policy: PasswordPolicy, parameter: PasswordParameter = 'password'): Promise<Reason | undefined> {
   // Characters as a person counts them: a code point each (NIST: each Unicode code point is one).
   const length = [...password].length
-  if (length < policy.minLength) return reasons.passwordTooShort(policy.minLength)
-  if (Buffer.byteLength(password, 'utf8') > PASSWORD_MAX_BYTES) return reasons.tooLong('password')
+  if (length < policy.minLength) return reasons.passwordTooShort(policy.minLength, parameter)
+  if (Buffer.byteLength(password, 'utf8') > PASSWORD_MAX_BYTES) return reasons.tooLong(parameter)
   const candidate = comparable(password)
   const name = comparable(username)
-  if (policy.refuseUsername && (candidate === name || ([...name].length >= USERNAME_IN_PASSWORD_MIN && candidate.includes(name)))) return reasons.passwordHasUsername()
-  if (policy.blocklist && (await commonPasswords()).has(candidate)) return reasons.passwordCommon()
+  if (policy.refuseUsername && (candidate === name || ([...name].length >= USERNAME_IN_PASSWORD_MIN && candidate.includes(name)))) return reasons.passwordHasUsername(parameter)
+  if (policy.blocklist && (await commonPasswords()).has(candidate)) return reasons.passwordCommon(parameter)
   return undefined
 }

@@ -28,9 +28,19 @@ export interface SessionInfo {
 export interface Sessions {
   /** Active sessions of the account, newest first; `current` marks the one whose token hash is given. */
   list (accountId: string, currentTokenHash?: string): Promise<SessionInfo[]>
-  /** Ends one session of this account exactly as Logout ends its token (deny set, revocation feed, audit event). False for an unknown id or another account's. */
+  /**
+   * Ends one session of this account exactly as Logout ends its token (deny set, revocation feed,
+   * audit event). False for an unknown id or another account's, by the same one query (no timing
+   * tells them apart), and for a session whose token has already ended. `actor`: who did it, for
+   * the audit event's outcome (`terminated-by-<actor>`), when not the owner.
+   */
   end (accountId: string, sessionId: string, client: ClientContext, actor?: string): Promise<boolean>
-  /** Ends all of the account's sessions except the one with this token hash (none excepted when absent); returns how many ended. */
+  /**
+   * Ends all of the account's sessions except the one with this token hash (none excepted when
+   * absent); returns how many ended. Tokens with no session row (issued before sessions were
+   * kept) end too: it ends the account's tokens in the token store. It raises no epoch (a
+   * Login under way may still issue after it); a revoke-all for an account is AccountAdmin's.
+   */
   endAll (accountId: string, client: ClientContext, exceptTokenHash?: string, actor?: string): Promise<number>
   /** The session id of a token hash, to mark the current one. */
   idOf (tokenHash: string): Promise<string | null>
@@ -50,6 +60,11 @@ export interface NewSession {
 export interface SessionRecorder {
   /** A new token's session. */
   started (session: NewSession): Promise<void>
-  /** A Login refreshed the token of this hash: its new expiry, refreshed now. */
-  refreshed (tokenHash: string, refreshedAt: number, expiresAt: number): Promise<void>
+  /**
+   * A Login refreshed the token: its session's new expiry, refreshed at `session.created`. A
+   * token with no session yet (issued before sessions were kept) gets one, begun now.
+   */
+  refreshed (session: NewSession): Promise<void>
+  /** The tokens ended (Logout, a password change): their sessions go. Never fails: a row left behind is never listed. */
+  ended (tokenHashes: readonly string[]): Promise<void>
 }

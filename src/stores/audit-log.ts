@@ -3,12 +3,14 @@ import type { Queryable } from '../db/database.js'
 export type AuditEventName =
   | 'login.success' | 'login.failure' | 'login.refused' | 'login.lockout'
   | 'logout' | 'sessions.revoke' | 'user.add' | 'user.passwd' | 'user.disable' | 'user.enable'
+  | 'session.end' | 'sessions.end' | 'password.change'
   | 'user.unlock' | 'user.delete' | 'admin.unauthorized'
 
 /** Every event name, for filters that must name one (the admin API's `event`). */
 export const AUDIT_EVENT_NAMES: readonly AuditEventName[] = [
   'login.success', 'login.failure', 'login.refused', 'login.lockout', 'logout', 'sessions.revoke',
-  'user.add', 'user.passwd', 'user.disable', 'user.enable', 'user.unlock', 'user.delete', 'admin.unauthorized'
+  'user.add', 'user.passwd', 'user.disable', 'user.enable', 'session.end', 'sessions.end', 'password.change',
+  'user.unlock', 'user.delete', 'admin.unauthorized'
 ]
 
 export interface AuditEvent {
