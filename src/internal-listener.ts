@@ -11,6 +11,7 @@ import { adminApi, ADMIN_API_ACTOR } from './admin/plugin.js'
 import { generateLocalAdminKey, removeLocalAdminAccess, writeLocalAdminAccess } from './admin/local-access.js'
 import { openLoginLimiter } from './backends.js'
 import { localUrl } from './http/local-url.js'
+import { sessionOwner } from './admin/session-owner.js'
 import { configuredPasswordPolicy } from './passwords/policy.js'
 
 /**
@@ -59,7 +60,8 @@ export async function buildInternalApp (app: FastifyInstance, config: Config, op
       passwordPolicy: configuredPasswordPolicy(config.passwordMinLength)
     }),
     audit: backends.audit,
-    limiter: openLoginLimiter(config, backends.tokens, 'admin:')
+    limiter: openLoginLimiter(config, backends.tokens, 'admin:'),
+    sessions: { sessions: app.sessions, accountOf: sessionOwner(backends.database) }
   })
   return internal
 }
