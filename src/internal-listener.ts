@@ -73,13 +73,11 @@ export async function startInternalListener (app: FastifyInstance, config: Confi
   const embedded = app.backends.database.dataDirLock !== undefined
   const localAdminKey = embedded ? generateLocalAdminKey() : undefined
   const internal = await buildInternalApp(app, config, { localAdminKey })
+  if (localAdminKey !== undefined) internal.addHook('onClose', async () => { await removeLocalAdminAccess(config.dataDir) })
   await internal.listen({ host: config.internalHost, port: config.internalPort })
   const address = internal.server.address()
   const url = localUrl(address)
-  if (localAdminKey !== undefined && url !== null) {
-    internal.addHook('onClose', async () => { await removeLocalAdminAccess(config.dataDir) })
-    await writeLocalAdminAccess(config.dataDir, { url, key: localAdminKey })
-  }
+  if (localAdminKey !== undefined && url !== null) await writeLocalAdminAccess(config.dataDir, { url, key: localAdminKey })
   app.log.info({ host: config.internalHost, port: typeof address === 'object' && address !== null ? address.port : config.internalPort },
     `internal listener: /metrics, /docs, /openapi.json, /auth/revocations${config.adminKey !== undefined || localAdminKey !== undefined ? ', /admin' : ''}`)
   return internal

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { open, readFile, rename, unlink } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
+import { ADMIN_ACCESS_FILE_NAME } from '../db/data-dir-lock.js'
 
 /**
  * How the command line reaches the admin API of the service that holds an embedded data
@@ -10,7 +11,7 @@ import { join, resolve } from 'node:path'
  * The file is removed on a clean shutdown; one left by a killed service is ignored, since the
  * directory's lock (db/data-dir-lock.ts) says whether its writer still runs.
  */
-export const LOCAL_ADMIN_FILE_NAME = 'auth-token-service.admin.json'
+export const LOCAL_ADMIN_FILE_NAME = ADMIN_ACCESS_FILE_NAME
 
 export interface LocalAdminAccess {
   /** The internal listener's base URL, as reached from this machine. */

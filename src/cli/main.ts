@@ -8,12 +8,15 @@ import type { Database } from '../db/database.js'
 import type { UsernameReport } from '../db/canonical-usernames.js'
 import { normalizeUsername } from '../credentials.js'
 import { NotMigratedError } from '../db/migrate.js'
-import { escapeControlCharacters } from '../http/log-escape.js'
 import { StatusError } from '../http/status.js'
 import type { AuditLog } from '../stores/audit-log.js'
 import { RevocationIncomplete } from '../stores/token-store.js'
 import { withTimeout } from '../time-limit.js'
 import { readPassword } from './read-password.js'
+import { AdminApiError } from '../admin/client.js'
+import { formatExpirationDate } from '../tokens/time.js'
+import { adminRoute } from './admin-route.js'
+import { accountLine, eventLine, runThroughApi, sessionLine, type AccountCommand } from './api-commands.js'
 
 // Only what every command needs is imported here; the drivers (PGlite, pg, ioredis, ldapts, the
 // argon2 binding) are loaded by the commands that use them, so `--help` and a usage error stay cheap.
@@ -29,8 +32,16 @@ commands:
   user disable <username>             disable the account; ends its tokens
   user enable <username>              enable the account again
   user list                           one account per line
+  user unlock <username>              lift the lock that failed logins put on the account
+  user delete <username>              delete the account; ends its tokens (its audit events stay)
+  sessions list <username>            the account's active sessions, one per line:
+                                      id, created, last refresh, IP, user agent, expiry
   sessions revoke <username>          end all active tokens of the account
   events [--user NAME] [--since ISO]  print the audit events, oldest first
+
+Account and session commands go through the admin API of a running service when
+AUTH_ADMIN_URL (with AUTH_ADMIN_KEY or AUTH_ADMIN_KEY_FILE) is set, or when the service
+holding the embedded data directory runs; otherwise they open the database themselves.
 
 Configuration comes from the environment (DATABASE_URL, REDIS_URL, ...; see README).
 Exit status: 0 success, 1 failure, 2 usage error.`
@@ -40,10 +51,14 @@ class UsageError extends Error {}
 class Failure extends Error {}
 
 type Invocation =
-  | { command: 'help' | 'serve' | 'migrate' | 'user list' }
+  | { command: 'help' }
+  | { command: 'serve' }
+  | { command: 'migrate' }
+  | { command: 'user list' }
   | { command: 'user add', username: string, federated: boolean }
   | { command: 'events', username: string | undefined, since: Date | undefined }
-  | { command: 'user passwd' | 'user disable' | 'user enable' | 'sessions revoke', username: string }
+  | { command: 'user passwd', username: string }
+  | { command: 'user disable' | 'user enable' | 'user unlock' | 'user delete' | 'sessions revoke' | 'sessions list', username: string }
 
 const quietLog = {
   info: () => {},
@@ -99,7 +114,9 @@ function parseCommandLine (argv: string[]): Invocation {
         case 'passwd':
         case 'disable':
         case 'enable':
-          return { command: `user ${sub}`, username: oneName(rest, `user ${sub}`) }
+        case 'unlock':
+        case 'delete':
+          return sub === 'passwd' ? { command: 'user passwd', username: oneName(rest, 'user passwd') } : { command: `user ${sub}`, username: oneName(rest, `user ${sub}`) }
         case 'list':
           if (rest.length !== 0) throw new UsageError('user list takes no arguments')
           return { command: 'user list' }
@@ -107,8 +124,8 @@ function parseCommandLine (argv: string[]): Invocation {
           throw new UsageError(`unknown user command: ${sub ?? '(none)'}`)
       }
     case 'sessions':
-      if (sub !== 'revoke') throw new UsageError(`unknown sessions command: ${sub ?? '(none)'}`)
-      return { command: 'sessions revoke', username: oneName(rest, 'sessions revoke') }
+      if (sub !== 'revoke' && sub !== 'list') throw new UsageError(`unknown sessions command: ${sub ?? '(none)'}`)
+      return { command: `sessions ${sub}`, username: oneName(rest, `sessions ${sub}`) }
     default:
       throw new UsageError(`unknown command: ${command}`)
   }
@@ -154,7 +171,7 @@ async function openConnectedTokenStore (config: Config, database: Database): Pro
  * Runs `work` on the accounts. The database is opened first: on the embedded one that takes
  * its directory, or refuses at once (exit 1) while the service or another command has it.
  */
-async function withAccounts<T> (config: Config, command: string, endsTokens: boolean, work: (admin: AccountAdmin, audit: AuditLog) => Promise<T>): Promise<T> {
+async function withAccounts<T> (config: Config, command: string, endsTokens: boolean, work: (admin: AccountAdmin, audit: AuditLog, backends: Backends) => Promise<T>): Promise<T> {
   const [{ openDatabase }, { migrateOrCheck }, { assembleBackends, openAuditLog }, { createMemoryTokenStore }, { createAccountAdmin }, { configuredPasswordPolicy }] = await Promise.all([
     import('../db/open.js'), import('../db/migrate.js'), import('../backends.js'), import('../stores/memory/token-store.js'), import('../accounts.js'),
     import('../passwords/policy.js')
@@ -173,7 +190,7 @@ async function withAccounts<T> (config: Config, command: string, endsTokens: boo
     backends = assembleBackends(config, { database, tokens, audit: openAuditLog(config, database, quietLog) })
     const { audit } = backends
     try {
-      return await work(createAccountAdmin({ ...backends, actor: 'cli', passwordPolicy: configuredPasswordPolicy(config.passwordMinLength) }), audit)
+      return await work(createAccountAdmin({ ...backends, actor: 'cli', passwordPolicy: configuredPasswordPolicy(config.passwordMinLength) }), audit, backends)
     } finally {
       await audit.close()
     }
@@ -201,6 +218,18 @@ async function optionalPasswordFromStdin (): Promise<string | undefined> {
   return password === undefined || password === '' ? undefined : password
 }
 
+/** An account command with the password it needs read from stdin (for the admin API). */
+async function withPassword (invocation: Exclude<Invocation, { command: 'help' | 'serve' | 'migrate' }>): Promise<AccountCommand> {
+  switch (invocation.command) {
+    case 'user add':
+      return { ...invocation, password: invocation.federated ? await optionalPasswordFromStdin() : await passwordFromStdin() }
+    case 'user passwd':
+      return { ...invocation, password: await passwordFromStdin() }
+    default:
+      return invocation
+  }
+}
+
 /**
  * What `migrate` did to stored usernames. Accounts whose canonical forms collide are never
  * merged: they are listed, untouched, and the command fails until an operator resolves them
@@ -225,6 +254,12 @@ async function run (argv: string[]): Promise<number> {
     return 0
   }
   const config = loadConfig()
+
+  if (invocation.command !== 'serve' && invocation.command !== 'migrate') {
+    const route = await adminRoute(config)
+    if (route !== undefined && 'problem' in route) throw new Failure(route.problem)
+    if (route !== undefined) return await runThroughApi(route, await withPassword(invocation))
+  }
 
   switch (invocation.command) {
     case 'serve': {
@@ -277,20 +312,50 @@ async function run (argv: string[]): Promise<number> {
     }
     case 'user list':
       return await withAccounts(config, invocation.command, false, async (admin) => {
-        for (const account of await admin.list()) {
-          const flags = [account.federated ? 'federated' : 'local', account.disabled ? 'disabled' : 'enabled']
-          // Escaped as `events` escapes: a name with a newline or a tab in it forges no line or cell.
-          process.stdout.write(`${escapeControlCharacters(account.username).replaceAll('\t', ' ')}\t${flags.join('\t')}\n`)
+        for (const account of await admin.list()) process.stdout.write(accountLine(account))
+        return 0
+      })
+    case 'user unlock': {
+      const { username } = invocation
+      // Locks live beside the tokens: in Redis, or (embedded, no service running) nowhere any more.
+      return await withAccounts(config, invocation.command, true, async (admin) => {
+        const account = await admin.unlock(username)
+        process.stderr.write(`${account.username} unlocked\n`)
+        return 0
+      })
+    }
+    case 'user delete': {
+      const { username } = invocation
+      return await withAccounts(config, invocation.command, true, async (admin) => {
+        const { account, ended } = await admin.remove(username)
+        process.stderr.write(`${account.username} deleted; ${ended} active token(s) ended\n`)
+        return 0
+      })
+    }
+    case 'sessions list': {
+      const { username } = invocation
+      const { createSqlSessions } = await import('../sessions/sql-sessions.js')
+      return await withAccounts(config, invocation.command, true, async (admin, audit, backends) => {
+        const account = await admin.show(username)
+        const sessions = createSqlSessions({ db: backends.database, tokens: backends.tokens, audit })
+        for (const session of await sessions.list(account.id)) {
+          process.stdout.write(sessionLine({
+            id: session.id,
+            created: formatExpirationDate(session.created),
+            refreshed: session.refreshed === null ? null : formatExpirationDate(session.refreshed),
+            ip: session.ip,
+            userAgent: session.userAgent,
+            expires: formatExpirationDate(session.expiresAt)
+          }))
         }
         return 0
       })
+    }
     case 'events': {
       const { username, since } = invocation
       return await withAccounts(config, invocation.command, false, async (_admin, audit) => {
         for (const event of await audit.list({ username: username === undefined ? undefined : normalizeUsername(username), since, limit: 100_000 })) {
-          const cells = [event.occurredAt.toISOString(), event.event, event.username ?? '-', event.outcome,
-            event.clientIp ?? '-', event.userAgent ?? '-']
-          process.stdout.write(`${cells.map(escapeControlCharacters).map((cell) => cell.replaceAll('\t', ' ')).join('\t')}\n`)
+          process.stdout.write(eventLine({ ...event, time: event.occurredAt.toISOString(), username: event.username ?? null, clientIp: event.clientIp ?? null, userAgent: event.userAgent ?? null }))
         }
         return 0
       })
@@ -307,6 +372,8 @@ async function run (argv: string[]): Promise<number> {
 }
 
 function describe (error: unknown): { message: string, code: number } {
+  // The admin API's refusal: its detail (what is wrong, never a value sent), or what went wrong reaching it.
+  if (error instanceof AdminApiError) return { message: error.message, code: 1 }
   if (error instanceof UsageError) return { message: `${error.message}\n${USAGE}`, code: 2 }
   if (error instanceof Failure) return { message: error.message, code: 1 }
   if (error instanceof ConfigError) return { message: `configuration error: ${error.message}`, code: 1 }

@@ -25,6 +25,11 @@ import { setTimeout as sleep } from 'node:timers/promises'
 export const LOCK_SOCKET_NAME = 'auth-token-service.lock'
 /** The same record as the socket answers, for people and tools that read files. */
 export const OWNER_FILE_NAME = 'auth-token-service.owner.json'
+/**
+ * The running service's admin access for the local command line (admin/local-access.ts): its
+ * writer's, so it goes with the lock, and one a dead owner left goes when the lock is next taken.
+ */
+export const ADMIN_ACCESS_FILE_NAME = 'auth-token-service.admin.json'
 /** Held for the milliseconds it takes to remove a dead owner's socket. */
 const REAP_CLAIM_NAME = 'auth-token-service.reap'
 /** A reap claim this old was left by a process that died in those milliseconds. */
@@ -221,7 +226,7 @@ function busyMessage (dir: string, holder: DataDirOwner | undefined, command: st
     ? 'try again when it has finished'
     : command === 'serve'
       ? 'stop it first, or give this one another AUTH_DATA_DIR'
-      : 'stop it first, then run this command again (a later version will let such commands go through the running service)'
+      : 'stop it first, then run this command again (account and session commands go through its admin API: README, "Administration")'
   return `the embedded database in ${dir} is in use by ${describeHolder(holder)}: ${what}`
 }
 
@@ -247,6 +252,8 @@ export async function lockDataDir (dataDir: string, command: string): Promise<Da
     const server = await listen(address, () => owner)
     if (server !== 'taken') {
       try {
+        // A dead owner's admin key opens nothing (its listener is gone), but it is no one's to keep.
+        await unlink(join(dir, ADMIN_ACCESS_FILE_NAME)).catch(() => {})
         await writeOwnerFile(dir, owner)
       } catch (error) {
         await new Promise((resolve) => { server.close(resolve) })
@@ -263,6 +270,7 @@ export async function lockDataDir (dataDir: string, command: string): Promise<Da
           if (released) return
           released = true
           await unlink(join(dir, OWNER_FILE_NAME)).catch(() => {})
+          await unlink(join(dir, ADMIN_ACCESS_FILE_NAME)).catch(() => {})
           // Closing the server removes the socket file.
           await new Promise((resolve) => { server.close(resolve) })
         }

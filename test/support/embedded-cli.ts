@@ -48,7 +48,8 @@ export async function lockFiles (dataDir: string): Promise<string[]> {
   return (await readdir(dataDir)).filter((name) => name.startsWith('auth-token-service.')).sort()
 }
 
-export const LOCK_FILES = ['auth-token-service.lock', 'auth-token-service.owner.json']
+/** What a serving process keeps there (a dead one leaves them): the lock, its record, and the admin access of the local CLI. */
+export const LOCK_FILES = ['auth-token-service.admin.json', 'auth-token-service.lock', 'auth-token-service.owner.json']
 
 /** Non-empty lines of stdout. */
 export function rows (run: Run): string[] {
