@@ -220,6 +220,33 @@ t.test('accounts and sessions on Postgres and Redis', async (t) => {
     t.equal(await authenticate(service(), bobs.token), 200, "bob's token is untouched")
   })
 
+  t.test('sessions list, user unlock and user delete, with the database opened by the command', async (t) => {
+    const { token } = await login(service(), 'alice', PASSWORDS.aliceNew)
+    const list = await cli(env, ['sessions', 'list', 'alice'])
+    t.equal(list.code, 0, list.stderr)
+    const lines = accounts(list)
+    t.equal(lines.length, 1, 'the one active session')
+    t.equal(lines[0]?.length, 6, 'id, created, last refresh, IP, user agent, expiry')
+    t.match(lines[0]?.[0], /^[A-Za-z0-9_-]{22}$/)
+    t.notOk(list.stdout.includes(token ?? '-'), 'never the token')
+
+    for (let i = 0; i < 10; i++) await login(service(), 'alice', 'a wrong password')
+    t.equal((await login(service(), 'alice', PASSWORDS.aliceNew)).status, 429, 'locked by failed logins')
+    const unlock = await cli(env, ['user', 'unlock', 'alice'])
+    t.same([unlock.code, unlock.stderr], [0, 'alice unlocked\n'])
+    t.equal((await login(service(), 'alice', PASSWORDS.aliceNew)).status, 0, 'the lock in Redis is gone')
+
+    const bob = await login(service(), 'bob', PASSWORDS.bob)
+    const removed = await cli(env, ['user', 'delete', 'bob'])
+    t.equal(removed.code, 0, removed.stderr)
+    t.match(removed.stderr, /^bob deleted; \d+ active token\(s\) ended\n$/)
+    if (bob.token !== undefined) t.equal(await authenticate(service(), bob.token), 403, 'its tokens ended')
+    t.notOk(accounts(await cli(env, ['user', 'list'])).some(([name]) => name === 'bob'), 'gone from the list')
+    const events = accounts(await cli(env, ['events', '--user', 'bob']))
+    t.same(events.at(-1)?.slice(1, 3), ['user.delete', 'bob'], 'its events stay, the deletion last')
+    t.equal((await cli(env, ['user', 'delete', 'bob'])).code, 1, 'a second time: no such account')
+  })
+
   t.test('an unknown user is a failure, exit 1', async (t) => {
     const runs = await Promise.all([
       cli(env, ['sessions', 'revoke', 'nobody']),
