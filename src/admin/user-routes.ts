@@ -18,11 +18,12 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ accounts: AccountAdmin }> =
   })
 
   app.post('/users', {
-    schema: { summary: 'Create an account (the password policy applies)', body: NewUserSchema, response: { 201: UserAnswerSchema, ...errors } }
-  }, async (request, reply) => {
+    // 200 as every Success of the contract (status 0 is HTTP 200), not 201.
+    schema: { summary: 'Create an account (the password policy applies)', body: NewUserSchema, response: { 200: UserAnswerSchema, ...errors } }
+  }, async (request) => {
     const { username, password, federated = false } = request.body
     const account = await accounts.add(username, password, federated)
-    return await reply.code(201).send({ ...OK, user: userView(await accounts.show(account.username)) })
+    return { ...OK, user: userView(await accounts.show(account.username)) }
   })
 
   app.get('/users/:username', {
