@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { Config } from '../config.js'
 import { readLocalAdminAccess } from '../admin/local-access.js'
 import { createAdminClient, type AdminClient } from '../admin/client.js'
@@ -15,10 +16,18 @@ export async function adminRoute (config: Config): Promise<AdminClient | { probl
     return createAdminClient({ url: config.adminUrl, key: config.adminKey })
   }
   if (config.databaseUrl !== undefined) return undefined
-  const owner = await findDataDirOwner(config.dataDir)
-  if (owner?.command !== 'serve') return undefined
-  const access = await readLocalAdminAccess(config.dataDir)
-  // A file left by an earlier service that the lock's new holder has not replaced yet: not this one's.
-  if (access === undefined || (owner.internalUrl !== null && owner.internalUrl !== access.url)) return undefined
-  return createAdminClient({ url: access.url, key: access.key })
+  const started = Date.now()
+  for (;;) {
+    const owner = await findDataDirOwner(config.dataDir)
+    if (owner?.command !== 'serve') return undefined
+    const access = await readLocalAdminAccess(config.dataDir)
+    // A file left by an earlier service that the lock's new holder has not replaced yet is not this one's.
+    if (access !== undefined && (owner.internalUrl === null || owner.internalUrl === access.url)) return createAdminClient({ url: access.url, key: access.key })
+    // A service still starting (a fresh database is made in a few seconds) writes it when it listens: wait for that.
+    if (owner.url !== null || Date.now() - started > STARTING_WAIT_MS) return undefined
+    await sleep(200)
+  }
 }
+
+/** How long a command waits for a starting service's admin access before it says the directory is in use. */
+const STARTING_WAIT_MS = 30_000
