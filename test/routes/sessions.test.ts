@@ -206,6 +206,17 @@ for (const kind of ['real', 'embedded'] as BackendKind[]) {
       t.same((await app.inject({ method: 'DELETE', url: '/auth/sessions', headers: bearer(mine) })).json(), { status: 0, message: 'Success', ended: 0 }, 'again: nothing left to end')
     })
 
+    t.test('DELETE /auth/sessions/ (an empty id) ends nothing: it is an unknown session, not "all the others"', async (t) => {
+      const { app } = await setup(t)
+      const mine = await login(app, 'ann', 'a')
+      const other = await login(app, 'ann', 'b')
+      for (const url of ['/auth/sessions/', '/auth/sessions/?x=1']) {
+        assertStatus(t, await app.inject({ method: 'DELETE', url, headers: bearer(mine) }), 403, UNKNOWN_SESSION, url)
+      }
+      assertStatus(t, await app.inject({ method: 'DELETE', url: '/auth/sessions/', headers: bearer(unknownToken()) }), 403, BODIES.unauthorized, 'the token is checked first')
+      t.equal((await authenticate(app, other)).statusCode, 200, 'the other session goes on')
+    })
+
     t.test('ending one\'s own session by id is a Logout: the cookie that held it is cleared', async (t) => {
       const { app } = await setup(t)
       const token = await login(app, 'ann', 'a')
