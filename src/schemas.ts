@@ -218,7 +218,7 @@ export const SessionListSchema = Type.Object({
 })
 
 export const SessionIdPathSchema = Type.Object({
-  id: Type.String({ description: 'A session id from GET /auth/sessions.', examples: [EXAMPLE_SESSION_ID] })
+  id: Type.String({ description: 'A session id from GET /auth/sessions.' })
 })
 
 export const SessionsEndedSchema = Type.Object({

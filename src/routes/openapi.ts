@@ -30,7 +30,8 @@ const BODY_EXAMPLES: Record<string, Record<string, string>> = {
   // The token is in the path: a body carries only the other parameters.
   '/auth/Authenticate/{token}': { format: 'json' },
   '/auth/Logout': { token: EXAMPLE_TOKEN },
-  '/auth/introspect': { token: EXAMPLE_TOKEN }
+  '/auth/introspect': { token: EXAMPLE_TOKEN },
+  '/auth/Password': { current_password: EXAMPLE_PASSWORD, new_password: 'a new and longer passphrase' }
 }
 
 /**

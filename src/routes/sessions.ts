@@ -38,6 +38,11 @@ export function sessionItem (session: SessionInfo): SessionItem {
 /** An unknown id and another account's alike (contract): the same status, body and work. */
 export const unknownSession = (): StatusError => new StatusError(403, 'Forbidden', 403, {}, { detail: reasons.unknownSession() })
 
+const pathOf = (url: string): string => {
+  const query = url.indexOf('?')
+  return query < 0 ? url : url.slice(0, query)
+}
+
 const TOKEN_SOURCES = 'The caller\'s token from the token parameter, Authorization: Bearer or the AuthToken1 cookie, as Authenticate takes it.'
 
 /**
@@ -77,6 +82,10 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = as
   }, async (request) => {
     const token = routeToken(request)
     const holder = await auth.authenticate(token)
+    // `/auth/sessions/` is what `DELETE /auth/sessions/${id}` sends with an empty id: the router
+    // takes it for this route (a trailing slash is accepted everywhere), but nobody meant to end
+    // every other session by it. Answered as the unknown id it is.
+    if (pathOf(request.url).endsWith('/')) throw unknownSession()
     const ended = await sessions.endAll(holder.accountId, clientOf(request), hashToken(token as string))
     return { status: 0 as const, message: 'Success' as const, ended }
   })

@@ -10,6 +10,8 @@ t.test('secrets in paths and queries are replaced', async (t) => {
   t.equal(redactUrl('/auth/Login?username=ann&password=hunter2', '/auth/Login'), '/auth/Login?username=ann&password=[redacted]')
   t.equal(redactUrl('/auth/Authenticate?token=TOKEN123&callback=cb', '/auth/Authenticate'), '/auth/Authenticate?token=[redacted]&callback=cb')
   t.equal(redactUrl('/x?pass%77ord=hunter2'), '/x?pass%77ord=[redacted]', 'encoded names too')
+  t.equal(redactUrl('/auth/Password?current_password=old&new_password=new', '/auth/Password'), '/auth/Password?current_password=[redacted]&new_password=[redacted]',
+    'the password change\'s two, though it never reads them from the query string')
   t.equal(redactUrl('/auth/Login', '/auth/Login'), '/auth/Login')
   t.equal(redactUrl('/nothing'), '/nothing')
   t.equal(redactUrl('/%2Fauth%2FLogin%2Fu%2Fp'), '/[redacted]', 'an encoded first segment is not logged')

@@ -48,7 +48,18 @@ const login = async (app: FastifyInstance, password: string): Promise<{ status: 
 const cases: Array<[string, Revocation, number]> = [
   ['user disable', async (app) => await app.accounts.setDisabled('ann', true), 401],
   ['user passwd', async (app) => await app.accounts.setPassword('ann', 'ann new password'), 401],
-  ['sessions revoke', async (app) => await app.accounts.revokeSessions('ann'), 503]
+  ['sessions revoke', async (app) => await app.accounts.revokeSessions('ann'), 503],
+  // Issue 21: the caller's own password change ends every other token, a Login under way with the old password included.
+  ['POST /auth/Password', async (app) => {
+    const { token } = (await app.inject({ method: 'POST', url: '/auth/Login', payload: { username: 'ann', password: 'ann old password' } })).json<{ token: string }>()
+    const changed = await app.inject({
+      method: 'POST',
+      url: '/auth/Password',
+      headers: { authorization: `Bearer ${token}` },
+      payload: { current_password: 'ann old password', new_password: 'ann new password' }
+    })
+    if (changed.statusCode !== 200) throw new Error(`password change answered ${changed.statusCode} ${changed.body}`)
+  }, 401]
 ]
 
 for (const [name, revoke, status] of cases) {

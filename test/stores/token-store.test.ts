@@ -49,6 +49,22 @@ t.test('Redis token store', async (t) => {
     t.equal(await store.redis.exists(`${keyPrefix}a:5`, `${keyPrefix}a:5:legacy`, `${keyPrefix}a:5:revoking`), 0, 'nothing left behind')
   })
 
+  t.test('a kept token listed only in an index of the earlier layout (a hash) is kept too, in the fresh index (issue 21)', async (t) => {
+    const keyPrefix = await freshRedisPrefix(t)
+    const store = createRedisTokenStore({ url, keyPrefix, denyTtlMs: 1000 })
+    t.teardown(async () => { await store.close() })
+    await store.ready()
+    const value = '9999999999999|0|5|u'
+    await store.redis.set(`${keyPrefix}t:old1`, value, 'PX', 60_000)
+    await store.redis.set(`${keyPrefix}t:old2`, value, 'PX', 60_000)
+    await store.redis.hset(`${keyPrefix}a:5`, 'old1', '', 'old2', '')
+    t.same(await store.terminateAccount('5', 3, 'old1'), ['old2'])
+    t.ok(await store.find('old1'), 'the kept one is active')
+    t.equal(await store.redis.type(`${keyPrefix}a:5`), 'zset', 'and indexed in the current layout')
+    t.ok(await store.redis.pttl(`${keyPrefix}a:5`) > 0, 'the fresh index expires')
+    t.same(await store.terminateAccount('5', 4), ['old1'], 'the next revoke-all ends it')
+  })
+
   t.test('revoke-all is exact against a racing Login: what issued before it ends, what read the new epoch stays', async (t) => {
     const keyPrefix = await freshRedisPrefix(t)
     const store = createRedisTokenStore({ url, keyPrefix, denyTtlMs: 1000 })
