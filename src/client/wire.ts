@@ -61,8 +61,7 @@ export async function postForm (request: FormRequest): Promise<Answer | Failure>
   }
   // Percent-encoded (the service's cookie parser decodes): no value can break out of the header.
   if (request.cookieToken !== undefined) headers.cookie = `${TOKEN_COOKIE}=${encodeURIComponent(request.cookieToken)}`
-  const loadingTraceApi = addTraceContext(headers)
-  if (loadingTraceApi !== undefined) await loadingTraceApi
+  addTraceContext(headers)
   let response: Response
   let text: string
   const signal = AbortSignal.timeout(request.timeoutMs)
