@@ -34,6 +34,8 @@ export interface OtlpReceiver {
   bodies (): string[]
   /** Requests whose body was not JSON. */
   undecoded (): number
+  /** The content type of each request, in order. */
+  contentTypes (): string[]
   /** Resolves once `match` holds for the spans received (polled), rejects after `timeoutMs`. */
   waitFor (what: string, match: (spans: ReceivedSpan[]) => boolean, timeoutMs?: number): Promise<ReceivedSpan[]>
   close (): Promise<void>
@@ -88,9 +90,11 @@ export async function startOtlpReceiver (scope: Scope): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = []
   const bodies: string[] = []
   let undecoded = 0
+  const contentTypes: string[] = []
   const server = createServer((request, response) => {
     bodyOf(request).then((body) => {
       bodies.push(body)
+      contentTypes.push(request.headers['content-type'] ?? '')
       if (request.url !== '/v1/traces' || request.headers['content-type']?.startsWith('application/json') !== true) {
         undecoded++
       } else {
@@ -130,6 +134,7 @@ export async function startOtlpReceiver (scope: Scope): Promise<OtlpReceiver> {
     spans: () => [...spans],
     bodies: () => [...bodies],
     undecoded: () => undecoded,
+    contentTypes: () => [...contentTypes],
     async waitFor (what, match, timeoutMs = 15_000) {
       const until = Date.now() + timeoutMs
       while (!match(spans)) {
