@@ -6,13 +6,14 @@ import { registerInstrumentations } from '@opentelemetry/instrumentation'
 import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis'
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg'
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources'
-import { BatchSpanProcessor, NodeTracerProvider, type Span, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-node'
+import { BatchSpanProcessor, NodeTracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace-node'
 import { FastifyOtelInstrumentation } from '@fastify/otel'
 import type { FastifyRequest } from 'fastify'
 import { redactUrl } from '../http/redact.js'
 import { noteTraceId } from '../http/trace-id.js'
 import { PACKAGE_VERSION } from '../version.js'
 import type { TracingSettings } from './settings.js'
+import { ScrubErrorText } from './scrub.js'
 import { useSpanRunner, type SpanAttributes } from './spans.js'
 
 /**
@@ -41,27 +42,6 @@ export interface Tracing {
 
 /** Spans of the probes and the metrics scrape are noise (a probe a second); they are not traced. */
 const UNTRACED_PATHS = /^\/(?:health(?:\/|$)|metrics$)/
-
-/**
- * Drops what may quote a secret from every span before it is exported: the status message
- * (kept: the status code) and the message and stack of exception events (kept: the type).
- */
-class ScrubErrorText implements SpanProcessor {
-  onStart (): void {}
-  onEnding (span: Span): void {
-    if (span.status.message !== undefined) span.setStatus({ code: span.status.code })
-    for (const event of span.events) {
-      if (event.name === 'exception' && event.attributes !== undefined) {
-        const type = event.attributes['exception.type']
-        event.attributes = type === undefined ? {} : { 'exception.type': type }
-      }
-    }
-  }
-
-  onEnd (): void {}
-  async forceFlush (): Promise<void> {}
-  async shutdown (): Promise<void> {}
-}
 
 async function otlpExporter (settings: TracingSettings): Promise<SpanExporter> {
   // Both read OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, _HEADERS, _TIMEOUT, _COMPRESSION themselves.
