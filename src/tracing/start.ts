@@ -27,7 +27,7 @@ import { useSpanRunner, type SpanAttributes } from './spans.js'
  * `createAddHookMessageChannel` the hook wraps only the modules an instrumentation asked for
  * (ioredis, pg, pg-pool), not every module the service loads.
  *
- * Redaction (the logs' rules, test/tracing/redaction.test.ts): the request span's `url.path` is
+ * Redaction (the logs' rules, test/tracing/tracing.test.ts): the request span's `url.path` is
  * the access log's redacted URL (route template, secret query values replaced); Redis
  * statements are the command name alone (never its arguments: keys are token hashes, values
  * records); SQL statements are the parameterised text, never the values
