@@ -164,7 +164,7 @@ async function main (): Promise<void> {
     // both sides of a ratio run on the same engine settings; and every server, the service too,
     // with the young generation's floor at the size each one reaches under sustained load.
     const start = async (name: string, script: string, env: Record<string, string>, readyPath: string, options: { args?: string[], logs?: boolean } = {}): Promise<Child> => {
-      const engineFlags = [...BENCH_V8_FLAGS, ...(name === 'service' ? [] : SERVING_V8_FLAGS)]
+      const engineFlags = [...BENCH_V8_FLAGS, ...(name === 'service' || name === 'service-traced' ? [] : SERVING_V8_FLAGS)]
       const pipe = options.logs === true ? await openLogPipe(compiled('./servers/log-reader.js')) : undefined
       if (pipe !== undefined) logReaders.set(name, pipe.reader)
       const child = await startChild({ name, script, args: options.args ?? [], env, readyPath, nodeFlags: [...engineFlags, ...profiled(name)], ...(pipe === undefined ? {} : { stdoutFd: pipe.writeFd }) })
@@ -185,6 +185,9 @@ async function main (): Promise<void> {
 
     const argon2Env = { BENCH_HASH: passwordHash, BENCH_PASSWORD: PASSWORD, BENCH_CONCURRENCY: String(config.hashing.concurrency), BENCH_QUEUE_MAX: String(config.hashing.maxQueued) }
     const oneGetEnv = { BENCH_REDIS_URL: REDIS_URL, BENCH_KEY: `${KEY_PREFIX}t:${hashToken(token)}` }
+    // The same service with tracing on (issue 24), exporting OTLP/protobuf to a sink process on this machine.
+    const otlpSink = await start('otlp-sink', compiled('./servers/otlp-sink.js'), {}, '/')
+    const tracedEnv = { ...serviceEnv, INTERNAL_PORT: String(await freePort()), OTEL_EXPORTER_OTLP_ENDPOINT: otlpSink.origin, OTEL_SERVICE_NAME: 'auth-token-service-bench' }
     const [bare, oneGet, oneGetTwin, jwt, argon2, argon2NodeRs, ordersDirect, ordersCached, ordersUnguarded, serviceOtherBinding] = await Promise.all([
       start('bare', compiled('./servers/bare.js'), {}, '/'),
       start('one-get', compiled('./servers/one-get.js'), oneGetEnv, '/'),
@@ -197,12 +200,14 @@ async function main (): Promise<void> {
       start('orders-unguarded', compiled('./servers/orders-unguarded.js'), { BENCH_ACCOUNT_ID: accountId, BENCH_USERNAME: username }, '/health'),
       start('service-other-binding', compiled('./servers/service-with-binding.js'), { ...serviceEnv, BENCH_ROOT: ROOT, BENCH_BINDING: OTHER_BINDING }, '/health/ready', { logs: true })
     ])
+    // After the others: a service's start (migrations checked, hasher threads, Redis) beside ten more took over 30 s here.
+    const serviceTraced = await start('service-traced', join(ROOT, 'dist', 'cli', 'main.js'), tracedEnv, '/health/ready', { args: ['serve'], logs: true })
     const { token: jwtToken } = await (await fetch(`${jwt.origin}/token`)).json() as { token: string }
     await assertSameAnswer(`${ordersCached.origin}/orders`, `${ordersUnguarded.origin}/orders`, token)
     log(`${children.length} servers up`)
 
     const allScenarios = defineScenarios({
-      origins: { service: service.origin, bare: bare.origin, oneGet: oneGet.origin, oneGetTwin: oneGetTwin.origin, jwt: jwt.origin, argon2: argon2.origin, argon2NodeRs: argon2NodeRs.origin, ordersDirect: ordersDirect.origin, ordersCached: ordersCached.origin, ordersUnguarded: ordersUnguarded.origin, serviceOtherBinding: serviceOtherBinding.origin },
+      origins: { service: service.origin, bare: bare.origin, oneGet: oneGet.origin, oneGetTwin: oneGetTwin.origin, jwt: jwt.origin, argon2: argon2.origin, argon2NodeRs: argon2NodeRs.origin, ordersDirect: ordersDirect.origin, ordersCached: ordersCached.origin, ordersUnguarded: ordersUnguarded.origin, serviceOtherBinding: serviceOtherBinding.origin, serviceTraced: serviceTraced.origin },
       serviceBinding: SERVICE_BINDING,
       token,
       unknownToken: generateToken(),
@@ -248,7 +253,7 @@ async function main (): Promise<void> {
       byPartner[partner] = [...byPartner[partner] ?? [], sample]
       pairedSamples.set(id, byPartner)
     }
-    const servers: Record<ServerName, Child> = { service, bare, oneGet, oneGetTwin, jwt, argon2, argon2NodeRs, ordersDirect, ordersCached, ordersUnguarded, serviceOtherBinding }
+    const servers: Record<ServerName, Child> = { service, bare, oneGet, oneGetTwin, jwt, argon2, argon2NodeRs, ordersDirect, ordersCached, ordersUnguarded, serviceOtherBinding, serviceTraced }
     const clocksOf = (scenario: Scenario): ServerClocks => {
       const server = servers[scenario.server]
       const reader = logReaders.get(server.name)
@@ -296,7 +301,7 @@ async function main (): Promise<void> {
       for (const scenario of scenarios) {
         const partners = partnersOf(scenario)
         const pause = readerStop(scenario)
-        if (scenario.background === undefined && pause === undefined && partners.length > 0) {
+        if (scenario.background === undefined && pause === undefined && scenario.unsliced !== true && partners.length > 0) {
           // The scenario and the baselines it is divided by, in short slices taken in turns.
           await quiesce()
           const [primary, ...beside] = await runInterleaved([scenario, ...partners].map((entry) => ({ spec: entry.load, clocks: clocksOf(entry) })), settings, settings.slices)
@@ -313,7 +318,7 @@ async function main (): Promise<void> {
           continue
         }
         // A storm or a stopped reader cannot be sliced (a storm takes seconds to fill and drain
-        // the hash queues, the stop lasts a second): the partners run right before it, and after
+        // the hash queues, the stop lasts a second), nor a traced service (`unsliced`): the partners run right before it, and after
         // a stop again, the same seconds of their runs marked as the scenario's window.
         const window = pause === undefined ? undefined : { atSeconds: pause.atSeconds, forSeconds: pause.forSeconds }
         const duration = durationOf(scenario)
@@ -356,6 +361,10 @@ async function main (): Promise<void> {
       })
     }
 
+    // The traced service's spans went somewhere: what the sink received (SIGTERM flushes the last batch).
+    await serviceTraced.stop()
+    const exported = await (await fetch(otlpSink.origin)).json() as { requests: number, bytes: number }
+    log(`service-traced exported ${exported.requests} OTLP requests, ${exported.bytes} bytes of spans to the sink`)
     // The servers stop first, so that each log reader reaches the end of its pipe and says what it got.
     await Promise.allSettled(children.map(async (child) => { await child.stop() }))
     const logTotals: Record<string, LogTotals> = {}

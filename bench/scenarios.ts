@@ -19,6 +19,8 @@ export interface ScenarioContext {
     ordersUnguarded: string
     /** A copy of the service whose hasher runs on the other argon2 binding. */
     serviceOtherBinding: string
+    /** The service with tracing on, exporting to a local OTLP sink (servers/otlp-sink.ts). */
+    serviceTraced: string
   }
   /** The binding the service's own hasher uses. */
   serviceBinding: Binding
@@ -64,6 +66,13 @@ export interface Scenario {
    * before it and again right after it, the same seconds of their runs marked.
    */
   stopsLogReader?: boolean
+  /**
+   * Measured in whole runs, its partners right before it, never in slices: a traced service
+   * exports its spans in batches (512 spans) that take longer than a slice, so a slice's
+   * requests still in flight when it ends (their CPU counted, their answers not) measured the
+   * slicing more than the requests (bench/README.md, tracing).
+   */
+  unsliced?: boolean
   /**
    * The shortest run that still measures it (hashing: node-argon2 verifies in 0.1-0.35 s
    * here; a stopped log reader: the pipe must fill, and the stop outlast the noise); only a
@@ -171,6 +180,9 @@ export function defineScenarios (context: ScenarioContext): Scenario[] {
     source('auth-cookie-post', 'token in cookie, POST', 'one-get-cookie-post', shapes['cookie-post'](authenticate)),
     // Forward-auth as a gateway asks it (issue 22): one store read, like Authenticate, answered in onRequest.
     { id: 'verify-bearer', server: 'service', group: 'authenticate', paired: ['one-get-verify-bearer', 'jwt'], title: 'Forward-auth /auth/verify, Bearer, GET', baseline: 'one-get-verify-bearer', load: { url: `${origins.service}/auth/verify`, headers: bearer, expectedStatuses: [200] } },
+    // Tracing's cost (issue 24): the same request to the same build with OTEL_EXPORTER_OTLP_ENDPOINT set,
+    // against the service without it, run side by side.
+    { id: 'auth-traced', server: 'serviceTraced', group: 'authenticate', unsliced: true, paired: ['auth-query-get'], title: 'Authenticate (query, GET), tracing on (OTLP to a local sink)', baseline: 'auth-query-get', load: { url: `${origins.serviceTraced}/auth/Authenticate?token=${token}`, expectedStatuses: [200] } },
     { id: 'auth-unknown', server: 'service', group: 'authenticate', paired: ['one-get-query'], title: 'Authenticate, unknown token (403)', baseline: 'one-get-query', load: { url: `${authenticate}?token=${context.unknownToken}`, expectedStatuses: [403] } },
 
     { id: 'login-success', server: 'service', group: 'login', minSeconds: 1, title: 'Login, right password', baseline: ownArgon2, load: loginSpec(context, context.password, 200) },

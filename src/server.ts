@@ -9,6 +9,7 @@ import { StatusError } from './http/status.js'
 import { escapeControlCharacters } from './http/log-escape.js'
 import { localUrl } from './http/local-url.js'
 import { tuneV8ForServing } from './v8-tuning.js'
+import type { Tracing } from './tracing/start.js'
 
 /**
  * Creates the bootstrap account if the config names one and it does not exist yet; an
@@ -41,12 +42,17 @@ export async function bootstrapAccount (app: FastifyInstance, config: Config): P
   }
 }
 
+export interface ServerOptions {
+  /** Tracing, started before the app was imported (cli/main.ts); its spans are flushed last on close. */
+  tracing?: Tracing | undefined
+}
+
 /**
  * The process entry: build, bootstrap, listen. On SIGTERM/SIGINT: readiness answers 503
  * first (for SHUTDOWN_DELAY_MS, so load balancers stop sending), then the listener closes,
  * in-flight requests finish (SHUTDOWN_TIMEOUT_MS at most), and Redis and Postgres close last.
  */
-export async function startServer (config: Config): Promise<FastifyInstance> {
+export async function startServer (config: Config, options: ServerOptions = {}): Promise<FastifyInstance> {
   tuneV8ForServing()
   const app = await buildApp(config)
   let internal: FastifyInstance | undefined
@@ -84,6 +90,7 @@ export async function startServer (config: Config): Promise<FastifyInstance> {
     if (config.shutdownDelayMs > 0) await sleep(config.shutdownDelayMs)
     await app.close()
     await internal?.close()
+    await options.tracing?.shutdown().catch((error: unknown) => { app.log.warn({ err: error }, 'tracing: the last spans could not be exported') })
     app.log.info('closed')
   })
   return app

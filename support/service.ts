@@ -83,6 +83,8 @@ export interface ServiceStartOptions {
   waitReady?: boolean
   /** Its working directory (where the embedded default keeps ./data); default this process's. */
   cwd?: string
+  /** Node's own options before the script (`--import x.mjs`); default none. */
+  nodeArgs?: readonly string[]
 }
 
 /**
@@ -93,7 +95,7 @@ export async function startService (scope: Scope, env: Record<string, string>, o
   requireBuild()
   const port = options.port ?? await freePort()
   const baseUrl = `http://127.0.0.1:${port}`
-  const child = spawnTracked(process.execPath, [CLI, 'serve'], {
+  const child = spawnTracked(process.execPath, [...options.nodeArgs ?? [], CLI, 'serve'], {
     cwd: options.cwd,
     // INTERNAL_PORT 0: the internal listener on a free port, so services started side by side do not collide on 3001.
     env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), INTERNAL_PORT: '0', ...env },

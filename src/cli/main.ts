@@ -12,6 +12,7 @@ import { StatusError } from '../http/status.js'
 import type { AuditLog } from '../stores/audit-log.js'
 import { RevocationIncomplete } from '../stores/token-store.js'
 import { withTimeout } from '../time-limit.js'
+import { tracingSettings } from '../tracing/settings.js'
 import { readPassword } from './read-password.js'
 import { AdminApiError } from '../admin/client.js'
 import { formatExpirationDate } from '../tokens/time.js'
@@ -263,8 +264,12 @@ async function run (argv: string[]): Promise<number> {
 
   switch (invocation.command) {
     case 'serve': {
+      // Tracing first: its module hooks must be in place before the app imports ioredis and pg.
+      // Off (no OTLP endpoint), nothing of OpenTelemetry is loaded (tracing/settings.ts imports none).
+      const settings = tracingSettings(process.env)
+      const tracing = settings === undefined ? undefined : await (await import('../tracing/start.js')).startTracing(settings)
       const { startServer } = await import('../server.js')
-      await startServer(config)
+      await startServer(config, { tracing })
       return -1
     }
     case 'migrate': {

@@ -5,6 +5,7 @@
  */
 
 import { TOKEN_COOKIE } from '../tokens/cookie.js'
+import { addTraceContext } from './trace-context.js'
 
 export type FetchFunction = typeof globalThis.fetch
 
@@ -60,6 +61,7 @@ export async function postForm (request: FormRequest): Promise<Answer | Failure>
   }
   // Percent-encoded (the service's cookie parser decodes): no value can break out of the header.
   if (request.cookieToken !== undefined) headers.cookie = `${TOKEN_COOKIE}=${encodeURIComponent(request.cookieToken)}`
+  addTraceContext(headers)
   let response: Response
   let text: string
   const signal = AbortSignal.timeout(request.timeoutMs)

@@ -1,6 +1,7 @@
 import { PGlite, type PGliteInterface } from '@electric-sql/pglite'
 import { lockDataDir, type DataDirLock } from './data-dir-lock.js'
 import type { Database, Transaction } from './database.js'
+import { inSpan, type SpanAttributes } from '../tracing/spans.js'
 
 /**
  * The embedded default: Postgres compiled to WebAssembly, in this process, with
@@ -19,13 +20,21 @@ export async function createPgliteDatabase (dataDir: string | undefined, command
   }
 }
 
+/**
+ * PGlite runs in this process, so no driver instrumentation sees it: its queries get a span of
+ * our own (tracing on), with the statement as written (its values are parameters, never in it).
+ */
+function spanAttributes (sql: string): SpanAttributes {
+  return { 'db.system.name': 'postgresql', 'db.query.text': sql }
+}
+
 /** The Database seam over a PGlite instance; closing the seam closes the instance, then gives up its directory. */
 export function wrapPglite (db: PGliteInterface, lock?: DataDirLock): Database {
   return {
     kind: 'pglite',
     dataDirLock: lock,
     async query<Row extends object> (sql: string, params?: readonly unknown[]) {
-      const result = await db.query<Row>(sql, params === undefined ? undefined : [...params])
+      const result = await inSpan('pglite.query', spanAttributes(sql), async () => await db.query<Row>(sql, params === undefined ? undefined : [...params]))
       return { rows: result.rows }
     },
     async exec (sql) {
@@ -36,7 +45,7 @@ export function wrapPglite (db: PGliteInterface, lock?: DataDirLock): Database {
         const tx: Transaction = {
           async exec (sql) { await t.exec(sql) },
           async query<Row extends object> (sql: string, params?: readonly unknown[]) {
-            const result = await t.query<Row>(sql, params === undefined ? undefined : [...params])
+            const result = await inSpan('pglite.query', spanAttributes(sql), async () => await t.query<Row>(sql, params === undefined ? undefined : [...params]))
             return { rows: result.rows }
           }
         }

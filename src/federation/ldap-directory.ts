@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import { Client, InvalidCredentialsError, type Entry } from 'ldapts'
 import { escapeDnValue, escapeFilterValue, fillTemplate } from './ldap-escape.js'
 import { serviceUnavailable } from '../http/status.js'
+import { inSpan } from '../tracing/spans.js'
 
 /**
  * Federated accounts check their password against the provider's directory by
@@ -35,11 +36,22 @@ export type LdapConfig = {
 /** The password of this DN is never right: a bind as it costs what a failed real bind costs. */
 const NO_SUCH_USER_RDN = 'cn=auth-token-service-no-such-user'
 
+/** The directory's host for a span (never its URL's credentials, should one carry any). */
+function hostOf (url: string): string {
+  try {
+    return new URL(url).hostname
+  } catch {
+    return ''
+  }
+}
+
 export function createLdapDirectory (config: LdapConfig): Directory {
   const tlsOptions = {
     rejectUnauthorized: config.tls.rejectUnauthorized,
     ...(config.tls.caFile === undefined ? {} : { ca: readFileSync(config.tls.caFile) })
   }
+
+  const serverHost = hostOf(config.url)
 
   const connect = async (): Promise<Client> => {
     // ldapts speaks TLS from the start whenever tlsOptions are given: only for ldaps://.
@@ -53,23 +65,27 @@ export function createLdapDirectory (config: LdapConfig): Directory {
     return client
   }
 
-  /** Binds as `dn`; false only for the directory's "invalid credentials", anything else is a failure of the directory. */
-  const bindAs = async (client: Client, dn: string, password: string): Promise<boolean> => {
-    try {
-      await client.bind(dn, password)
-      return true
-    } catch (error) {
-      if (error instanceof InvalidCredentialsError) return false
-      throw error
-    }
-  }
+  /**
+   * Binds as `dn`; false only for the directory's "invalid credentials", anything else is a failure
+   * of the directory. Traced (tracing on) as `ldap.bind`, saying whose bind, never the DN or the password.
+   */
+  const bindAs = async (client: Client, dn: string, password: string, who: 'service' | 'user'): Promise<boolean> =>
+    await inSpan('ldap.bind', { 'ldap.bind.as': who, 'server.address': serverHost }, async () => {
+      try {
+        await client.bind(dn, password)
+        return true
+      } catch (error) {
+        if (error instanceof InvalidCredentialsError) return false
+        throw error
+      }
+    })
 
   const attribute = config.usernameAttribute ?? 'uid'
 
   /** The user's entry: its DN, and (search mode) its names as the service account read them. */
   const userEntry = async (client: Client, username: string): Promise<Entry | undefined> => {
     if (config.mode === 'template') return { dn: fillTemplate(config.userDnTemplate, escapeDnValue(username)) }
-    if (!await bindAs(client, config.bindDn, config.bindPassword)) throw new Error('the directory refused the service account (AUTH_LDAP_BIND_DN)')
+    if (!await bindAs(client, config.bindDn, config.bindPassword, 'service')) throw new Error('the directory refused the service account (AUTH_LDAP_BIND_DN)')
     const { searchEntries } = await client.search(config.searchBase, {
       scope: 'sub',
       filter: fillTemplate(config.searchFilter, escapeFilterValue(username)),
@@ -100,7 +116,7 @@ export function createLdapDirectory (config: LdapConfig): Directory {
       client = await connect()
       const entry = await userEntry(client, username)
       // Unknown user: the same bind work as a wrong password, against a DN that cannot match.
-      const bound = await bindAs(client, entry?.dn ?? `${NO_SUCH_USER_RDN},${config.mode === 'search' ? config.searchBase : 'dc=invalid'}`, password)
+      const bound = await bindAs(client, entry?.dn ?? `${NO_SUCH_USER_RDN},${config.mode === 'search' ? config.searchBase : 'dc=invalid'}`, password, 'user')
       if (!bound || entry === undefined) return null
       return (await namesOf(client, entry))[0] ?? null
     } catch (error) {

@@ -8,7 +8,7 @@ import { escapeControlCharacters } from './log-escape.js'
  * were a tenth of the service's busy profile samples on Authenticate; writing the line here
  * (with the child made on first use) took the CPU per request to 0.89-1.03 ×, median 0.93
  * (bench/README.md). The line is the one
- * pino writes for `log.child({ reqId }).info({ req, route, statusCode, detail, responseTime },
+ * pino writes for `log.child({ reqId, traceId }).info({ req, route, statusCode, detail, responseTime },
  * 'request completed')` with the same base fields, byte for byte (test/http/access-log.test.ts),
  * and goes to the same destination, so it keeps its order among the other lines.
  */
@@ -21,6 +21,8 @@ export interface LogBase {
 
 export interface AccessEntry {
   reqId: string
+  /** The request's trace (tracing on: http/trace-id.ts); absent otherwise. */
+  traceId?: string | undefined
   method: string
   /** Already redacted (redactUrl). */
   url: string
@@ -50,7 +52,8 @@ export function accessLineWriter (stream: { write: (line: string) => unknown }, 
   return (entry) => {
     const remoteAddress = entry.remoteAddress === undefined ? '' : `,"remoteAddress":${jsonText(entry.remoteAddress)}`
     const detail = entry.detail === undefined ? '' : `,"detail":${jsonText(entry.detail)}`
-    stream.write(`{"level":30,"time":${Date.now()}${head}${jsonText(entry.reqId)},"req":{"method":${jsonText(entry.method)},"url":${jsonText(entry.url)}${remoteAddress}},"route":${jsonText(entry.route)},"statusCode":${entry.statusCode}${detail},"responseTime":${Number.isFinite(entry.responseTime) ? entry.responseTime : 'null'},"msg":"request completed"}\n`)
+    const traceId = entry.traceId === undefined ? '' : `,"traceId":${jsonText(entry.traceId)}`
+    stream.write(`{"level":30,"time":${Date.now()}${head}${jsonText(entry.reqId)}${traceId},"req":{"method":${jsonText(entry.method)},"url":${jsonText(entry.url)}${remoteAddress}},"route":${jsonText(entry.route)},"statusCode":${entry.statusCode}${detail},"responseTime":${Number.isFinite(entry.responseTime) ? entry.responseTime : 'null'},"msg":"request completed"}\n`)
   }
 }
 

@@ -9,6 +9,7 @@ import { batchedStdout } from './log-destination.js'
 import { redactUrl } from './redact.js'
 import { refusalOf } from './refusal-log.js'
 import { requestId } from './request-id.js'
+import { traceIdOf } from './trace-id.js'
 
 /** Counts one finished request (Metrics.observeRequest). */
 export type RequestObserver = (route: string, method: string, status: number, seconds: number) => void
@@ -42,9 +43,9 @@ class OneLinePerRequest extends LogController {
       // A 400 says its detail; a refusal whose answer says nothing may still tell the log why (http/refusal-log.ts).
       const detail = (statusCode === 400 ? badRequestDetail(request) : undefined) ?? refusalOf(request)
       if (this.writeLine === undefined) {
-        reply.log.info({ req: request, route, statusCode, detail, responseTime }, 'request completed')
+        reply.log.info({ req: request, route, statusCode, detail, responseTime, traceId: traceIdOf(request) }, 'request completed')
       } else if (logsInfo(reply.log.level)) {
-        this.writeLine({ reqId: request.id, method: request.method, url: redactUrl(request.url, template), remoteAddress: request.ip, route, statusCode, detail, responseTime })
+        this.writeLine({ reqId: request.id, traceId: traceIdOf(request), method: request.method, url: redactUrl(request.url, template), remoteAddress: request.ip, route, statusCode, detail, responseTime })
       }
     } else {
       reply.log.error({ req: request, route, statusCode: reply.statusCode, responseTime, err: error }, 'request errored')

@@ -3,6 +3,7 @@ import { parseOptions, type Algorithm, type Version } from '@node-rs/argon2'
 import { createFairQueue, type FairQueue, type HashCaller, type HashShare } from './fair-queue.js'
 import { createHashWorkers, HashThreadError } from './hash-workers.js'
 import { serviceUnavailable, StatusError } from '../http/status.js'
+import { inSpan } from '../tracing/spans.js'
 
 export interface Argon2Policy {
   /** KiB of memory; OWASP's minimum for argon2id is 19456 with t=2, p=1. */
@@ -79,15 +80,18 @@ export function createPasswordHasher (policy: Argon2Policy = OWASP_MINIMUM_POLIC
   const workers = createHashWorkers(limits.concurrency)
   let dummyHash: Promise<string> | undefined
 
+  // The span covers the hash on its thread, not the wait in the queue before it (tracing on only).
+  const spanAttributes = { 'argon2.memory_kib': policy.memoryCost, 'argon2.time_cost': policy.timeCost, 'argon2.parallelism': policy.parallelism }
   // No answer from a hashing thread is a 503 (nothing was decided), never a verdict on the password.
-  const onThreads = async <T>(work: () => Promise<T>): Promise<T> => await work().catch((error: unknown) => {
-    throw error instanceof HashThreadError ? serviceUnavailable('hash-thread', error) : error
-  })
+  const onThreads = async <T>(operation: 'hash' | 'verify', work: () => Promise<T>): Promise<T> =>
+    await inSpan(`argon2.${operation}`, spanAttributes, async () => await work().catch((error: unknown) => {
+      throw error instanceof HashThreadError ? serviceUnavailable('hash-thread', error) : error
+    }))
 
   async function verify (hash: string, password: string, caller?: HashCaller): Promise<boolean> {
     return await queue.run(async () => {
       try {
-        return await onThreads(async () => await workers.verify(hash, password))
+        return await onThreads('verify', async () => await workers.verify(hash, password))
       } catch (error) {
         if (error instanceof StatusError) throw error
         // A malformed stored hash must never let anyone in.
@@ -97,11 +101,11 @@ export function createPasswordHasher (policy: Argon2Policy = OWASP_MINIMUM_POLIC
   }
 
   return {
-    hash: async (password, caller) => await queue.run(async () => canonicalPhc(await onThreads(async () => await workers.hash(password, options))), caller),
+    hash: async (password, caller) => await queue.run(async () => canonicalPhc(await onThreads('hash', async () => await workers.hash(password, options))), caller),
     verify,
     async verifyDummy (password, caller) {
       // Made once; a failed attempt is forgotten, so one thread failure does not break every later call.
-      dummyHash ??= queue.run(async () => await onThreads(async () => await workers.hash(randomBytes(32).toString('base64url'), options)))
+      dummyHash ??= queue.run(async () => await onThreads('hash', async () => await workers.hash(randomBytes(32).toString('base64url'), options)))
         .catch((error: unknown) => { dummyHash = undefined; throw error })
       await verify(await dummyHash, password, caller)
     },

@@ -16,8 +16,8 @@ const sameTime = (line: string): string => line.replace(/"time":\d+/, '"time":0'
 function pinoLine (entry: AccessEntry): string {
   const sink = capture()
   const logger = pino({ base }, sink)
-  const { reqId, method, url, remoteAddress, route, statusCode, detail, responseTime } = entry
-  logger.child({ reqId }).info({ req: { method, url, remoteAddress }, route, statusCode, detail, responseTime }, 'request completed')
+  const { reqId, traceId, method, url, remoteAddress, route, statusCode, detail, responseTime } = entry
+  logger.child(traceId === undefined ? { reqId } : { reqId, traceId }).info({ req: { method, url, remoteAddress }, route, statusCode, detail, responseTime }, 'request completed')
   return sink.writes.join('')
 }
 
@@ -32,7 +32,9 @@ t.test('the hand-written line is the one pino writes, byte for byte', async (t) 
     { ...plain, responseTime: Number.NaN },
     { ...plain, method: 'POST', url: '/auth/Login?username=ann&password=[redacted]&password=[redacted]', route: '/auth/Login', statusCode: 400, detail: 'password given more than once' },
     { ...plain, statusCode: 400, detail: 'a "quoted" \\ detail\n' },
-    { ...plain, statusCode: 400, detail: undefined }
+    { ...plain, statusCode: 400, detail: undefined },
+    // Tracing on: the trace id beside the request id, as a pino child bound with both writes it.
+    { ...plain, traceId: '4bf92f3577b34da6a3ce929d0e0e4736' }
   ]
   for (const entry of entries) {
     const sink = capture()
