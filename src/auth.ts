@@ -154,7 +154,7 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
         await tokens.refresh(hashToken(presentedToken), record, ttlMs, account.tokenEpoch)) {
       return { token: presentedToken, expiresAt, refreshed: true, account }
     }
-    const token = generateToken()
+    const token = generateToken(account.id)
     if (!await tokens.issue(hashToken(token), record, ttlMs, account.tokenEpoch)) return undefined
     return { token, expiresAt, refreshed: false, account }
   }

@@ -119,7 +119,7 @@ export async function measureTokenMemory (options: MemoryOptions): Promise<Memor
     const issueFor = async (owner: { id: string, username: string, federated: boolean }): Promise<string> => {
       const ttlMs = (owner.federated ? options.federatedTokenTtlSeconds : options.tokenTtlSeconds) * 1000
       const record: TokenRecord = { accountId: owner.id, username: owner.username, federated: owner.federated, expiresAt: Math.floor((now + ttlMs) / 1000) * 1000 }
-      const tokenHash = hashToken(generateToken())
+      const tokenHash = hashToken(generateToken(owner.id))
       await store.issue(tokenHash, record, ttlMs)
       return tokenHash
     }
