@@ -3,6 +3,7 @@ import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import type { RedisTopology } from '../src/stores/redis/client.js'
+import { keyLayout } from '../src/stores/redis/keys.js'
 import { freePort, reachable, run, type Scope, spawnTracked, startChild, stopChild, tailOf, tempDir, uniqueName, waitFor } from './processes.js'
 
 /**
@@ -22,15 +23,19 @@ export async function requireRedis (): Promise<string> {
   return TEST_REDIS_URL
 }
 
-/** Every key under `prefix`, by SCAN (never KEYS: the Redis is shared), sorted. */
+/** Every key under `prefix` and its buckets' prefixes (`{tagAb}:`), by SCAN (never KEYS: the Redis is shared), sorted. */
 export async function keysUnder (redis: Redis, prefix: string): Promise<string[]> {
   const found: string[] = []
-  let cursor = '0'
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
-    found.push(...keys)
-    cursor = next
-  } while (cursor !== '0')
+  // A glob: its special characters in the prefix are only data.
+  const literal = prefix.replace(/[*?[\]\\]/g, '\\$&')
+  for (const pattern of [`${literal}*`, `${keyLayout(literal).bucketPrefix('??')}*`]) {
+    let cursor = '0'
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000)
+      found.push(...keys)
+      cursor = next
+    } while (cursor !== '0')
+  }
   return found.sort()
 }
 
