@@ -156,6 +156,8 @@ export interface ClusterNode {
   readonly running: boolean
   /** Sends `signal` (default SIGKILL) and resolves when the process is gone. */
   kill (signal?: NodeJS.Signals): Promise<void>
+  /** Sends `signal` and returns at once (SIGSTOP, SIGCONT). */
+  signal (signal: NodeJS.Signals): void
   /** `redis-cli -p <port> ...args`, its stdout trimmed. */
   cli (...args: string[]): Promise<string>
 }
@@ -168,7 +170,9 @@ export interface ClusterUnderTest {
   /** The ports of the nodes that are masters now, by CLUSTER NODES as a running node sees it. */
   masters (): Promise<number[]>
   /** Until every node that runs says cluster_state:ok and every master has its replicas connected. */
-  settled (timeoutMs?: number): Promise<void>
+  settled (timeoutMs?: number, requireReplicas?: boolean): Promise<void>
+  /** The node serving `slot` now (CLUSTER SLOTS), and its replica's port if it has one. */
+  nodeOf (slot: number): Promise<{ master: number, replica: number | undefined }>
 }
 
 async function clusterNodesOf (servers: readonly ClusterNode[]): Promise<string[]> {
@@ -197,7 +201,8 @@ export async function startCluster (scope: Scope, options: ClusterOptions = {}):
     servers.push({
       port,
       get running () { return child.exitCode === null && child.signalCode === null },
-      kill: async (signal = 'SIGKILL') => { await stopChild(child, signal) },
+      kill: async (signal = 'SIGKILL') => { child.kill('SIGCONT'); await stopChild(child, signal) },
+      signal: (signal) => { child.kill(signal) },
       cli: async (...args) => (await run('redis-cli', ['-p', String(port), ...args], { timeout: 10_000 })).stdout.trim()
     })
   }
@@ -212,13 +217,13 @@ export async function startCluster (scope: Scope, options: ClusterOptions = {}):
         .filter((fields) => (fields[2] ?? '').includes('master') && !(fields[2] ?? '').includes('fail') && fields.length > 8)
         .map((fields) => Number((fields[1] ?? '').split(':')[1]?.split('@')[0]))
     },
-    async settled (timeoutMs = 30_000) {
+    async settled (timeoutMs = 30_000, requireReplicas = true) {
       await waitFor('the cluster', async () => {
         for (const server of servers) {
           if (!server.running) continue
           if (!(await server.cli('cluster', 'info').catch(() => '')).includes('cluster_state:ok')) return false
         }
-        if (replicas === 0) return true
+        if (replicas === 0 || !requireReplicas) return (await cluster.masters()).length === 3
         for (const port of await cluster.masters()) {
           const server = servers.find((candidate) => candidate.port === port)
           const info = await server?.cli('info', 'replication').catch(() => '') ?? ''
@@ -226,10 +231,28 @@ export async function startCluster (scope: Scope, options: ClusterOptions = {}):
         }
         return true
       }, { timeoutMs, everyMs: 100 })
-    }
+    },
+    nodeOf: async (slot) => await nodeOfSlot(servers, slot)
   }
   await cluster.settled()
   return cluster
+}
+
+async function nodeOfSlot (servers: readonly ClusterNode[], slot: number): Promise<{ master: number, replica: number | undefined }> {
+  for (const line of await clusterNodesOf(servers)) {
+    const fields = line.split(' ')
+    if (!(fields[2] ?? '').includes('master') || (fields[2] ?? '').includes('fail')) continue
+    const serves = fields.slice(8).some((range) => {
+      const [from, to] = range.split('-').map(Number)
+      return from !== undefined && !Number.isNaN(from) && slot >= from && slot <= (to ?? from)
+    })
+    if (!serves) continue
+    const port = (address: string | undefined): number => Number((address ?? '').split(':')[1]?.split('@')[0])
+    const replica = (await clusterNodesOf(servers)).map((other) => other.split(' '))
+      .find((other) => other[3] === fields[0] && !(other[2] ?? '').includes('fail'))
+    return { master: port(fields[1]), replica: replica === undefined ? undefined : port(replica[1]) }
+  }
+  throw new Error(`no master serves slot ${slot}`)
 }
 
 /** Three masters, no replicas, all 16384 slots assigned. */
