@@ -5,7 +5,7 @@ import { buildTestApp } from '../support/app.js'
 import { buildGuardedApp } from '../guard/support.js'
 import { waitFor } from '../../support/processes.js'
 import { startCluster } from '../../support/redis.js'
-import { authenticate, login, logout, longestUnavailableMs, newLoadState, startLoad, throughGuard, type LoadUser } from './load.js'
+import { authenticate, login, logout, longestUnavailableMs, newLoadState, startLoad, throughGuard, type LoadUser } from '../support/cluster-load.js'
 
 /*
  * Issue 23: a revocation acknowledged to the client survives its master's failover. The
