@@ -46,7 +46,7 @@ t.test('Redis login limiter', async (t) => {
     await limiter.recordFailure('bob', '198.51.100.24')
     const keys = await keysUnder(redis, prefix)
     const ttlOf = async (kind: 'a' | 'l' | 'i'): Promise<number> => {
-      const key = keys.find((k) => k.includes(`}:lf:${kind}:`))
+      const key = keys.find((k) => k.includes(`lf:${kind}:`))
       return key === undefined ? -3 : await redis.pttl(key)
     }
     const lock = await ttlOf('l')

@@ -1,19 +1,21 @@
 /* The token store's Lua scripts: every multi-step write is one script, so each is atomic. */
 
 /*
- * Two places (issue 23, keys.ts): a bucket's keys (`{atsAb}:`, every key a v2 token's account
+ * Two places (issue 23, keys.ts): a bucket's keys (`{atsAb}`, every key a v2 token's account
  * touches shares that slot) and the legacy place (the configured prefix itself, where tokens
  * issued before issue 23 live until they expire). The `ats2*` scripts serve buckets: each
  * declares every key it touches in KEYS (none is built inside Lua), as Redis Cluster, proxies
  * and Redis 7's script checks require, and each revocation script returns the number of
  * replicas connected to its master, so that the store can WAIT for one of them.
  *
- * Bucket layout (prefix `{atsAb}:`; members are token digests, hashes are bucket + digest):
- *   <b>t:<digest>        string  encodeRecord(...), PX = the token's remaining life
- *   <b>a:<accountId>     zset    the account's index: digest scored by its key's expiry (Redis ms)
- *   <b>r:<accountId>     zset    an index a revoke-all has set aside and is draining
- *   <b>e:<accountId>     string  the account's revocation epoch (as <p>e: below)
+ * Bucket layout (prefix `{atsAb}`, no separators: keys.ts; members are token digests, hashes
+ * are bucket + digest):
+ *   <b>t<digest>         string  encodeRecord(...), PX = the token's remaining life
+ *   <b>a<accountId>      zset    the account's index: digest scored by its key's expiry (Redis ms)
+ *   <b>r<accountId>      zset    an index a revoke-all has set aside and is draining
+ *   <b>e<accountId>      string  the account's revocation epoch (as <p>e: below)
  *   <b>deny              zset    digest scored by the Redis-clock ms until which it is denied
+ *   <b>lf:...                    the login limiter's counters (login-limiter.ts)
  * The revocation channel stays `<p>revoked` (classic PUBLISH: a Cluster delivers it to the
  * subscribers of every node), its messages space-separated hashes as ever.
  *
