@@ -29,8 +29,10 @@ t.test('reshard under load: no wrong answer', async (t) => {
   // Volume for the migration: 2,000 more tokens of 1,000 accounts, issued as Logins issue them.
   const { generateToken, hashToken } = await import('../../src/tokens/token.js')
   const seeded = Array.from({ length: 2000 }, (_, i) => ({ accountId: `seed-${i % 1000}`, hash: hashToken(generateToken(`seed-${i % 1000}`)) }))
-  await Promise.all(seeded.map(async ({ accountId, hash }) =>
-    await redisStore.issue(hash, { accountId, username: accountId, federated: false, expiresAt: Date.now() + 600_000 }, 600_000)))
+  for (let start = 0; start < seeded.length; start += 100) {
+    await Promise.all(seeded.slice(start, start + 100).map(async ({ accountId, hash }) =>
+      await redisStore.issue(hash, { accountId, username: accountId, federated: false, expiresAt: Date.now() + 600_000 }, 600_000)))
+  }
 
   const [from, to] = await cluster.masters()
   const idOf = async (port: number | undefined): Promise<string> => await cluster.servers.find((server) => server.port === port)?.cli('cluster', 'myid') ?? ''
