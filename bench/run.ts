@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs'
+import { keyLayout } from '../src/stores/redis/keys.js'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -184,7 +185,7 @@ async function main (): Promise<void> {
     log('service up, its stdout a pipe to a log reader of its own; starting the baselines')
 
     const argon2Env = { BENCH_HASH: passwordHash, BENCH_PASSWORD: PASSWORD, BENCH_CONCURRENCY: String(config.hashing.concurrency), BENCH_QUEUE_MAX: String(config.hashing.maxQueued) }
-    const oneGetEnv = { BENCH_REDIS_URL: REDIS_URL, BENCH_KEY: `${KEY_PREFIX}t:${hashToken(token)}` }
+    const oneGetEnv = { BENCH_REDIS_URL: REDIS_URL, BENCH_KEY: keyLayout(KEY_PREFIX).tokenKey(hashToken(token)) }
     // The same service with tracing on (issue 24), exporting OTLP/protobuf to a sink process on this machine.
     const otlpSink = await start('otlp-sink', compiled('./servers/otlp-sink.js'), {}, '/')
     const tracedEnv = { ...serviceEnv, INTERNAL_PORT: String(await freePort()), OTEL_EXPORTER_OTLP_ENDPOINT: otlpSink.origin, OTEL_SERVICE_NAME: 'auth-token-service-bench' }
@@ -210,7 +211,7 @@ async function main (): Promise<void> {
       origins: { service: service.origin, bare: bare.origin, oneGet: oneGet.origin, oneGetTwin: oneGetTwin.origin, jwt: jwt.origin, argon2: argon2.origin, argon2NodeRs: argon2NodeRs.origin, ordersDirect: ordersDirect.origin, ordersCached: ordersCached.origin, ordersUnguarded: ordersUnguarded.origin, serviceOtherBinding: serviceOtherBinding.origin, serviceTraced: serviceTraced.origin },
       serviceBinding: SERVICE_BINDING,
       token,
-      unknownToken: generateToken(),
+      unknownToken: generateToken('unknown'),
       jwtToken,
       password: PASSWORD,
       accounts: ACCOUNTS

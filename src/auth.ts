@@ -185,7 +185,7 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
         return { token: presentedToken, expiresAt, refreshed: true, account }
       }
     }
-    const token = generateToken()
+    const token = generateToken(account.id)
     const tokenHash = hashToken(token)
     if (!await tokens.issue(tokenHash, record, ttlMs, account.tokenEpoch)) return undefined
     if (sessions !== undefined) {

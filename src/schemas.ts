@@ -19,7 +19,7 @@ const TOKEN_MAX_CHARS = PARAMETER_LIMITS.token.max
 /** Examples /docs shows (routes/openapi.ts), each what a person would type or get. */
 export const EXAMPLE_USERNAME = 'alice'
 export const EXAMPLE_PASSWORD = 'correct horse battery staple'
-export const EXAMPLE_TOKEN = 'q3VZr9wQ0hM5c1xT8bYpLd2Fj7sNnAeUo4iGtHyW6Ek'
+export const EXAMPLE_TOKEN = '2Kcq3VZr9wQ0hM5c1xT8bYpLd2Fj7sNnAeUo4iGtHyW6Ek'
 export const EXAMPLE_EXPIRATION = '2026-11-22T23:41:48'
 
 // Login's query and body values may be empty (a body value wins over an empty query one, contract);
@@ -49,7 +49,7 @@ export const LegacyLoginPathSchema = Type.Object({
   password: Password(1)
 })
 
-const TOKEN_GIVEN = 'The token Login gave (43 characters).'
+const TOKEN_GIVEN = 'The token Login gave (46 characters; tokens issued before version 2 of the format: 43).'
 
 export const TokenPathSchema = Type.Object({
   token: Token(TOKEN_GIVEN)

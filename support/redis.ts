@@ -3,6 +3,7 @@ import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import type { RedisTopology } from '../src/stores/redis/client.js'
+import { keyLayout } from '../src/stores/redis/keys.js'
 import { freePort, reachable, run, type Scope, spawnTracked, startChild, stopChild, tailOf, tempDir, uniqueName, waitFor } from './processes.js'
 
 /**
@@ -22,15 +23,19 @@ export async function requireRedis (): Promise<string> {
   return TEST_REDIS_URL
 }
 
-/** Every key under `prefix`, by SCAN (never KEYS: the Redis is shared), sorted. */
+/** Every key under `prefix` and its buckets' prefixes (`{tagAb}:`), by SCAN (never KEYS: the Redis is shared), sorted. */
 export async function keysUnder (redis: Redis, prefix: string): Promise<string[]> {
   const found: string[] = []
-  let cursor = '0'
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
-    found.push(...keys)
-    cursor = next
-  } while (cursor !== '0')
+  // A glob: its special characters in the prefix are only data.
+  const literal = prefix.replace(/[*?[\]\\]/g, '\\$&')
+  for (const pattern of [`${literal}*`, `${keyLayout(literal).bucketPrefix('??')}*`]) {
+    let cursor = '0'
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000)
+      found.push(...keys)
+      cursor = next
+    } while (cursor !== '0')
+  }
   return found.sort()
 }
 
@@ -138,29 +143,121 @@ export async function startThrowawayRedis (scope: Scope, options: RedisServerOpt
   return redis
 }
 
-/** Three masters, no replicas, all 16384 slots assigned. */
-export async function startRedisCluster (scope: Scope): Promise<RedisTopology & { kind: 'cluster' }> {
+export interface ClusterOptions {
+  /** Replicas per master (default 0): with 1, six nodes, each master's replica on another node. */
+  replicas?: 0 | 1
+  /** cluster-node-timeout: how long a master is unreachable before its replica takes over (default 15000, Redis's). */
+  nodeTimeoutMs?: number
+}
+
+/** One node of a test cluster. */
+export interface ClusterNode {
+  readonly port: number
+  readonly running: boolean
+  /** Sends `signal` (default SIGKILL) and resolves when the process is gone. */
+  kill (signal?: NodeJS.Signals): Promise<void>
+  /** Sends `signal` and returns at once (SIGSTOP, SIGCONT). */
+  signal (signal: NodeJS.Signals): void
+  /** `redis-cli -p <port> ...args`, its stdout trimmed. */
+  cli (...args: string[]): Promise<string>
+}
+
+export type ClusterTopology = RedisTopology & { kind: 'cluster' }
+
+export interface ClusterUnderTest {
+  readonly topology: ClusterTopology
+  readonly servers: readonly ClusterNode[]
+  /** The ports of the nodes that are masters now, by CLUSTER NODES as a running node sees it. */
+  masters (): Promise<number[]>
+  /** Until every node that runs says cluster_state:ok and every master has its replicas connected. */
+  settled (timeoutMs?: number, requireReplicas?: boolean): Promise<void>
+  /** The node serving `slot` now (CLUSTER SLOTS), and its replica's port if it has one. */
+  nodeOf (slot: number): Promise<{ master: number, replica: number | undefined }>
+}
+
+async function clusterNodesOf (servers: readonly ClusterNode[]): Promise<string[]> {
+  for (const server of servers) {
+    if (!server.running) continue
+    const text = await server.cli('cluster', 'nodes').catch(() => '')
+    if (text !== '') return text.split('\n')
+  }
+  throw new Error('no cluster node answers')
+}
+
+/** A Redis Cluster of the scope's own: three masters (and a replica each with `replicas: 1`), all 16384 slots assigned. */
+export async function startCluster (scope: Scope, options: ClusterOptions = {}): Promise<ClusterUnderTest> {
   await requireRedisServer()
+  const replicas = options.replicas ?? 0
   const dir = await tempDir(scope, 'ats-cluster-')
-  const ports: number[] = []
-  for (let i = 0; i < 3; i++) {
+  const servers: ClusterNode[] = []
+  for (let i = 0; i < 3 * (1 + replicas); i++) {
     let port = await freePort({ avoidBusPort: true })
-    while (ports.includes(port)) port = await freePort({ avoidBusPort: true })
-    ports.push(port)
+    while (servers.some((server) => server.port === port || server.port + 10000 === port || server.port === port + 10000)) port = await freePort({ avoidBusPort: true })
     const child = startChild(scope, 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes',
       '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--dir', dir, '--save', '', '--appendonly', 'no',
-      '--dbfilename', `dump-${port}.rdb`])
+      '--dbfilename', `dump-${port}.rdb`, '--logfile', join(dir, `redis-${port}.log`),
+      '--cluster-node-timeout', String(options.nodeTimeoutMs ?? 15000)])
     await untilPong(port, child)
+    servers.push({
+      port,
+      get running () { return child.exitCode === null && child.signalCode === null },
+      kill: async (signal = 'SIGKILL') => { child.kill('SIGCONT'); await stopChild(child, signal) },
+      signal: (signal) => { child.kill(signal) },
+      cli: async (...args) => (await run('redis-cli', ['-p', String(port), ...args], { timeout: 10_000 })).stdout.trim()
+    })
   }
-  await run('redis-cli', ['--cluster', 'create', ...ports.map((port) => `127.0.0.1:${port}`), '--cluster-replicas', '0', '--cluster-yes'])
-  await waitFor('the cluster', async () => {
-    for (const port of ports) {
-      const { stdout } = await run('redis-cli', ['-p', String(port), 'cluster', 'info'])
-      if (!stdout.includes('cluster_state:ok')) return false
-    }
-    return true
-  }, { timeoutMs: 20_000, everyMs: 100 })
-  return { kind: 'cluster', nodes: ports.map((port) => ({ host: '127.0.0.1', port })) }
+  await run('redis-cli', ['--cluster', 'create', ...servers.map((server) => `127.0.0.1:${server.port}`),
+    '--cluster-replicas', String(replicas), '--cluster-yes'], { timeout: 60_000 })
+  const cluster: ClusterUnderTest = {
+    topology: { kind: 'cluster', nodes: servers.map((server) => ({ host: '127.0.0.1', port: server.port })) },
+    servers,
+    async masters () {
+      return (await clusterNodesOf(servers))
+        .map((line) => line.split(' '))
+        .filter((fields) => (fields[2] ?? '').includes('master') && !(fields[2] ?? '').includes('fail') && fields.length > 8)
+        .map((fields) => Number((fields[1] ?? '').split(':')[1]?.split('@')[0]))
+    },
+    async settled (timeoutMs = 30_000, requireReplicas = true) {
+      await waitFor('the cluster', async () => {
+        for (const server of servers) {
+          if (!server.running) continue
+          if (!(await server.cli('cluster', 'info').catch(() => '')).includes('cluster_state:ok')) return false
+        }
+        if (replicas === 0 || !requireReplicas) return (await cluster.masters()).length === 3
+        for (const port of await cluster.masters()) {
+          const server = servers.find((candidate) => candidate.port === port)
+          const info = await server?.cli('info', 'replication').catch(() => '') ?? ''
+          if (!/connected_slaves:[1-9]/.test(info) || /state=(?!online)/.test(info)) return false
+        }
+        return true
+      }, { timeoutMs, everyMs: 100 })
+    },
+    nodeOf: async (slot) => await nodeOfSlot(servers, slot)
+  }
+  await cluster.settled()
+  return cluster
+}
+
+async function nodeOfSlot (servers: readonly ClusterNode[], slot: number): Promise<{ master: number, replica: number | undefined }> {
+  for (const line of await clusterNodesOf(servers)) {
+    const fields = line.split(' ')
+    if (!(fields[2] ?? '').includes('master') || (fields[2] ?? '').includes('fail')) continue
+    const serves = fields.slice(8).some((range) => {
+      const [from, to] = range.split('-').map(Number)
+      return from !== undefined && !Number.isNaN(from) && slot >= from && slot <= (to ?? from)
+    })
+    if (!serves) continue
+    const port = (address: string | undefined): number => Number((address ?? '').split(':')[1]?.split('@')[0])
+    const replica = (await clusterNodesOf(servers)).map((other) => other.split(' '))
+      .find((other) => other[3] === fields[0] && !(other[2] ?? '').includes('fail'))
+    return { master: port(fields[1]), replica: replica === undefined ? undefined : port(replica[1]) }
+  }
+  throw new Error(`no master serves slot ${slot}`)
+}
+
+/** Three masters, no replicas, all 16384 slots assigned. */
+export async function startRedisCluster (scope: Scope): Promise<ClusterTopology> {
+  return (await startCluster(scope)).topology
 }
 
 /** A master and one sentinel watching it under the name `mymaster`. */

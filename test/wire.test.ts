@@ -78,7 +78,7 @@ t.test('the cookie round trip: Login sets it, Authenticate and Logout take it ba
   const body = await login.json() as { token: string, expiration_date: string }
   const setCookie = login.headers.getSetCookie()
   t.equal(setCookie.length, 1, 'one Set-Cookie header on the wire')
-  t.match(setCookie[0], /^AuthToken1=[A-Za-z0-9_-]{43}; /, 'AuthToken1=<token> first')
+  t.match(setCookie[0], /^AuthToken1=2[A-Za-z0-9_-]{45}; /, 'AuthToken1=<token> first')
   const cookie = tokenCookieOf(login)
   t.equal(cookie?.value, body.token, 'the cookie carries the token')
   t.match(body.token, TOKEN_SHAPE)

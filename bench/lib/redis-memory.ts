@@ -5,7 +5,8 @@ import { Redis } from 'ioredis'
 import { DEFAULT_KEY_PREFIX } from '../../src/stores/redis/client.js'
 import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
 import type { TokenRecord } from '../../src/tokens/record.js'
-import { generateToken, hashToken } from '../../src/tokens/token.js'
+import { accountBucket, generateToken, hashToken } from '../../src/tokens/token.js'
+import { keyLayout } from '../../src/stores/redis/keys.js'
 import { accountName, seededRandom } from './accounts.js'
 import { freePort } from '../../support/processes.js'
 
@@ -119,7 +120,7 @@ export async function measureTokenMemory (options: MemoryOptions): Promise<Memor
     const issueFor = async (owner: { id: string, username: string, federated: boolean }): Promise<string> => {
       const ttlMs = (owner.federated ? options.federatedTokenTtlSeconds : options.tokenTtlSeconds) * 1000
       const record: TokenRecord = { accountId: owner.id, username: owner.username, federated: owner.federated, expiresAt: Math.floor((now + ttlMs) / 1000) * 1000 }
-      const tokenHash = hashToken(generateToken())
+      const tokenHash = hashToken(generateToken(owner.id))
       await store.issue(tokenHash, record, ttlMs)
       return tokenHash
     }
@@ -131,10 +132,13 @@ export async function measureTokenMemory (options: MemoryOptions): Promise<Memor
     await Promise.all(ended.map(async (tokenHash) => await store.terminate(tokenHash)))
 
     const after = Number(await info(admin, 'memory', 'used_memory'))
-    const tokenKeys = await memoryUsage(admin, `${DEFAULT_KEY_PREFIX}t:*`)
-    const indexes = await memoryUsage(admin, `${DEFAULT_KEY_PREFIX}a:*`)
-    const denySet = await memoryUsage(admin, `${DEFAULT_KEY_PREFIX}deny`)
-    const sampleIndex = `${DEFAULT_KEY_PREFIX}a:${owners[0]?.id ?? ''}`
+    // Each account's keys are in its bucket's (issue 23): `{atsAb}t<digest>`, `{atsAb}a<accountId>`, `{atsAb}deny`.
+    const layout = keyLayout(DEFAULT_KEY_PREFIX)
+    const tokenKeys = await memoryUsage(admin, `${layout.bucketPrefix('??')}t*`)
+    const indexes = await memoryUsage(admin, `${layout.bucketPrefix('??')}a*`)
+    const denySet = await memoryUsage(admin, `${layout.bucketPrefix('??')}deny`)
+    const sampleOwner = owners[0]?.id ?? ''
+    const sampleIndex = `${layout.bucketPrefix(accountBucket(sampleOwner))}a${sampleOwner}`
     return {
       tokens: options.tokens,
       accounts,

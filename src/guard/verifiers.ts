@@ -44,7 +44,7 @@ export interface DirectVerifierOptions {
 }
 
 /**
- * Straight against the service's Redis: one GET of `<prefix>t:<hash>`. The store is
+ * Straight against the service's Redis: one GET of the token's key (store.tokenKey). The store is
  * the service's own Redis store, so key layout and record format cannot drift; it
  * closes only the connections it opened (a handed-in client stays open).
  */
@@ -62,13 +62,12 @@ export function directVerifier (options: DirectVerifierOptions): Verifier {
     onError: options.onError
   })
   let stopWatching: (() => void) | undefined
-  const tokenPrefix = `${options.keyPrefix}t:`
   /**
    * With a cache to keep: the key's PTTL beside the GET (sent together, one round trip), the
    * remaining life by Redis's own clock, so the guard's wall clock never decides an expiry.
    */
   const findWithRemaining = async (hash: string): Promise<Verified | null> => {
-    const [record, pttl] = await Promise.all([store.find(hash), store.redis.pttl(tokenPrefix + hash)])
+    const [record, pttl] = await Promise.all([store.find(hash), store.redis.pttl(store.tokenKey(hash))])
     return record === null ? null : { record, remainingMs: Math.max(0, pttl) }
   }
   return {

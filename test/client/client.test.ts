@@ -4,7 +4,7 @@ import t, { type Test } from 'tap'
 import { createAuthClient } from '../../src/client/index.js'
 import { startTokenService, USER } from '../guard/support.js'
 
-const TOKEN_SHAPE = /^[A-Za-z0-9_-]{43}$/
+const TOKEN_SHAPE = /^2[A-Za-z0-9_-]{45}$/
 
 interface Seen { method: string | undefined, url: string | undefined, headers: IncomingMessage['headers'], body: string }
 

@@ -1,4 +1,5 @@
 import { createServer } from 'node:http'
+import { keyLayout } from '../../src/stores/redis/keys.js'
 import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis, type RedisKey } from 'ioredis'
@@ -32,9 +33,9 @@ t.test('direct mode: the cached entry ends with the key, not 60 s later', async 
   const guarded = await buildGuardedApp(t, { redis, keyPrefix, cache })
 
   // Issued by a service whose clock is 60 s ahead, with 2 s of life left: by the guard's clock, 62 s.
-  const token = generateToken()
+  const token = generateToken('1')
   const seededAt = performance.now()
-  await redis.set(`${keyPrefix}t:${hashToken(token)}`, encodeRecord({ accountId: '1', username: 'ann', federated: false, expiresAt: Date.now() + SKEW_MS + 2000 }), 'PX', 2000)
+  await redis.set(keyLayout(keyPrefix).tokenKey(hashToken(token)), encodeRecord({ accountId: '1', username: 'ann', federated: false, expiresAt: Date.now() + SKEW_MS + 2000 }), 'PX', 2000)
   await warm(guarded, { count: () => count }, token)
   await sleep(Math.max(0, seededAt + 2100 - performance.now()))
   t.equal(await guarded.status(token), 403, 'refused once its 2 s are over: the cache did not outlive the key')
@@ -68,7 +69,7 @@ t.test('HTTP mode: the cached entry ends by the service\'s clock, counted on the
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   const started = performance.now()
   const guarded = await buildGuardedApp(t, { authenticateUrl: `${baseUrl}/auth/Authenticate`, cache })
-  const token = generateToken()
+  const token = generateToken('1')
   await warm(guarded, { count: () => verifications }, token)
   const before = verifications
   await sleep(Math.max(0, started + 3100 - performance.now()))

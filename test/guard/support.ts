@@ -1,4 +1,5 @@
 import fastifyFormbody from '@fastify/formbody'
+import { keyLayout } from '../../src/stores/redis/keys.js'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { Redis, type RedisKey } from 'ioredis'
 import type { AddressInfo } from 'node:net'
@@ -172,5 +173,5 @@ export async function warm (guarded: GuardedApp, verifications: VerificationCoun
 
 /** The token's key in the service's Redis. */
 export function tokenKey (service: RunningService, token: string): string {
-  return `${service.keyPrefix}t:${hashToken(token)}`
+  return keyLayout(service.keyPrefix).tokenKey(hashToken(token))
 }

@@ -67,7 +67,7 @@ async function run (t: Test): Promise<void> {
     const answer = await execute(login)
     await snap(login, 'login')
     t.equal(answer.code, '200', 'the page shows HTTP 200')
-    t.match(answer.body, { status: 0, message: 'Success', token: /^[A-Za-z0-9_-]{43}$/ }, 'the page shows Success and a token')
+    t.match(answer.body, { status: 0, message: 'Success', token: /^2[A-Za-z0-9_-]{45}$/ }, 'the page shows Success and a token')
     token = typeof answer.body.token === 'string' ? answer.body.token : ''
   })
 
@@ -127,7 +127,7 @@ async function run (t: Test): Promise<void> {
     await legacy.locator('tr[data-param-name="username"][data-param-in="path"] input[type=text]').fill(account.username)
     await legacy.locator('tr[data-param-name="password"][data-param-in="path"] input[type=text]').fill(account.password)
     const login = await execute(legacy)
-    t.match(login, { code: '200', body: { status: 0, message: 'Success', token: /^[A-Za-z0-9_-]{43}$/ } }, 'Login, path style')
+    t.match(login, { code: '200', body: { status: 0, message: 'Success', token: /^2[A-Za-z0-9_-]{45}$/ } }, 'Login, path style')
     const pathToken = typeof login.body.token === 'string' ? login.body.token : ''
     for (const [id, field] of [
       ['operations-tokens-post_auth_Authenticate', 'token'],

@@ -105,7 +105,7 @@ t.test('a subscriber that stops reading is cut, not buffered for; the others go 
   let sent = 0
   let cut = false
   for (let round = 0; round < 400 && !cut; round++) {
-    await Promise.all(Array.from({ length: 2000 }, async () => { await app.backends.tokens.issue(hashToken(generateToken()), record, 60_000) }))
+    await Promise.all(Array.from({ length: 2000 }, async () => { await app.backends.tokens.issue(hashToken(generateToken('1')), record, 60_000) }))
     sent += (await app.backends.tokens.terminateAccount('1')).length
     // The cap is 2: a third subscriber gets in only once the slow one is gone.
     cut = await admitted(port)
@@ -133,7 +133,7 @@ t.test('the guard\'s feed client sends the key, and follows revocations on the i
   await until('the keyed feed live', () => withKey.live)
   await until('the keyless one refused', () => without.errors.length > 0)
   t.equal(without.live, false, 'no key: never live')
-  const token = generateToken()
+  const token = generateToken('7')
   await app.backends.tokens.issue(hashToken(token), { accountId: '7', username: 'ann', federated: false, expiresAt: Date.now() + 60_000 }, 60_000)
   await app.backends.tokens.terminate(hashToken(token))
   await until('the revocation', () => withKey.revoked.includes(hashToken(token)))

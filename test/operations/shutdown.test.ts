@@ -29,7 +29,7 @@ const CLIENTS = 20
 const LOGIN_CLIENTS = 6
 const USERNAME = 'loader'
 const PASSWORD = 'load & test pw'
-const TOKEN = /^[A-Za-z0-9_-]{43}$/
+const TOKEN = /^2[A-Za-z0-9_-]{45}$/
 
 interface Outcome {
   operation: 'login' | 'authenticate' | 'ready'

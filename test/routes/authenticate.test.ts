@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap'
+import { keyLayout } from '../../src/stores/redis/keys.js'
 import { hashToken } from '../../src/tokens/token.js'
 import { buildTestApp } from '../support/app.js'
 import {
@@ -142,7 +143,7 @@ t.test('an invalid padding-function name is a 400 in JSON', async (t) => {
 
 t.test('Authenticate never extends a token\'s life', async (t) => {
   const redis = testApp.redisStore?.redis
-  const key = `${testApp.redisPrefix ?? ''}t:${hashToken(good)}`
+  const key = keyLayout(testApp.redisPrefix ?? '').tokenKey(hashToken(good))
   if (redis === undefined) throw new Error('the real app has Redis')
   const before = await redis.pttl(key)
   t.ok(before > 0, `the token's key has a PTTL (${before})`)

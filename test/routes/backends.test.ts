@@ -25,7 +25,7 @@ async function scenario (t: Test, kind: BackendKind, testApp: TestApp): Promise<
     }
     let masked = text.replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d/g, '<date>')
     for (const [token, name] of tokens) masked = masked.replaceAll(token, `<${name}>`)
-    return masked.replace(/[A-Za-z0-9_-]{43}/g, '<new token>')
+    return masked.replace(/2[A-Za-z0-9_-]{45}/g, '<new token>')
   }
   const call = async (step: string, options: InjectOptions) => {
     const res = await app.inject(options)

@@ -1,4 +1,5 @@
 import t from 'tap'
+import { keyLayout } from '../../src/stores/redis/keys.js'
 import { Redis } from 'ioredis'
 import { hashToken } from '../../src/tokens/token.js'
 import { buildTestApp } from '../support/app.js'
@@ -112,7 +113,7 @@ t.test('federated accounts get 24 h', async (t) => {
   const { res, before, after } = await loginForm(app, 'fed', 'fed-pw')
   const body = assertLoginSuccess(t, res, DAY, before, after, 'federated')
   assertTokenCookie(t, res, body.token, body.expiration_date, DAY, 'federated')
-  const pttl = await testApp.redisStore?.redis.pttl(`${testApp.redisPrefix ?? ''}t:${hashToken(body.token)}`)
+  const pttl = await testApp.redisStore?.redis.pttl(keyLayout(testApp.redisPrefix ?? '').tokenKey(hashToken(body.token)))
   t.ok(pttl !== undefined && pttl > (DAY - 5) * 1000 && pttl <= DAY * 1000, `the Redis key lives 24 h (PTTL ${String(pttl)})`)
 })
 
@@ -139,13 +140,13 @@ t.test('lifetimes and cookie attributes follow the configuration', async (t) => 
 t.test('the token is 256 bits of base64url and only its SHA-256 is in Redis', async (t) => {
   const { res } = await loginForm(app, 'plain', 'plain-pw')
   const { token } = res.json<LoginSuccess>()
-  t.equal(Buffer.from(token, 'base64url').length, 32, '32 bytes')
+  t.equal(Buffer.from(token.slice(3), 'base64url').length, 32, '32 random bytes after the version and the account\'s bucket')
   const redis = testApp.redisStore?.redis
   const prefix = testApp.redisPrefix
   if (!(redis instanceof Redis) || prefix === undefined) throw new Error('the real app has one Redis')
 
   const keys = await keysUnder(redis, prefix)
-  t.ok(keys.includes(`${prefix}t:${hashToken(token)}`), 'the token is stored under its hash')
+  t.ok(keys.includes(keyLayout(prefix).tokenKey(hashToken(token))), 'the token is stored under its hash')
   const everything: string[] = [...keys]
   for (const key of keys) {
     const type = await redis.type(key)

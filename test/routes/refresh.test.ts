@@ -1,4 +1,5 @@
 import t from 'tap'
+import { keyLayout } from '../../src/stores/redis/keys.js'
 import { hashToken } from '../../src/tokens/token.js'
 import { buildTestApp } from '../support/app.js'
 import {
@@ -21,7 +22,7 @@ await Promise.all([testApp.addUser('alice', 'pw-a'), testApp.addUser('bob', 'pw-
 
 const redis = testApp.redisStore?.redis
 if (redis === undefined) throw new Error('the real app has Redis')
-const pttl = async (token: string): Promise<number> => await redis.pttl(`${testApp.redisPrefix ?? ''}t:${hashToken(token)}`)
+const pttl = async (token: string): Promise<number> => await redis.pttl(keyLayout(testApp.redisPrefix ?? '').tokenKey(hashToken(token)))
 const storedExpiry = async (token: string): Promise<number | undefined> => (await testApp.tokens.find(hashToken(token)))?.expiresAt
 
 async function loginWith (options: Omit<InjectOptions, 'method'>, username = 'alice', password = 'pw-a') {

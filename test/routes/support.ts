@@ -16,7 +16,8 @@ export const JSON_TYPE = 'application/json; charset=utf-8'
 export const FORM = { 'content-type': 'application/x-www-form-urlencoded' } as const
 export const JSON_HEADERS = { 'content-type': 'application/json' } as const
 
-export const TOKEN_SHAPE = /^[A-Za-z0-9_-]{43}$/
+/** A v2 token (issue 23): the version, the account's bucket, 43 characters (256 bits). */
+export const TOKEN_SHAPE = /^2[A-Za-z0-9_-]{45}$/
 export const EXPIRATION_SHAPE = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$/
 
 /** The exact bytes of a status-message body, key order as the contract writes it (a 400 adds its detail). */
@@ -103,7 +104,7 @@ export function assertLoginSuccess (t: Test, res: Reply, ttlSeconds: number, bef
   t.same(Object.keys(body), ['status', 'message', 'token', 'AuthToken', 'expiration_date'], `${what}: exactly the contract's fields, in order`)
   t.equal(body.status, 0, `${what}: status 0`)
   t.equal(body.message, 'Success', `${what}: message Success`)
-  t.match(body.token, TOKEN_SHAPE, `${what}: token is 43 base64url characters (256 bits)`)
+  t.match(body.token, TOKEN_SHAPE, `${what}: token is a v2 token: 2, a bucket, 43 base64url characters (256 bits)`)
   t.equal(body.AuthToken, body.token, `${what}: AuthToken is the token`)
   t.match(body.expiration_date, EXPIRATION_SHAPE, `${what}: expiration_date is YYYY-MM-DDTHH:MM:SS`)
   const expires = parseExpiration(body.expiration_date)

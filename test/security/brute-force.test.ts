@@ -206,13 +206,13 @@ t.test('real backends (Postgres, Redis)', async (t) => {
       t.equal(res.statusCode, 503, `attempt ${i + 1} by ${style}: HTTP 503`)
       t.equal(res.body, BODY.unavailable, `attempt ${i + 1}: Service Unavailable, not Login Failed`)
     }
-    t.same((await keysUnderShared(prefix)).filter((key) => key.startsWith(`${prefix}lf:`)), [], '8 attempts (over both limits) left no limiter key')
+    t.same((await keysUnderShared(prefix)).filter((key) => key.includes('lf:')), [], '8 attempts (over both limits) left no limiter key')
 
     const { app: working, addUser } = await buildTestApp(t, 'real', limits)
     await addUser('victim', 'right')
     assertSuccess(t, await login(working, 'victim', 'right'), 'the account and the address are not locked on a working app')
     for (let i = 1; i <= 3; i++) assertFailed(t, await login(working, 'victim', 'wrong'), `real failure ${i}`)
-    t.ok((await keysUnderShared(prefix)).some((key) => key.startsWith(`${prefix}lf:l:`)), 'real failures do write the shared counters (a lock key)')
+    t.ok((await keysUnderShared(prefix)).some((key) => key.includes('lf:l:')), 'real failures do write the shared counters (a lock key)')
     assertTooMany(t, await login(broken, 'victim', 'right'), 60, 'and the broken app sees that lock before it touches Postgres')
   })
 

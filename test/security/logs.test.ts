@@ -77,7 +77,7 @@ function leakForms (secret: Secret): string[] {
     new URLSearchParams({ x: secret.value }).toString().slice(2),
     JSON.stringify(secret.value).slice(1, -1)
   ])
-  if (secret.core.length === 43) {
+  if (secret.core.length === 43 || secret.core.length === 46) {
     // A token cut short is still most of a token.
     forms.add(secret.core.slice(0, 16))
     forms.add(secret.core.slice(-16))
@@ -138,7 +138,7 @@ async function tokenFrom (t: Test, what: string, options: InjectOptions): Promis
   t.equal(status, 200, `${what}: logged in`)
   const parsed: unknown = JSON.parse(body)
   const token = typeof parsed === 'object' && parsed !== null && 'token' in parsed && typeof parsed.token === 'string' ? parsed.token : ''
-  t.match(token, /^[A-Za-z0-9_-]{43}$/, `${what}: a token`)
+  t.match(token, /^2[A-Za-z0-9_-]{45}$/, `${what}: a token`)
   return rememberToken(token)
 }
 

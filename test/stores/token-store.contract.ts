@@ -16,7 +16,8 @@ const record = (accountId: string, overrides: Partial<TokenRecord> = {}): TokenR
   ...overrides
 })
 
-const newHash = (): string => hashToken(generateToken())
+/** A token hash as the service makes them: a v2 token of the account's bucket (a Cluster slot of the account's). */
+const newHash = (accountId = '1'): string => hashToken(generateToken(accountId))
 
 /** Waits until `condition` holds, failing after `timeoutMs`. */
 export async function until (condition: () => boolean, timeoutMs = 3000): Promise<void> {
@@ -137,8 +138,8 @@ export function tokenStoreContract (t: Test, makeStore: MakeTokenStore): void {
 
   t.test('terminateAccount ends every active token of that account and no other', async (t) => {
     const store = await makeStore(t, { denyTtlMs: 5000 })
-    const mine = [newHash(), newHash(), newHash()]
-    const theirs = newHash()
+    const mine = [newHash('7'), newHash('7'), newHash('7')]
+    const theirs = newHash('8')
     for (const hash of mine) await store.issue(hash, record('7'), 60_000)
     await store.issue(theirs, record('8'), 60_000)
     const alreadyEnded = mine[0] as string
@@ -154,20 +155,20 @@ export function tokenStoreContract (t: Test, makeStore: MakeTokenStore): void {
 
   t.test('a revocation epoch refuses the issue and refresh of a Login that read an older one (issue 20 §1)', async (t) => {
     const store = await makeStore(t, { denyTtlMs: 5000 })
-    const before = newHash()
+    const before = newHash('3')
     t.equal(await store.issue(before, record('3'), 60_000, 0), true, 'issued while no revocation is recorded')
     t.same(await store.terminateAccount('3', 1), [before], 'the revocation ends it and records epoch 1')
-    const late = newHash()
+    const late = newHash('3')
     t.equal(await store.issue(late, record('3'), 60_000, 0), false, 'a Login that read epoch 0 gets no token')
     t.equal(await store.find(late), null, 'and nothing was stored')
-    const after = newHash()
+    const after = newHash('3')
     t.equal(await store.issue(after, record('3'), 60_000, 1), true, 'a Login that read epoch 1 does')
     t.equal(await store.refresh(after, record('3'), 60_000, 0), false, 'no refresh on the old epoch either')
     t.equal(await store.refresh(after, record('3'), 60_000, 1), true)
-    t.equal(await store.issue(newHash(), record('4'), 60_000, 0), true, 'other accounts are not affected')
+    t.equal(await store.issue(newHash('4'), record('4'), 60_000, 0), true, 'other accounts are not affected')
     await store.terminateAccount('3', 0)
-    t.equal(await store.issue(newHash(), record('3'), 60_000, 0), false, 'an older epoch never lowers the recorded one')
-    t.equal(await store.issue(newHash(), record('3'), 60_000), true, 'an issue without an epoch is not checked')
+    t.equal(await store.issue(newHash('3'), record('3'), 60_000, 0), false, 'an older epoch never lowers the recorded one')
+    t.equal(await store.issue(newHash('3'), record('3'), 60_000), true, 'an issue without an epoch is not checked')
   })
 
   t.test('terminateAccount with one token excepted: every other token ends, that one stays active and indexed (issue 21)', async (t) => {
@@ -200,12 +201,12 @@ export function tokenStoreContract (t: Test, makeStore: MakeTokenStore): void {
     const watcher = recordRevocations(store)
     t.teardown(watcher.stop)
     await until(watcher.isLive)
-    const hashes = Array.from({ length: 5 }, newHash)
+    const hashes = Array.from({ length: 5 }, () => newHash('5'))
     for (const [i, hash] of hashes.entries()) {
       await store.issue(hash, record('5'), 60_000 + i * 1000)
       await sleep(2)
     }
-    const theirs = newHash()
+    const theirs = newHash('6')
     await store.issue(theirs, record('6'), 60_000)
     for (const hash of hashes.slice(0, 2)) {
       t.equal(await store.find(hash), null, 'one of the two oldest is ended')
@@ -220,10 +221,10 @@ export function tokenStoreContract (t: Test, makeStore: MakeTokenStore): void {
 
   t.test('terminateAccount skips tokens that expired on their own', async (t) => {
     const store = await makeStore(t, { denyTtlMs: 5000 })
-    const short = Array.from({ length: 40 }, newHash)
+    const short = Array.from({ length: 40 }, () => newHash('9'))
     for (const hash of short) await store.issue(hash, record('9'), 50)
     await sleep(120)
-    const live = newHash()
+    const live = newHash('9')
     await store.issue(live, record('9'), 60_000)
     t.same(await store.terminateAccount('9'), [live])
   })
@@ -232,7 +233,7 @@ export function tokenStoreContract (t: Test, makeStore: MakeTokenStore): void {
     const store = await makeStore(t, { denyTtlMs: 5000 })
     const watcher = recordRevocations(store)
     await until(watcher.isLive)
-    const [a, b, c] = [newHash(), newHash(), newHash()]
+    const [a, b, c] = [newHash('1'), newHash('1'), newHash('2')]
     await store.issue(a, record('1'), 60_000)
     await store.issue(b, record('1'), 60_000)
     await store.issue(c, record('2'), 60_000)

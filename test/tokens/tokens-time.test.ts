@@ -4,10 +4,11 @@ import { generateToken, hashToken, isTokenShaped, TOKEN_DIGEST_LENGTH } from '..
 import { expiryInstant, formatExpirationDate } from '../../src/tokens/time.js'
 
 t.test('tokens: 256 bits, base64url, distinct; only the SHA-256 is stored', async (t) => {
-  const tokens = new Set(Array.from({ length: 1000 }, generateToken))
+  const tokens = new Set(Array.from({ length: 1000 }, (_, i) => generateToken(String(i))))
   t.equal(tokens.size, 1000)
   for (const token of tokens) {
-    t.equal(Buffer.from(token, 'base64url').length, 32)
+    t.equal(token.length, 46)
+    t.equal(Buffer.from(token.slice(3), 'base64url').length, 32, '256 random bits after the version and bucket')
     t.ok(isTokenShaped(token))
   }
   // SHA-256 of 'abc' is ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0 in base64url: its first 22 characters.
@@ -15,10 +16,10 @@ t.test('tokens: 256 bits, base64url, distinct; only the SHA-256 is stored', asyn
   t.equal(TOKEN_DIGEST_LENGTH, 22)
   const digests = new Set([...tokens].map(hashToken))
   t.equal(digests.size, 1000, 'distinct tokens, distinct digests')
-  for (const digest of digests) t.match(digest, /^[A-Za-z0-9_-]{22}$/)
+  for (const digest of digests) t.match(digest, /^[A-P][A-Za-z0-9_-]{23}$/, 'the bucket, then 22 characters of digest')
   t.notOk(isTokenShaped('*'))
-  t.notOk(isTokenShaped(`${generateToken()}\r\n`))
-  t.notOk(isTokenShaped(generateToken().slice(1)))
+  t.notOk(isTokenShaped(`${generateToken('1')}\r\n`))
+  t.notOk(isTokenShaped(generateToken('1').slice(1)))
 })
 
 t.test('expiration dates: whole seconds, UTC, no zone', async (t) => {

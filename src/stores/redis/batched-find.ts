@@ -2,8 +2,6 @@ import { serviceUnavailable, StatusError } from '../../http/status.js'
 import { activeAt, decodeRecord, type TokenRecord } from '../../tokens/record.js'
 import type { RedisClient } from './client.js'
 
-/** Keys that share this prefix share a Cluster slot: it holds a non-empty hash tag. */
-const HASH_TAG = /^[^{]*\{[^}]+\}/
 const MAX_FIND_BATCH = 128
 
 interface PendingFind {
@@ -18,9 +16,10 @@ interface PendingFind {
  * a lone GET's cost is its own socket write and command bookkeeping, not Redis's work. A
  * lone find is a plain GET. Either way a find is one round trip, and it waits for the
  * batch at most until the end of the loop turn it was made in (setImmediate). An MGET's
- * keys must share a Cluster slot, so without a hash tag in the prefix a Cluster gets GETs.
+ * keys must share a Cluster slot, and tokens are spread over the buckets' slots (issue 23), so a
+ * Cluster gets GETs, each to the master of its token's slot.
  */
-export function createFinder (redis: RedisClient, tokenPrefix: string, onCommandError: ((error: unknown) => void) | undefined, expireOnRead: boolean): (tokenHash: string) => Promise<TokenRecord | null> {
+export function createFinder (redis: RedisClient, tokenKey: (tokenHash: string) => string, onCommandError: ((error: unknown) => void) | undefined, expireOnRead: boolean): (tokenHash: string) => Promise<TokenRecord | null> {
   const decode = (value: string | null | undefined): TokenRecord | null => {
     if (value === null || value === undefined) return null
     return expireOnRead ? activeAt(decodeRecord(value), Date.now()) : decodeRecord(value)
@@ -32,8 +31,8 @@ export function createFinder (redis: RedisClient, tokenPrefix: string, onCommand
       entry.reject(unavailable(error))
     })
   }
-  if (redis.isCluster && !HASH_TAG.test(tokenPrefix)) {
-    return async (tokenHash) => await new Promise((resolve, reject) => { get({ key: tokenPrefix + tokenHash, resolve, reject }) })
+  if (redis.isCluster) {
+    return async (tokenHash) => await new Promise((resolve, reject) => { get({ key: tokenKey(tokenHash), resolve, reject }) })
   }
 
   let pending: PendingFind[] = []
@@ -58,7 +57,7 @@ export function createFinder (redis: RedisClient, tokenPrefix: string, onCommand
   // Not an async function: the promise made here is the one the caller awaits (one fewer per find).
   return (tokenHash) => new Promise((resolve, reject) => {
     if (pending.length === 0) setImmediate(flush)
-    pending.push({ key: tokenPrefix + tokenHash, resolve, reject })
+    pending.push({ key: tokenKey(tokenHash), resolve, reject })
     if (pending.length === MAX_FIND_BATCH) flush()
   })
 }

@@ -1,39 +1,48 @@
-import { sha256 } from '../../tokens/token.js'
+import { accountBucket, sha256 } from '../../tokens/token.js'
 import { DEFAULT_KEY_PREFIX, type RedisClient } from './client.js'
+import { keyLayout } from './keys.js'
 import { serviceUnavailable, StatusError } from '../../http/status.js'
 import { accountStateTtlMs, type LimitVerdict, type LoginLimiter, type LoginLimits } from '../login-limiter.js'
 
 /*
- * Keys (prefix default `{ats}:`), account and IP hashed so any username or address is only data:
- *   <p>lf:a:<sha256(username)>   hash   fails, level   (PX: accountStateTtlMs after the last failure)
- *   <p>lf:l:<sha256(username)>   string the lock; its PX is the lock's remaining time
- *   <p>lf:i:<sha256(ip)>         string failures in the current window (PX: the window)
- * Every step is one script, so concurrent attempts count exactly, and each step re-reads
- * the lock. Nothing is held between steps: a timed-out call leaves nothing behind.
+ * Keys, account and IP hashed so any username or address is only data, each in a bucket of its
+ * digest (`{atsAb}` for the default prefix, keys.ts), so a Cluster spreads them over every master
+ * (issue 23); an account's two keys share a slot, an address's key is in its own:
+ *   <b>lf:a:<sha256(username)>   hash   fails, level   (PX: accountStateTtlMs after the last failure)
+ *   <b>lf:l:<sha256(username)>   string the lock; its PX is the lock's remaining time
+ *   <b>lf:i:<sha256(ip)>         string failures in the current window (PX: the window)
+ * Every step on an account is one script, so concurrent attempts count exactly, and each step
+ * re-reads the lock; the address's counter is one script of its own (another slot), counted after
+ * the account's failure was. Nothing is held between steps: a timed-out call leaves nothing behind.
+ * (Counters kept under the prefix itself by earlier versions are not read: a deploy resets them.)
  */
 const SCRIPTS = {
-  // KEYS: lock, ip   ARGV: maxFailuresPerIp   -> {0} allowed, {1, ms} locked, {2, ms} IP limited
-  atsLimitCheck: {
-    numberOfKeys: 2,
+  // KEYS: lock   -> the lock's remaining ms, 0 when none
+  atsLimitLock: {
+    numberOfKeys: 1,
     lua: `
 local lock = redis.call('PTTL', KEYS[1])
-if lock > 0 then return {1, lock} end
-local failures = tonumber(redis.call('GET', KEYS[2]) or '0')
-if failures >= tonumber(ARGV[1]) then
-  local ttl = redis.call('PTTL', KEYS[2])
-  if ttl > 0 then return {2, ttl} end
-end
-return {0, 0}`
+if lock > 0 then return lock end
+return 0`
   },
-  // KEYS: account, lock, ip   ARGV: maxFailures, lockoutMs, maxLockoutMs, stateTtlMs, ipWindowMs
+  // KEYS: ip   ARGV: maxFailuresPerIp   -> the limit's remaining ms, 0 when not limited
+  atsLimitIp: {
+    numberOfKeys: 1,
+    lua: `
+local failures = tonumber(redis.call('GET', KEYS[1]) or '0')
+if failures >= tonumber(ARGV[1]) then
+  local ttl = redis.call('PTTL', KEYS[1])
+  if ttl > 0 then return ttl end
+end
+return 0`
+  },
+  // KEYS: account, lock   ARGV: maxFailures, lockoutMs, maxLockoutMs, stateTtlMs
   // -> {1, lockMs} counted (lockMs: the lock it started, or 0), {0, ttl} refused: already locked
   atsLimitFail: {
-    numberOfKeys: 3,
+    numberOfKeys: 2,
     lua: `
 local locked = redis.call('PTTL', KEYS[2])
 if locked > 0 then return {0, locked} end
-local ipFailures = redis.call('INCR', KEYS[3])
-if ipFailures == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[5]) end
 local fails = redis.call('HINCRBY', KEYS[1], 'fails', 1)
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 if fails < tonumber(ARGV[1]) then return {1, 0} end
@@ -42,6 +51,13 @@ local lockMs = math.min(tonumber(ARGV[2]) * (2 ^ level), tonumber(ARGV[3]))
 redis.call('HSET', KEYS[1], 'fails', 0)
 redis.call('SET', KEYS[2], '1', 'PX', lockMs)
 return {1, lockMs}`
+  },
+  // KEYS: ip   ARGV: ipWindowMs
+  atsLimitFailIp: {
+    numberOfKeys: 1,
+    lua: `
+if redis.call('INCR', KEYS[1]) == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return 1`
   },
   // KEYS: account, lock   -> 0 reset, or the lock's remaining ms (a lock that started meanwhile stays)
   atsLimitSucceed: {
@@ -55,8 +71,10 @@ return 0`
 } as const
 
 interface LimiterCommands {
-  atsLimitCheck (lock: string, ip: string, maxFailuresPerIp: number): Promise<[number, number]>
-  atsLimitFail (account: string, lock: string, ip: string, maxFailures: number, lockoutMs: number, maxLockoutMs: number, stateTtlMs: number, ipWindowMs: number): Promise<[number, number]>
+  atsLimitLock (lock: string): Promise<number>
+  atsLimitIp (ip: string, maxFailuresPerIp: number): Promise<number>
+  atsLimitFail (account: string, lock: string, maxFailures: number, lockoutMs: number, maxLockoutMs: number, stateTtlMs: number): Promise<[number, number]>
+  atsLimitFailIp (ip: string, ipWindowMs: number): Promise<number>
   atsLimitSucceed (account: string, lock: string): Promise<number>
 }
 
@@ -65,11 +83,16 @@ const digest = sha256
 export function createRedisLoginLimiter (redis: RedisClient, limits: LoginLimits, keyPrefix = DEFAULT_KEY_PREFIX): LoginLimiter {
   for (const [name, script] of Object.entries(SCRIPTS)) redis.defineCommand(name, script)
   const commands = redis as unknown as LimiterCommands
-  const keys = (accountKey: string) => {
+  const layout = keyLayout(keyPrefix)
+  const keys = (accountKey: string): { account: string, lock: string } => {
     const id = digest(accountKey)
-    return { account: `${keyPrefix}lf:a:${id}`, lock: `${keyPrefix}lf:l:${id}` }
+    const p = layout.bucketPrefix(accountBucket(id))
+    return { account: `${p}lf:a:${id}`, lock: `${p}lf:l:${id}` }
   }
-  const ipKey = (ip: string): string => `${keyPrefix}lf:i:${digest(ip)}`
+  const ipKey = (ip: string): string => {
+    const id = digest(ip)
+    return `${layout.bucketPrefix(accountBucket(id))}lf:i:${id}`
+  }
 
   async function guarded<T> (work: () => Promise<T>): Promise<T> {
     try {
@@ -82,15 +105,17 @@ export function createRedisLoginLimiter (redis: RedisClient, limits: LoginLimits
 
   return {
     check: async (accountKey, ip): Promise<LimitVerdict> => await guarded(async () => {
-      const [verdict, ttl] = await commands.atsLimitCheck(keys(accountKey).lock, ipKey(ip), limits.maxFailuresPerIp)
-      if (verdict === 1) return { allowed: false, reason: 'account-locked', retryAfterMs: ttl }
-      if (verdict === 2) return { allowed: false, reason: 'ip-limited', retryAfterMs: ttl }
+      // Two slots, asked at once: one round trip.
+      const [lock, limited] = await Promise.all([commands.atsLimitLock(keys(accountKey).lock), commands.atsLimitIp(ipKey(ip), limits.maxFailuresPerIp)])
+      if (lock > 0) return { allowed: false, reason: 'account-locked', retryAfterMs: lock }
+      if (limited > 0) return { allowed: false, reason: 'ip-limited', retryAfterMs: limited }
       return { allowed: true }
     }),
     recordFailure: async (accountKey, ip) => await guarded(async () => {
       const { account, lock } = keys(accountKey)
-      const [counted, ms] = await commands.atsLimitFail(account, lock, ipKey(ip), limits.maxFailures, limits.lockoutMs,
-        limits.maxLockoutMs, accountStateTtlMs(limits), limits.ipWindowMs)
+      const [counted, ms] = await commands.atsLimitFail(account, lock, limits.maxFailures, limits.lockoutMs,
+        limits.maxLockoutMs, accountStateTtlMs(limits))
+      if (counted === 1) await commands.atsLimitFailIp(ipKey(ip), limits.ipWindowMs)
       return counted === 1 ? { counted: true, lockedForMs: ms } : { counted: false, retryAfterMs: ms }
     }),
     recordSuccess: async (accountKey): Promise<LimitVerdict> => await guarded(async () => {

@@ -1,7 +1,27 @@
 /* The token store's Lua scripts: every multi-step write is one script, so each is atomic. */
 
 /*
- * Key layout (prefix default `{ats}:`, a hash tag: see DEFAULT_KEY_PREFIX):
+ * Two places (issue 23, keys.ts): a bucket's keys (`{atsAb}`, every key a v2 token's account
+ * touches shares that slot) and the legacy place (the configured prefix itself, where tokens
+ * issued before issue 23 live until they expire). The `ats2*` scripts serve buckets: each
+ * declares every key it touches in KEYS (none is built inside Lua), as Redis Cluster, proxies
+ * and Redis 7's script checks require, and each revocation script returns the number of
+ * replicas connected to its master, so that the store can WAIT for one of them.
+ *
+ * Bucket layout (prefix `{atsAb}`, no separators: keys.ts; members are token digests, hashes
+ * are bucket + digest):
+ *   <b>t<digest>         string  encodeRecord(...), PX = the token's remaining life
+ *   <b>a<accountId>      zset    the account's index: digest scored by its key's expiry (Redis ms)
+ *   <b>r<accountId>      zset    an index a revoke-all has set aside and is draining
+ *   <b>e<accountId>      string  the account's revocation epoch (as <p>e: below)
+ *   <b>deny              zset    digest scored by the Redis-clock ms until which it is denied
+ *   <b>lf:...                    the login limiter's counters (login-limiter.ts)
+ * The revocation channel stays `<p>revoked` (classic PUBLISH: a Cluster delivers it to the
+ * subscribers of every node), its messages space-separated hashes as ever.
+ *
+ * The legacy place (`atsIssue` ... `atsDenied`):
+
+/*
  *   <p>t:<tokenHash>   string  encodeRecord(...), PX = the token's remaining life
  *   <p>a:<accountId>   zset    the account's index: tokenHash scored by the Redis-clock ms its
  *                              key expires at (listpack-encoded while small). Bounded by the
@@ -218,4 +238,149 @@ export interface ScriptCommands {
   atsRevokeBegin (index: string, epochKey: string, drains: string, counter: string, epoch: string, epochTtlMs: number, except: string): Promise<number>
   atsRevokeBatch (drains: string, deny: string, tokenPrefix: string, denyTtlMs: number, channel: string, batch: number): Promise<[number, ...string[]]>
   atsDenied (deny: string, tokenHash: string): Promise<string[]>
+}
+
+const SHARED_V2 = `
+local function nowMs()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function extendKey(key, ttl)
+  if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
+end
+local function overtaken(key, epoch)
+  if epoch == '' then return false end
+  local current = redis.call('GET', key)
+  return current ~= false and tonumber(current) > tonumber(epoch)
+end
+-- Replicas connected to this master: the store WAITs for one after a revocation when there are any.
+local function replicas()
+  return tonumber(string.match(redis.call('INFO', 'replication'), 'connected_slaves:(%d+)')) or 0
+end
+-- Denies the ended members; expired deny entries go a bounded number at a time.
+local function deny(denyKey, ended, denyTtl, now)
+  if #ended == 0 then return end
+  for _, member in ipairs(ended) do redis.call('ZADD', denyKey, now + denyTtl, member) end
+  local old = redis.call('ZRANGEBYSCORE', denyKey, '-inf', now, 'LIMIT', 0, 256)
+  if #old > 0 then redis.call('ZREM', denyKey, unpack(old)) end
+  redis.call('PEXPIRE', denyKey, denyTtl)
+end
+`
+
+/** The bucket scripts (issue 23): every key in KEYS. */
+export const SCRIPTS_V2 = {
+  // KEYS: token, index, epoch   ARGV: value, ttlMs, member, epoch ('' : none), maxTokens, batch
+  // -> {0} overtaken; {1, members over the cap...}: the caller ends those with ats2End.
+  ats2Issue: {
+    numberOfKeys: 3,
+    lua: `${SHARED_V2}
+if overtaken(KEYS[3], ARGV[4]) then return {0} end
+local now = nowMs()
+local ttl = tonumber(ARGV[2])
+local batch = tonumber(ARGV[6])
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
+redis.call('ZADD', KEYS[2], now + ttl, ARGV[3])
+local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, batch)
+if #expired > 0 then redis.call('ZREM', KEYS[2], unpack(expired)) end
+extendKey(KEYS[2], ttl)
+local result = {1}
+local over = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[5])
+if over > 0 then
+  for _, member in ipairs(redis.call('ZRANGE', KEYS[2], 0, math.min(over, batch) - 1)) do result[#result + 1] = member end
+end
+return result`
+  },
+  // KEYS: token, index, epoch   ARGV: value, ttlMs, member, accountId, epoch ('' : none)
+  ats2Refresh: {
+    numberOfKeys: 3,
+    lua: `${SHARED_V2}
+if overtaken(KEYS[3], ARGV[5]) then return 0 end
+local current = redis.call('GET', KEYS[1])
+if not current then return 0 end
+local _, _, account = string.find(current, '^[^|]*|[^|]*|([^|]*)|')
+if account ~= ARGV[4] then return 0 end
+local ttl = tonumber(ARGV[2])
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
+redis.call('ZADD', KEYS[2], nowMs() + ttl, ARGV[3])
+extendKey(KEYS[2], ttl)
+return 1`
+  },
+  // KEYS: token, index (of the account the caller read in the record), deny
+  // ARGV: member, accountId, denyTtlMs, channel, hash  -> {record or '', replicas}
+  ats2Terminate: {
+    numberOfKeys: 3,
+    lua: `${SHARED_V2}
+local current = redis.call('GET', KEYS[1])
+if not current then return {'', 0} end
+local _, _, account = string.find(current, '^[^|]*|[^|]*|([^|]*)|')
+if account ~= ARGV[2] then return {'', 0} end
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('DEL', KEYS[1])
+deny(KEYS[3], {ARGV[1]}, tonumber(ARGV[3]), nowMs())
+redis.call('PUBLISH', ARGV[4], ARGV[5])
+return {current, replicas()}`
+  },
+  // KEYS: index, epoch, drain   ARGV: epoch ('' : none), epochTtlMs, batch, except ('' : none)
+  // Records the epoch and sets the index aside (RENAME, or a merge into a drain an earlier
+  // revoke-all left) in one step, as atsRevokeBegin does; `except` (a member: the token a
+  // password change keeps, issue 21) goes back into the fresh index in the same step.
+  // -> {first members to end, replicas}
+  ats2RevokeBegin: {
+    numberOfKeys: 3,
+    lua: `${SHARED_V2}
+if ARGV[1] ~= '' then
+  local current = redis.call('GET', KEYS[2])
+  if not current or tonumber(current) < tonumber(ARGV[1]) then redis.call('SET', KEYS[2], ARGV[1], 'PX', tonumber(ARGV[2])) end
+end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  if redis.call('EXISTS', KEYS[3]) == 1 then
+    local keep = math.max(redis.call('PTTL', KEYS[1]), redis.call('PTTL', KEYS[3]))
+    redis.call('ZUNIONSTORE', KEYS[3], 2, KEYS[3], KEYS[1], 'AGGREGATE', 'MAX')
+    redis.call('DEL', KEYS[1])
+    if keep > 0 then redis.call('PEXPIRE', KEYS[3], keep) end
+  else
+    redis.call('RENAME', KEYS[1], KEYS[3])
+  end
+end
+if ARGV[4] ~= '' then
+  local kept = redis.call('ZSCORE', KEYS[3], ARGV[4])
+  if kept then
+    redis.call('ZREM', KEYS[3], ARGV[4])
+    redis.call('ZADD', KEYS[1], kept, ARGV[4])
+    redis.call('PEXPIRE', KEYS[1], math.max(1, tonumber(kept) - nowMs()))
+  end
+end
+return {redis.call('ZRANGE', KEYS[3], 0, tonumber(ARGV[3]) - 1), replicas()}`
+  },
+  // KEYS: from (an index or a drain), deny, the members' token keys...
+  // ARGV: denyTtlMs, channel, bucket, next (members to return for the next call; 0: none), members...
+  // Removes the members from `from`, ends those still active (deleted, denied, published).
+  // -> {ended members, next members, replicas}
+  ats2End: {
+    lua: `${SHARED_V2}
+local now = nowMs()
+local ended = {}
+for i = 5, #ARGV do
+  redis.call('ZREM', KEYS[1], ARGV[i])
+  if redis.call('DEL', KEYS[i - 2]) == 1 then ended[#ended + 1] = ARGV[i] end
+end
+deny(KEYS[2], ended, tonumber(ARGV[1]), now)
+if #ended > 0 then
+  local hashes = {}
+  for i, member in ipairs(ended) do hashes[i] = ARGV[3] .. member end
+  redis.call('PUBLISH', ARGV[2], table.concat(hashes, ' '))
+end
+local following = {}
+if tonumber(ARGV[4]) > 0 then following = redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[4]) - 1) end
+return {ended, following, replicas()}`
+  }
+} as const
+
+export interface ScriptCommandsV2 {
+  ats2Issue (token: string, index: string, epochKey: string, value: string, ttlMs: number, member: string, epoch: string, maxTokens: number, batch: number): Promise<[number, ...string[]]>
+  ats2Refresh (token: string, index: string, epochKey: string, value: string, ttlMs: number, member: string, accountId: string, epoch: string): Promise<number>
+  ats2Terminate (token: string, index: string, deny: string, member: string, accountId: string, denyTtlMs: number, channel: string, hash: string): Promise<[string, number]>
+  ats2RevokeBegin (index: string, epochKey: string, drain: string, epoch: string, epochTtlMs: number, batch: number, except: string): Promise<[string[], number]>
+  /** numberOfKeys 0 in the definition: the key count is the first argument (2 + members). */
+  ats2End (numberOfKeys: number, ...keysAndArgs: Array<string | number>): Promise<[string[], string[], number]>
 }
