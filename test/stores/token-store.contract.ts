@@ -176,8 +176,8 @@ export function tokenStoreContract (t: Test, makeStore: MakeTokenStore): void {
     const watcher = recordRevocations(store)
     t.teardown(watcher.stop)
     await until(watcher.isLive)
-    const kept = newHash()
-    const others = [newHash(), newHash(), newHash()]
+    const kept = newHash('12')
+    const others = [newHash('12'), newHash('12'), newHash('12')]
     await store.issue(kept, record('12'), 60_000, 0)
     for (const hash of others) await store.issue(hash, record('12'), 60_000, 0)
     const ended = await store.terminateAccount('12', 1, kept)
@@ -190,10 +190,10 @@ export function tokenStoreContract (t: Test, makeStore: MakeTokenStore): void {
     t.equal(await store.isDenied(kept), false, 'and not denied')
     await until(() => watcher.events.flat().length === 3)
     t.notOk(watcher.events.flat().includes(kept), 'and not announced')
-    t.equal(await store.issue(newHash(), record('12'), 60_000, 0), false, 'the epoch was recorded: a Login that read the old one gets nothing')
+    t.equal(await store.issue(newHash('12'), record('12'), 60_000, 0), false, 'the epoch was recorded: a Login that read the old one gets nothing')
     t.equal(await store.refresh(kept, record('12'), 60_000, 1), true, 'the kept token refreshes on the new epoch')
     t.same(await store.terminateAccount('12', 2), [kept], 'it is still in the account\'s index: the next revoke-all ends it')
-    t.same(await store.terminateAccount('13', undefined, newHash()), [], 'an account without tokens: nothing')
+    t.same(await store.terminateAccount('13', undefined, newHash('13')), [], 'an account without tokens: nothing')
   })
 
   t.test('the per-account cap: an issue beyond it ends the account\'s oldest tokens, announced and denied (issue 20 §3)', async (t) => {
