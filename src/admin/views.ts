@@ -4,6 +4,8 @@ import { badRequest } from '../http/status.js'
 import type { SessionInfo } from '../sessions/sessions.js'
 import type { StoredAuditEvent } from '../stores/audit-log.js'
 import { formatExpirationDate } from '../tokens/time.js'
+import { sessionItem } from '../routes/sessions.js'
+import type { SessionItem } from '../schemas.js'
 
 /** What the admin API answers, from what the stores hold (api-contract.md, "Admin API"). */
 
@@ -32,18 +34,9 @@ export function eventView (event: StoredAuditEvent) {
   }
 }
 
-export function sessionView (session: SessionInfo) {
-  return {
-    id: session.id,
-    created: formatExpirationDate(session.created),
-    refreshed: session.refreshed === null ? null : formatExpirationDate(session.refreshed),
-    expiration_date: formatExpirationDate(session.expiresAt),
-    ip: session.ip,
-    user_agent: session.userAgent,
-    federated: session.federated,
-    // The admin presents no token of the account: no session is the caller's.
-    current: false
-  }
+/** As the self-service list shows a session; the admin presents no token of the account, so none is the caller's. */
+export function sessionView (session: SessionInfo): SessionItem {
+  return { ...sessionItem(session), current: false }
 }
 
 /*
