@@ -5,6 +5,8 @@
  * with status 0. The key travels only in the Authorization header; nothing is logged.
  */
 
+import type { SessionItem } from '../schemas.js'
+
 export interface AdminUser {
   username: string
   federated: boolean
@@ -24,16 +26,8 @@ export interface AdminEvent {
   outcome: string
 }
 
-export interface AdminSession {
-  id: string
-  created: string
-  refreshed: string | null
-  expiration_date: string
-  ip: string
-  user_agent: string
-  federated: boolean
-  current: boolean
-}
+/** A session as the admin API lists it: the self-service list's item (schemas.ts), `current` false. */
+export type AdminSession = SessionItem
 
 export class AdminApiError extends Error {
   constructor (readonly status: number, message: string, readonly detail: string | undefined) {
