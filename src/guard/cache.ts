@@ -148,6 +148,9 @@ export function createPositiveCache (options: PositiveCacheOptions): PositiveCac
     },
 
     live (validForMs) {
+      // A proof that lapsed before this one came: messages may have been missed in the gap (a
+      // cluster master dead with a revocation on its way), and no `get` may have noticed it yet.
+      if (live && now() >= liveUntil) interrupt()
       live = true
       liveUntil = validForMs === undefined ? Infinity : Math.max(liveUntil, now() + validForMs)
     },

@@ -143,3 +143,22 @@ t.test('bounded in entries: reading the most recent entry again and again keeps 
   t.ok(cache.get('d'))
   t.ok(cache.get('e'))
 })
+
+t.test('a proof that lapsed unnoticed drops the cache when the next proof comes (issue 23 failover)', async (t) => {
+  const { cache, put, advance } = setup()
+  cache.live(800)
+  put('a')
+  t.ok(cache.get('a'), 'cached while proven')
+  // No `get` while the proof is lapsed (an idle guard), then the feed proves itself again:
+  // a revocation may have been missed in the gap, so what was cached before it is gone.
+  advance(1000)
+  cache.live(800)
+  t.equal(cache.size, 0, 'dropped, not carried over the gap')
+  t.equal(cache.get('a'), undefined)
+  put('a')
+  t.ok(cache.get('a'), 'caching again under the new proof')
+  // A proof renewed in time keeps the entries.
+  advance(500)
+  cache.live(800)
+  t.ok(cache.get('a'), 'kept across a proof renewed before it lapsed')
+})
