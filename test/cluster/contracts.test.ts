@@ -1,6 +1,7 @@
 import { Cluster } from 'ioredis'
 import t, { type Test } from 'tap'
 import { createRedisClient, DEFAULT_KEY_PREFIX } from '../../src/stores/redis/client.js'
+import { FEED_PROOF_MS } from '../../src/stores/feed-liveness.js'
 import { keyLayout } from '../../src/stores/redis/keys.js'
 import { createRedisLoginLimiter } from '../../src/stores/redis/login-limiter.js'
 import { createRedisTokenStore, type RedisTokenStore } from '../../src/stores/redis/token-store.js'
@@ -224,5 +225,67 @@ t.test('Redis Cluster, 3 masters + 3 replicas', async (t) => {
       t.ok(Math.max(...delays) < 1000, `every Logout on ${node} reached the watcher within 1 s`)
       t.ok(median(delays) < median(single) + 20, `median on ${node} within 20 ms of one Redis's`)
     }
+  })
+
+  t.test('the feed on a cluster: a cut is told, and a master that cannot answer stops every proof', async (t) => {
+    const keyPrefix = `{${uniqueName('p')}}:`
+    const store = await storeOn(t, cluster, keyPrefix)
+    const watcherStore = await storeOn(t, cluster, keyPrefix)
+    const received: string[] = []
+    /** performance.now() up to which the last proof told the watcher to trust the feed. */
+    const proofs: Array<{ at: number, until: number }> = []
+    let live = false
+    let interruptions = 0
+    const stop = watcherStore.watchRevocations({
+      revoked: (hashes) => { received.push(...hashes) },
+      live: (validForMs) => { live = true; proofs.push({ at: performance.now(), until: performance.now() + (validForMs ?? Infinity) }) },
+      interrupted: () => { live = false; interruptions++ }
+    })
+    t.teardown(stop)
+    await waitFor('the feed', () => live, { timeoutMs: 10_000 })
+    const feedNode = async (): Promise<{ port: number, id: string } | undefined> => {
+      for (const server of cluster.servers) {
+        const line = (await server.cli('client', 'list', 'type', 'pubsub')).split('\n').find((entry) => entry.includes(`${keyPrefix}revoked-watcher`))
+        const id = line === undefined ? undefined : /\bid=(\d+)/.exec(line)?.[1]
+        if (id !== undefined) return { port: server.port, id }
+      }
+      return undefined
+    }
+
+    // Cut from the server's side: ioredis's own cluster subscriber would move to another node
+    // without a word, and what was published meanwhile would be lost to a cache that trusts on.
+    const before = await feedNode()
+    if (before === undefined) throw new Error('the watcher\'s subscription is on some node')
+    await cluster.servers.find((server) => server.port === before.port)?.cli('client', 'kill', 'id', before.id)
+    await waitFor('the interruption', () => interruptions === 1, { timeoutMs: 5000 })
+    t.pass('the cut is told to the watcher')
+    await waitFor('live again', () => live, { timeoutMs: 10_000 })
+    const hash = hashToken(generateToken('after-cut'))
+    await store.issue(hash, record('after-cut'), 600_000)
+    await store.terminate(hash)
+    await waitFor('the revocation', () => received.includes(hash), { timeoutMs: 2000 })
+    t.pass('revocations delivered again after the reconnection')
+
+    // A master frozen (not the feed's node): its messages cannot be proven delivered, so no
+    // proof may reach past FEED_PROOF_MS after the freeze, though the feed's own node answers.
+    const at = await feedNode()
+    const frozenPort = masters.find((port) => port !== at?.port)
+    const frozen = cluster.servers.find((server) => server.port === frozenPort)
+    if (frozen === undefined) throw new Error('a master away from the feed')
+    await waitFor('a proof', () => proofs.some((proof) => proof.at > performance.now() - 300), { timeoutMs: 5000 })
+    frozen.signal('SIGSTOP')
+    const frozenAt = performance.now()
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 1500))
+    } finally {
+      frozen.signal('SIGCONT')
+    }
+    const resumedAt = performance.now()
+    const beyond = proofs.filter((proof) => proof.at > frozenAt && proof.until > frozenAt + FEED_PROOF_MS + 5)
+    t.same(beyond.map((proof) => `${(proof.at - frozenAt).toFixed(0)} ms after the freeze, trusted until ${(proof.until - frozenAt).toFixed(0)} ms`), [],
+      'no proof while a master could not answer')
+    await waitFor('proofs again', () => proofs.some((proof) => proof.at > resumedAt && proof.until > performance.now()), { timeoutMs: 10_000 })
+    t.pass('proven again once the master answers')
+    await cluster.settled()
   })
 })

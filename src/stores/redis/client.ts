@@ -48,25 +48,19 @@ export function createRedisClient (topology: RedisTopology, commandTimeoutMs: nu
 }
 
 /**
- * A second connection of the same topology for SUBSCRIBE (a subscribed connection can
- * do nothing else). It keeps trying to reconnect and queues its SUBSCRIBE meanwhile.
+ * A second connection to the same Redis for SUBSCRIBE (a subscribed connection can do nothing
+ * else). It keeps trying to reconnect and queues its SUBSCRIBE meanwhile; with `reconnect` false
+ * (a node of a cluster, where the caller picks a node afresh) it ends at its first cut.
  */
-export function duplicateForSubscribing (client: RedisClient, connectionName: string): RedisClient {
-  const retryStrategy = (attempt: number): number => Math.min(50 * 2 ** attempt, 1000)
-  if (client instanceof Cluster) {
-    return client.duplicate(undefined, {
-      lazyConnect: false,
-      enableOfflineQueue: true,
-      clusterRetryStrategy: retryStrategy,
-      redisOptions: { connectionName, maxRetriesPerRequest: null, autoResubscribe: false }
-    })
-  }
+export function duplicateForSubscribing (client: Redis, connectionName: string, reconnect = true): Redis {
   return client.duplicate({
     connectionName,
     lazyConnect: false,
     autoResubscribe: false,
     enableOfflineQueue: true,
     maxRetriesPerRequest: null,
-    retryStrategy
+    // A cluster node's pool connection is made read-only on replicas; a subscriber needs none of it.
+    readOnly: false,
+    retryStrategy: reconnect ? (attempt: number) => Math.min(50 * 2 ** attempt, 1000) : () => null
   })
 }

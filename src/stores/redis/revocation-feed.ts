@@ -1,7 +1,10 @@
 import { performance } from 'node:perf_hooks'
+import { Cluster } from 'ioredis'
 import { FEED_HEARTBEAT_MS, FEED_PROOF_MS, FEED_STALL_MS } from '../feed-liveness.js'
 import type { RevocationWatcher } from '../revocation-feed.js'
+import { createFeedWatchers } from './feed-watchers.js'
 import { duplicateForSubscribing, type RedisClient } from './client.js'
+import { createClusterRevocationFeed } from './cluster-revocation-feed.js'
 
 export interface RevocationSubscription {
   watch (watcher: RevocationWatcher): () => void
@@ -12,33 +15,23 @@ export interface RevocationSubscription {
  * The `revoked` channel on a connection of its own (a subscribed connection can
  * do nothing else), opened with the first watcher. Each (re)connection subscribes
  * again and only then reports `live`; a lost connection reports `interrupted`, since
- * pub/sub does not replay what was published meanwhile.
+ * pub/sub does not replay what was published meanwhile. On a Redis Cluster, its own
+ * kind (cluster-revocation-feed.ts): there a PONG proves less.
  */
 export function createRevocationFeed (redis: RedisClient, channel: string): RevocationSubscription {
-  const watchers = new Set<RevocationWatcher>()
+  if (redis instanceof Cluster) return createClusterRevocationFeed(redis, channel)
+  const watchers = createFeedWatchers()
   let subscriber: RedisClient | undefined
-  let live = false
-
-  const setLive = (next: boolean): void => {
-    if (live === next) return
-    live = next
-    for (const watcher of watchers) {
-      if (next) watcher.live(FEED_PROOF_MS)
-      else watcher.interrupted()
-    }
-  }
 
   const open = (): RedisClient => {
     const connection = duplicateForSubscribing(redis, `${channel}-watcher`)
     connection.on('error', () => {})
     connection.on('ready', () => {
-      connection.subscribe(channel).then(() => { setLive(true) }, () => { connection.disconnect(true) })
+      connection.subscribe(channel).then(() => { watchers.setLive(true) }, () => { connection.disconnect(true) })
     })
-    connection.on('close', () => { setLive(false) })
+    connection.on('close', () => { watchers.setLive(false) })
     connection.on('message', (from: string, message: string) => {
-      if (from !== channel || message === '') return
-      const hashes = message.split(' ')
-      for (const watcher of watchers) watcher.revoked(hashes)
+      if (from === channel) watchers.deliver(message)
     })
     return connection
   }
@@ -50,7 +43,7 @@ export function createRevocationFeed (redis: RedisClient, channel: string): Revo
   let pingSentAt: number | undefined
   const heartbeat = setInterval(() => {
     const connection = subscriber
-    if (connection === undefined || !live) return
+    if (connection === undefined || !watchers.live) return
     if (pingSentAt !== undefined) {
       if (performance.now() - pingSentAt > FEED_STALL_MS) {
         pingSentAt = undefined
@@ -63,9 +56,8 @@ export function createRevocationFeed (redis: RedisClient, channel: string): Revo
     connection.ping().then(() => {
       if (pingSentAt !== sentAt) return
       pingSentAt = undefined
-      if (subscriber !== connection || !live) return
-      const validForMs = FEED_PROOF_MS - (performance.now() - sentAt)
-      if (validForMs > 0) for (const watcher of watchers) watcher.live(validForMs)
+      if (subscriber !== connection) return
+      watchers.prove(FEED_PROOF_MS - (performance.now() - sentAt))
     }, () => {
       if (pingSentAt === sentAt) pingSentAt = undefined
       if (subscriber === connection) connection.disconnect(true)
@@ -75,18 +67,14 @@ export function createRevocationFeed (redis: RedisClient, channel: string): Revo
 
   return {
     watch (watcher) {
-      watchers.add(watcher)
       subscriber ??= open()
-      // Live, not yet proven for this watcher: the next heartbeat proves it.
-      if (live) watcher.live(0)
-      return () => { watchers.delete(watcher) }
+      return watchers.add(watcher)
     },
     async close () {
       clearInterval(heartbeat)
       watchers.clear()
       const connection = subscriber
       subscriber = undefined
-      live = false
       if (connection !== undefined) await connection.quit().catch(() => { connection.disconnect() })
     }
   }
