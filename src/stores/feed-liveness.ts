@@ -6,7 +6,9 @@
  * - Redis (direct mode, and the service's own feed): a PING on the subscribed connection every
  *   FEED_HEARTBEAT_MS. Its PONG comes after every message published before Redis read the
  *   PING (one connection, one order), so it proves the feed current as of the PING's sending,
- *   for FEED_PROOF_MS from then.
+ *   for FEED_PROOF_MS from then. On a Redis Cluster the messages of other masters come over the
+ *   cluster bus, which a PONG says nothing of: a nonce published on every master, all back on
+ *   the subscribed connection, is the proof there (redis/cluster-revocation-feed.ts).
  * - HTTP (the SSE stream): the service sends a `heartbeat` event every FEED_HEARTBEAT_MS
  *   while its own feed is proven, carrying how much longer that proof holds; the guard trusts
  *   it no longer than that, nor than FEED_PROOF_MS, from when it arrives.
