@@ -4,7 +4,7 @@ import { badRequest } from '../http/status.js'
 import type { SessionInfo } from '../sessions/sessions.js'
 import type { StoredAuditEvent } from '../stores/audit-log.js'
 import { formatExpirationDate } from '../tokens/time.js'
-import { sessionItem } from '../routes/sessions.js'
+import { sessionItem } from '../sessions/view.js'
 import type { SessionItem } from '../schemas.js'
 
 /** What the admin API answers, from what the stores hold (api-contract.md, "Admin API"). */

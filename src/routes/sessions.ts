@@ -7,10 +7,10 @@ import { tokenCookieOptions } from '../http/cookie.js'
 import { refuseOtherMethods } from '../http/methods.js'
 import { StatusError, SUCCESS } from '../http/status.js'
 import { cookieToken } from '../http/token-source.js'
-import { errorResponses, forbiddenAnswer, SessionIdPathSchema, SessionListSchema, SessionsEndedSchema, SuccessSchema, TokenParamsSchema, type SessionItem } from '../schemas.js'
-import type { SessionInfo, Sessions } from '../sessions/sessions.js'
+import { errorResponses, forbiddenAnswer, SessionIdPathSchema, SessionListSchema, SessionsEndedSchema, SuccessSchema, TokenParamsSchema } from '../schemas.js'
+import type { Sessions } from '../sessions/sessions.js'
+import { sessionItem } from '../sessions/view.js'
 import { TOKEN_COOKIE } from '../tokens/cookie.js'
-import { formatExpirationDate } from '../tokens/time.js'
 import { hashToken } from '../tokens/token.js'
 import { clientOf } from './client-context.js'
 import { routeToken } from './presented-token.js'
@@ -19,20 +19,6 @@ export interface SessionRoutesOptions {
   auth: AuthService
   sessions: Sessions
   config: Config
-}
-
-/** One session as the answers show it (the admin API's lists too, with `current` false). */
-export function sessionItem (session: SessionInfo): SessionItem {
-  return {
-    id: session.id,
-    created: formatExpirationDate(session.created),
-    refreshed: session.refreshed === null ? null : formatExpirationDate(session.refreshed),
-    expiration_date: formatExpirationDate(session.expiresAt),
-    ip: session.ip,
-    user_agent: session.userAgent,
-    federated: session.federated,
-    current: session.current
-  }
 }
 
 /** An unknown id and another account's alike (contract): the same status, body and work. */

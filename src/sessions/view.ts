@@ -1,0 +1,17 @@
+import type { SessionItem } from '../schemas.js'
+import { formatExpirationDate } from '../tokens/time.js'
+import type { SessionInfo } from './sessions.js'
+
+/** A session as the API shows it: the self-service list (GET /auth/sessions) and the admin API alike. */
+export function sessionItem (session: SessionInfo): SessionItem {
+  return {
+    id: session.id,
+    created: formatExpirationDate(session.created),
+    refreshed: session.refreshed === null ? null : formatExpirationDate(session.refreshed),
+    expiration_date: formatExpirationDate(session.expiresAt),
+    ip: session.ip,
+    user_agent: session.userAgent,
+    federated: session.federated,
+    current: session.current
+  }
+}
