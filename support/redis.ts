@@ -184,6 +184,20 @@ async function clusterNodesOf (servers: readonly ClusterNode[]): Promise<string[
   throw new Error('no cluster node answers')
 }
 
+/**
+ * Where a revocation feed of `channel` subscribes on the cluster (its connection is named
+ * `<channel>-watcher`): the node's port and the client's id there (for CLIENT KILL ID).
+ */
+export async function feedSubscription (cluster: ClusterUnderTest, channel: string): Promise<{ port: number, id: string } | undefined> {
+  for (const server of cluster.servers) {
+    if (!server.running) continue
+    const line = (await server.cli('client', 'list', 'type', 'pubsub')).split('\n').find((entry) => entry.includes(`${channel}-watcher`))
+    const id = line === undefined ? undefined : /\bid=(\d+)/.exec(line)?.[1]
+    if (id !== undefined) return { port: server.port, id }
+  }
+  return undefined
+}
+
 /** A Redis Cluster of the scope's own: three masters (and a replica each with `replicas: 1`), all 16384 slots assigned. */
 export async function startCluster (scope: Scope, options: ClusterOptions = {}): Promise<ClusterUnderTest> {
   await requireRedisServer()

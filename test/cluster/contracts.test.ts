@@ -8,7 +8,7 @@ import { createRedisTokenStore, type RedisTokenStore } from '../../src/stores/re
 import type { TokenRecord } from '../../src/tokens/record.js'
 import { generateToken, hashToken } from '../../src/tokens/token.js'
 import { uniqueName, waitFor } from '../../support/processes.js'
-import { freshRedisPrefix, requireRedis, startCluster, startThrowawayRedis, type ClusterUnderTest } from '../../support/redis.js'
+import { feedSubscription, freshRedisPrefix, requireRedis, startCluster, startThrowawayRedis, type ClusterUnderTest } from '../../support/redis.js'
 import { loginLimiterContract } from '../stores/login-limiter.contract.js'
 import { tokenStoreContract } from '../stores/token-store.contract.js'
 
@@ -243,18 +243,9 @@ t.test('Redis Cluster, 3 masters + 3 replicas', async (t) => {
     })
     t.teardown(stop)
     await waitFor('the feed', () => live, { timeoutMs: 10_000 })
-    const feedNode = async (): Promise<{ port: number, id: string } | undefined> => {
-      for (const server of cluster.servers) {
-        const line = (await server.cli('client', 'list', 'type', 'pubsub')).split('\n').find((entry) => entry.includes(`${keyPrefix}revoked-watcher`))
-        const id = line === undefined ? undefined : /\bid=(\d+)/.exec(line)?.[1]
-        if (id !== undefined) return { port: server.port, id }
-      }
-      return undefined
-    }
-
     // Cut from the server's side: ioredis's own cluster subscriber would move to another node
     // without a word, and what was published meanwhile would be lost to a cache that trusts on.
-    const before = await feedNode()
+    const before = await feedSubscription(cluster, `${keyPrefix}revoked`)
     if (before === undefined) throw new Error('the watcher\'s subscription is on some node')
     await cluster.servers.find((server) => server.port === before.port)?.cli('client', 'kill', 'id', before.id)
     await waitFor('the interruption', () => interruptions === 1, { timeoutMs: 5000 })
@@ -268,7 +259,7 @@ t.test('Redis Cluster, 3 masters + 3 replicas', async (t) => {
 
     // A master frozen (not the feed's node): its messages cannot be proven delivered, so no
     // proof may reach past FEED_PROOF_MS after the freeze, though the feed's own node answers.
-    const at = await feedNode()
+    const at = await feedSubscription(cluster, `${keyPrefix}revoked`)
     const frozenPort = masters.find((port) => port !== at?.port)
     const frozen = cluster.servers.find((server) => server.port === frozenPort)
     if (frozen === undefined) throw new Error('a master away from the feed')

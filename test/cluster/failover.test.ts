@@ -4,7 +4,7 @@ import t from 'tap'
 import { buildTestApp } from '../support/app.js'
 import { buildGuardedApp } from '../guard/support.js'
 import { waitFor } from '../../support/processes.js'
-import { startCluster, type ClusterUnderTest } from '../../support/redis.js'
+import { feedSubscription, startCluster, type ClusterUnderTest } from '../../support/redis.js'
 import { authenticate, login, logout, longestUnavailableMs, newLoadState, startLoad, throughGuard, type LoadUser } from '../support/cluster-load.js'
 
 /*
@@ -18,21 +18,10 @@ import { authenticate, login, logout, longestUnavailableMs, newLoadState, startL
  * to another node without telling, and PINGs to other nodes kept the cache trusted).
  */
 
-/** The guard's feed subscription on the cluster: the node it is on and its client id there. */
-async function feedConnection (cluster: ClusterUnderTest, channel: string): Promise<{ port: number, id: string } | undefined> {
-  for (const server of cluster.servers) {
-    if (!server.running) continue
-    const line = (await server.cli('client', 'list', 'type', 'pubsub')).split('\n').find((entry) => entry.includes(`${channel}-watcher`))
-    const id = line === undefined ? undefined : /\bid=(\d+)/.exec(line)?.[1]
-    if (id !== undefined) return { port: server.port, id }
-  }
-  return undefined
-}
-
 /** Cuts the guard's feed connection until it comes back on `port` (it picks a node at random). */
 async function moveFeedTo (cluster: ClusterUnderTest, channel: string, port: number): Promise<void> {
   for (let attempt = 0; attempt < 60; attempt++) {
-    const at = await feedConnection(cluster, channel)
+    const at = await feedSubscription(cluster, channel)
     if (at?.port === port) return
     if (at !== undefined) await cluster.servers.find((server) => server.port === at.port)?.cli('client', 'kill', 'id', at.id)
     await sleep(100)
@@ -71,7 +60,7 @@ t.test('failover of a master under load: no logged-out token comes back', async 
 
   t.test('the node the guard\'s feed listens on freezes: Logouts on other masters are still honoured', async (t) => {
     for (const token of state.active) await throughGuard(guard, token, state, 'warming')
-    const feed = await feedConnection(cluster, channel)
+    const feed = await feedSubscription(cluster, channel)
     if (feed === undefined) throw new Error('the guard\'s feed subscribes on some node')
     const { hashToken } = await import('../../src/tokens/token.js')
     const elsewhere: string[] = []

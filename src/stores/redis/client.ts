@@ -47,6 +47,9 @@ export function createRedisClient (topology: RedisTopology, commandTimeoutMs: nu
   }
 }
 
+/** The delay before a subscriber's next connection attempt: 50 ms, doubling, at most 1 s. */
+export const resubscribeDelayMs = (attempt: number): number => Math.min(50 * 2 ** attempt, 1000)
+
 /**
  * A second connection to the same Redis for SUBSCRIBE (a subscribed connection can do nothing
  * else). It keeps trying to reconnect and queues its SUBSCRIBE meanwhile; with `reconnect` false
@@ -61,6 +64,6 @@ export function duplicateForSubscribing (client: Redis, connectionName: string, 
     maxRetriesPerRequest: null,
     // A cluster node's pool connection is made read-only on replicas; a subscriber needs none of it.
     readOnly: false,
-    retryStrategy: reconnect ? (attempt: number) => Math.min(50 * 2 ** attempt, 1000) : () => null
+    retryStrategy: reconnect ? resubscribeDelayMs : () => null
   })
 }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import type { Cluster, Redis } from 'ioredis'
 import { FEED_HEARTBEAT_MS, FEED_PROOF_MS, FEED_STALL_MS } from '../feed-liveness.js'
-import { duplicateForSubscribing } from './client.js'
+import { duplicateForSubscribing, resubscribeDelayMs } from './client.js'
 import { createFeedWatchers } from './feed-watchers.js'
 import type { RevocationSubscription } from './revocation-feed.js'
 
@@ -46,7 +46,7 @@ export function createClusterRevocationFeed (cluster: Cluster, channel: string):
     reopening = setTimeout(() => {
       reopening = undefined
       open()
-    }, Math.min(50 * 2 ** attempts++, 1000))
+    }, resubscribeDelayMs(attempts++))
     reopening.unref()
   }
 

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks'
-import { Cluster } from 'ioredis'
+import { Cluster, type Redis } from 'ioredis'
 import { FEED_HEARTBEAT_MS, FEED_PROOF_MS, FEED_STALL_MS } from '../feed-liveness.js'
 import type { RevocationWatcher } from '../revocation-feed.js'
 import { createFeedWatchers } from './feed-watchers.js'
@@ -21,9 +21,9 @@ export interface RevocationSubscription {
 export function createRevocationFeed (redis: RedisClient, channel: string): RevocationSubscription {
   if (redis instanceof Cluster) return createClusterRevocationFeed(redis, channel)
   const watchers = createFeedWatchers()
-  let subscriber: RedisClient | undefined
+  let subscriber: Redis | undefined
 
-  const open = (): RedisClient => {
+  const open = (): Redis => {
     const connection = duplicateForSubscribing(redis, `${channel}-watcher`)
     connection.on('error', () => {})
     connection.on('ready', () => {
