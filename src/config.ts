@@ -3,7 +3,7 @@ import { availableParallelism } from 'node:os'
 import type { Argon2Policy, HashingLimits } from './passwords/hasher.js'
 import { DEFAULT_KEY_PREFIX } from './stores/key-prefix.js'
 import type { RedisTopology } from './stores/redis/client.js'
-import { DEFAULT_LOG_BUFFER_BYTES, LOG_FLUSH_BYTES } from './http/log-destination.js'
+import { DEFAULT_LOG_BUFFER_BYTES, LOG_FLUSH_BYTES } from './logging/log-destination.js'
 import type { LdapConfig } from './federation/ldap-directory.js'
 
 /**

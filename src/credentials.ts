@@ -1,12 +1,12 @@
-import { PARAMETER_LIMITS, reasons, type PasswordParameter, type Reason } from './http/bad-request.js'
-import { badRequest } from './http/status.js'
+import { PARAMETER_LIMITS, reasons, type PasswordParameter, type Reason } from './errors/reasons.js'
+import { badRequest } from './errors/status.js'
 import { mapUsername, usernameRefusal } from './usernames.js'
 
 /**
  * The rules a username and a password follow, wherever one comes in (Login, the command
  * line, the bootstrap account): the username's canonical form (usernames.ts), the password's
  * NFC, then the limits of README's answers table (kept with
- * the other parameters' in http/bad-request.ts). A value that breaks one is a 400 whose
+ * the other parameters' in errors/reasons.ts). A value that breaks one is a 400 whose
  * detail names the parameter, never the value.
  */
 

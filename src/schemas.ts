@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox'
-import { PARAMETER_LIMITS, type Reason } from './http/bad-request.js'
+import { PARAMETER_LIMITS, type Reason } from './errors/reasons.js'
 
 /**
  * Request and response schemas of the three operations. Parameters are strings

@@ -4,7 +4,7 @@ import pg from 'pg'
 import { migrate } from '../src/db/migrate.js'
 import { createPostgresDatabase } from '../src/db/postgres.js'
 import { takePooledDatabase } from './postgres-pool.js'
-import { freePort, reachable, run, type Scope, spawnTracked, stopChild, tempDir, uniqueName, waitFor } from './processes.js'
+import { freePort, reachable, run, type Scope, spawnTracked, stopChild, tempDir, waitFor } from './processes.js'
 
 /**
  * Postgres for the tests and the soak run: a fresh database of each test's own on the running

@@ -401,7 +401,7 @@ export function renderSvg (report: BenchReport): string {
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">`,
     `<rect width="${width}" height="${height}" fill="#fff"/>`,
-    `<text x="10" y="20" font-size="14" font-weight="bold">auth-token-service: CPU µs per request ÷ the baseline's (same slices; shorter is cheaper)</text>`,
+    '<text x="10" y="20" font-size="14" font-weight="bold">auth-token-service: CPU µs per request ÷ the baseline\'s (same slices; shorter is cheaper)</text>',
     `<text x="10" y="38" fill="#555">${escapeXml(`${report.machine.cores} cores · Node ${report.machine.node} · Redis ${report.machine.redis} · PostgreSQL ${report.machine.postgres} · ${report.machine.date.slice(0, 10)}`)}</text>`
   ]
   rows.forEach((row, index) => {

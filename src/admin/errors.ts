@@ -1,6 +1,7 @@
 import type { FastifyError } from 'fastify'
-import { ADMIN_PARAMETERS, reasons, type AdminParameter } from '../http/bad-request.js'
-import { badRequest, internalError, StatusError, statusErrorForHttp } from '../http/status.js'
+import { ADMIN_PARAMETERS, reasons, type AdminParameter } from '../errors/reasons.js'
+import { badRequest, internalError, StatusError } from '../errors/status.js'
+import { statusErrorForHttp } from '../http/status-for-http.js'
 
 /**
  * The admin API's errors: status-message objects that always carry a `detail` a script can
@@ -14,8 +15,10 @@ interface Validation { keyword: string, instancePath: string, params: Record<str
 /** A schema failure names the parameter when it is one of the API's; the body or request otherwise. */
 function validationError (error: FastifyError & { validation?: Validation[], validationContext?: string }): StatusError {
   const failure = error.validation?.[0]
-  const named = failure?.keyword === 'required' ? failure.params.missingProperty
-    : failure?.keyword === 'additionalProperties' ? undefined
+  const named = failure?.keyword === 'required'
+    ? failure.params.missingProperty
+    : failure?.keyword === 'additionalProperties'
+      ? undefined
       : failure?.instancePath.slice(1).split('/')[0]
   if (isAdminParameter(named)) return badRequest(failure?.keyword === 'required' ? reasons.adminParameterRequired(named) : reasons.adminParameterNotValid(named))
   return badRequest(error.validationContext === 'body' ? reasons.bodyNotObject() : reasons.requestNotValid())

@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/database.js'
-import { serviceUnavailable } from '../http/status.js'
+import { serviceUnavailable } from '../errors/status.js'
 
 /**
  * The account a session id belongs to (the admin API ends a session by its id alone), read from

@@ -1,6 +1,6 @@
 import type { AccountView } from '../accounts.js'
-import { reasons, type AdminParameter } from '../http/bad-request.js'
-import { badRequest } from '../http/status.js'
+import { reasons, type AdminParameter } from '../errors/reasons.js'
+import { badRequest } from '../errors/status.js'
 import type { SessionInfo } from '../sessions/sessions.js'
 import type { StoredAuditEvent } from '../stores/audit-log.js'
 import { formatExpirationDate } from '../tokens/time.js'

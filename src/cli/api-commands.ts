@@ -1,5 +1,5 @@
 import type { AdminClient } from '../admin/client.js'
-import { escapeControlCharacters } from '../http/log-escape.js'
+import { escapeControlCharacters } from '../logging/log-escape.js'
 
 /**
  * The account and session commands over the admin API of a running service: the same output

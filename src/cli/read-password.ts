@@ -8,6 +8,7 @@ export async function readPassword (input: NodeJS.ReadStream = process.stdin, pr
   if (input.isTTY === true) return await readHidden(input, prompt)
   const lines = createInterface({ input, crlfDelay: Infinity, terminal: false })
   try {
+    // eslint-disable-next-line no-unreachable-loop -- the first line is the password
     for await (const line of lines) return line
     return undefined
   } finally {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { Client, InvalidCredentialsError, type Entry } from 'ldapts'
 import { escapeDnValue, escapeFilterValue, fillTemplate } from './ldap-escape.js'
-import { serviceUnavailable } from '../http/status.js'
+import { serviceUnavailable } from '../errors/status.js'
 import { inSpan } from '../tracing/spans.js'
 
 /**

@@ -5,6 +5,7 @@
 
 /** RFC 4515 §3: a value inside a search filter. `*`, `(`, `)`, `\` and NUL become `\XX`. */
 export function escapeFilterValue (value: string): string {
+  // eslint-disable-next-line no-control-regex -- NUL is one of the characters RFC 4515 escapes
   return value.replace(/[*()\\\u0000]/g, (c) => `\\${c.charCodeAt(0).toString(16).padStart(2, '0')}`)
 }
 
@@ -13,6 +14,7 @@ export function escapeFilterValue (value: string): string {
  * get a backslash; NUL becomes `\00`; a leading `#` or space and a trailing space are escaped.
  */
 export function escapeDnValue (value: string): string {
+  // eslint-disable-next-line no-control-regex -- NUL is escaped in a DN value (RFC 4514)
   let escaped = value.replace(/["+,;<=>\\]/g, (c) => `\\${c}`).replace(/\u0000/g, '\\00')
   if (escaped.startsWith('#') || escaped.startsWith(' ')) escaped = `\\${escaped}`
   if (escaped.endsWith(' ') && !escaped.endsWith('\\ ')) escaped = `${escaped.slice(0, -1)}\\ `

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { endpoint } from '../client/index.js'
 import type { FetchFunction } from '../client/wire.js'
-import { createThrottledLog } from '../http/throttled-log.js'
+import { createThrottledLog } from '../logging/throttled-log.js'
 import { hashToken, isTokenShaped } from '../tokens/token.js'
 import { DEFAULT_KEY_PREFIX, type RedisClient } from '../stores/redis/client.js'
 import type { TokenRecord } from '../tokens/record.js'
@@ -81,7 +81,7 @@ export type AuthTokenGuardOptions = DirectGuardOptions | HttpGuardOptions
  * For the host's request logger: a URL with the values of `token` (and other secret)
  * query parameters replaced. Fastify logs `req.url` as it came, query and all.
  */
-export { redactUrl } from '../http/redact.js'
+export { redactUrl } from '../logging/redact.js'
 
 const JSON_TYPE = 'application/json; charset=utf-8'
 const BODIES = {

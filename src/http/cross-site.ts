@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify'
-import { reasons } from './bad-request.js'
-import { StatusError } from './status.js'
+import { reasons } from '../errors/reasons.js'
+import { StatusError } from '../errors/status.js'
 
 /**
  * Login CSRF (issue 19 §2): a page on another site could post a form to Login and sign

@@ -1,10 +1,12 @@
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Socket } from 'node:net'
-import { fastifyErrorReason, httpParserReason, malformedFormReason, reasons, type Reason } from './bad-request.js'
+import { reasons, type Reason } from '../errors/reasons.js'
+import { fastifyErrorReason, httpParserReason, malformedFormReason } from './bad-request.js'
 import { MalformedFormError } from './form-encoding.js'
 import { MAX_PATH_SEGMENT } from './parsing.js'
-import { badRequest, internalError, notFound, StatusError, statusErrorForHttp, UnavailableError, type Unavailable } from './status.js'
-import { createThrottledLog } from './throttled-log.js'
+import { badRequest, internalError, notFound, StatusError, UnavailableError, type Unavailable } from '../errors/status.js'
+import { statusErrorForHttp } from './status-for-http.js'
+import { createThrottledLog } from '../logging/throttled-log.js'
 
 /**
  * The error model at the edge: whatever went wrong becomes the contract's status-message

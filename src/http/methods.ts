@@ -1,5 +1,5 @@
 import type { FastifyInstance, HTTPMethods } from 'fastify'
-import { methodNotAllowed } from './status.js'
+import { methodNotAllowed } from '../errors/status.js'
 
 /**
  * Answers every method but `allowed` on `url` with 405 and an `Allow` header, so a

@@ -1,6 +1,7 @@
 import fastifyFormbody from '@fastify/formbody'
 import type { FastifyInstance, preValidationHookHandler } from 'fastify'
-import { malformedFormReason, type Reason } from './bad-request.js'
+import type { Reason } from '../errors/reasons.js'
+import { malformedFormReason } from './bad-request.js'
 import { MalformedFormError, parseFormEncoded, type FormParams } from './form-encoding.js'
 
 /** Path segments may be long (legacy path-style passwords): the router takes up to this many characters. */

@@ -1,8 +1,8 @@
 import type { onRequestHookHandler } from 'fastify'
-import { reasons } from './bad-request.js'
+import { reasons } from '../errors/reasons.js'
 import { hasSeveralHosts } from './host-header.js'
 import { refusedQuery } from './parsing.js'
-import { badRequest } from './status.js'
+import { badRequest } from '../errors/status.js'
 
 /**
  * The one hook every request runs: the headers every answer carries, then the refusals the

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import { TOKEN_COOKIE } from '../tokens/cookie.js'
-import { reasons, type Reason } from './bad-request.js'
+import { reasons, type Reason } from '../errors/reasons.js'
 
 /**
  * Where a request's token comes from, for every route that takes one and for the guard

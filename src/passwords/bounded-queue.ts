@@ -1,4 +1,4 @@
-import { UnavailableError, type StatusError } from '../http/status.js'
+import { UnavailableError, type StatusError } from '../errors/status.js'
 
 export interface BoundedQueue {
   /** Runs `work` when a slot is free; refuses at once (503, Retry-After) when the queue is full. */

@@ -1,5 +1,5 @@
 import { queueFull } from './bounded-queue.js'
-import { tooManyRequests, type StatusError } from '../http/status.js'
+import { tooManyRequests, type StatusError } from '../errors/status.js'
 
 /**
  * The password-hash queue, shared fairly (issue 20 §4). The bounded queue alone served

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { parseOptions, type Algorithm, type Version } from '@node-rs/argon2'
 import { createFairQueue, type FairQueue, type HashCaller, type HashShare } from './fair-queue.js'
 import { createHashWorkers, HashThreadError } from './hash-workers.js'
-import { serviceUnavailable, StatusError } from '../http/status.js'
+import { serviceUnavailable, StatusError } from '../errors/status.js'
 import { inSpan } from '../tracing/spans.js'
 
 export interface Argon2Policy {

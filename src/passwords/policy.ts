@@ -1,5 +1,5 @@
 import { PASSWORD_MAX_BYTES } from '../credentials.js'
-import { reasons, type PasswordParameter, type Reason } from '../http/bad-request.js'
+import { reasons, type PasswordParameter, type Reason } from '../errors/reasons.js'
 
 /**
  * What a password this service sets must be (NIST SP 800-63B §3.1.1.2; issue 19 §5): long

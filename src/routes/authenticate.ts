@@ -2,8 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AuthService } from '../auth.js'
 import type { TokenRecord } from '../tokens/record.js'
-import { reasons } from '../http/bad-request.js'
-import { badRequest, StatusError, SUCCESS, type StatusBody } from '../http/status.js'
+import { reasons } from '../errors/reasons.js'
+import { badRequest, StatusError, SUCCESS, type StatusBody } from '../errors/status.js'
 import { formatExpirationDate } from '../tokens/time.js'
 import { AuthenticateParamsSchema, AuthenticateSuccessSchema, errorResponses, PADDING_PARAMETER_NAMES, TokenPathSchema, type AuthenticateParams } from '../schemas.js'
 import { EMPTY_BODY } from '../http/parsing.js'
@@ -31,6 +31,7 @@ function paddingFunction (params: AuthenticateParams): string | undefined {
 }
 
 function isEmpty (params: AuthenticateParams): boolean {
+  // eslint-disable-next-line no-unreachable-loop -- one step tells whether there is any key
   for (const _key in params) return false
   return true
 }

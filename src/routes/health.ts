@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify'
 import type { Database } from '../db/database.js'
 import type { TokenStore } from '../stores/token-store.js'
-import { UnavailableError } from '../http/status.js'
+import { UnavailableError } from '../errors/status.js'
 import { EvictionPolicyError } from '../stores/redis/eviction.js'
 import { refuseOtherMethods } from '../http/methods.js'
 import { withTimeout } from '../time-limit.js'

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify'
-import { noteRefusal } from '../http/refusal-log.js'
+import { noteRefusal } from '../logging/refusal-log.js'
 import { MALFORMED_AUTHORIZATION, presentedToken, TokenRefusal } from '../http/token-source.js'
-import { badRequest } from '../http/status.js'
+import { badRequest } from '../errors/status.js'
 
 /**
  * The token Authenticate, Logout and Login's refresh act on, in the contract's order

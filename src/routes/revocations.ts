@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyPluginAsync } from 'fastify'
 import type { RevocationFeed, RevocationWatcher } from '../stores/revocation-feed.js'
-import { serviceUnavailable, StatusError } from '../http/status.js'
+import { serviceUnavailable, StatusError } from '../errors/status.js'
 import { refuseOtherMethods } from '../http/methods.js'
 import { performance } from 'node:perf_hooks'
 import { FEED_HEARTBEAT_MS, FEED_PROOF_MS } from '../stores/feed-liveness.js'

@@ -137,8 +137,14 @@ export function createSqlAuditLog (db: Queryable, options: SqlAuditLogOptions = 
       }
       params.push(filter.limit ?? 1000)
       const { rows } = await db.query<{
-        id: string, occurred_at: Date | string, event: AuditEventName, username: string | null, account_id: string | null,
-        client_ip: string | null, user_agent: string | null, outcome: string
+        id: string,
+        occurred_at: Date | string,
+        event: AuditEventName,
+        username: string | null,
+        account_id: string | null,
+        client_ip: string | null,
+        user_agent: string | null,
+        outcome: string
       }>(`SELECT id::text AS id, occurred_at, event, username, account_id::text AS account_id, client_ip, user_agent, outcome FROM auth_events
           ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY occurred_at, id LIMIT $${params.length}`, params)
       return rows.map((row) => ({

@@ -1,4 +1,4 @@
-import { UnavailableError } from '../http/status.js'
+import { UnavailableError } from '../errors/status.js'
 import type { TokenRecord } from '../tokens/record.js'
 
 /**

@@ -1,4 +1,4 @@
-import { StatusError, serviceUnavailable } from '../http/status.js'
+import { StatusError, serviceUnavailable } from '../errors/status.js'
 import type { Queryable } from '../db/database.js'
 
 export interface UserRecord {

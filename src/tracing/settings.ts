@@ -11,7 +11,6 @@ export interface TracingSettings {
   protocol: TracesProtocol
 }
 
-
 function value (env: NodeJS.ProcessEnv, name: string): string | undefined {
   const raw = env[name]?.trim()
   return raw === undefined || raw === '' ? undefined : raw

@@ -64,7 +64,7 @@ async function holdInAnotherProcess (t: Test, dataDir: string, command: string, 
       output += chunk.toString()
       if (output.includes('locked\n')) resolve()
     })
-    void exited.then((how) => { reject(new Error(`the holder ended (${String(how)}) before it locked: ${errors}`)) })
+    exited.then((how) => { reject(new Error(`the holder ended (${String(how)}) before it locked: ${errors}`)) })
   })
   return { child, exited }
 }

@@ -40,8 +40,14 @@ t.test('Postgres stopped under load, then started again', async (t) => {
 
   const origin = performance.now()
   const load = startMixedLoad({
-    driver, book, username: ACCOUNT.username, password: ACCOUNT.password, workers: 5,
-    mix: { authenticate: 70, login: 15, logout: 15 }, keep: new Set([...kept, spare]), thinkMs: 30,
+    driver,
+    book,
+    username: ACCOUNT.username,
+    password: ACCOUNT.password,
+    workers: 5,
+    mix: { authenticate: 70, login: 15, logout: 15 },
+    keep: new Set([...kept, spare]),
+    thinkMs: 30,
     // With the wrong-password loop below, never more attempts at once than AUTH_MAX_FAILED_LOGINS.
     maxConcurrentLogins: 1
   })

@@ -36,8 +36,14 @@ async function killAndRestart (t: Test, aof: boolean): Promise<void> {
 
   const origin = performance.now()
   const load = startMixedLoad({
-    driver, book, username: ACCOUNT.username, password: ACCOUNT.password, workers: 5,
-    mix: { authenticate: 70, login: 15, logout: 15 }, keep: new Set(kept), thinkMs: 5
+    driver,
+    book,
+    username: ACCOUNT.username,
+    password: ACCOUNT.password,
+    workers: 5,
+    mix: { authenticate: 70, login: 15, logout: 15 },
+    keep: new Set(kept),
+    thinkMs: 5
   })
   const probe = startLiveProbe(service.baseUrl, 100)
   try {

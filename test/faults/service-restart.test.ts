@@ -34,8 +34,15 @@ t.test('the service restarted (SIGTERM, then started again) under load', async (
 
   const origin = performance.now()
   const load = startMixedLoad({
-    driver, book, username: ACCOUNT.username, password: ACCOUNT.password, workers: 6,
-    mix: { authenticate: 60, login: 25, logout: 15 }, keep: new Set(kept), thinkMs: 10, backoffMs: 20
+    driver,
+    book,
+    username: ACCOUNT.username,
+    password: ACCOUNT.password,
+    workers: 6,
+    mix: { authenticate: 60, login: 25, logout: 15 },
+    keep: new Set(kept),
+    thinkMs: 10,
+    backoffMs: 20
   })
   try {
     await sleep(2000)

@@ -1,6 +1,6 @@
-import { connect, type Socket } from 'node:net'
+import { connect } from 'node:net'
 import t, { type Test } from 'tap'
-import type { AddressInfo } from 'node:net'
+import type { AddressInfo, Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { buildInternalApp } from '../../src/internal-listener.js'
 import { generateToken, hashToken } from '../../src/tokens/token.js'

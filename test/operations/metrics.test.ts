@@ -36,7 +36,10 @@ t.test('counts requests, login outcomes, tokens and hashing, beside the default 
 
   const send = async (options: InjectOptions) => await app.inject(options)
   const login = async (ip: string, username: string, password: string, token?: string) => await send({
-    method: 'POST', url: '/auth/Login', remoteAddress: ip, headers: FORM,
+    method: 'POST',
+    url: '/auth/Login',
+    remoteAddress: ip,
+    headers: FORM,
     payload: new URLSearchParams({ username, password, ...(token === undefined ? {} : { token }) }).toString()
   })
   const tokenOf = (response: { json: () => unknown }): string => {

@@ -180,8 +180,15 @@ const ERRORS: Record<string, string[]> = {
   'post /auth/Logout/{token}': ['400', '403', '404', '405', '413', '415', '503']
 }
 const MESSAGES: Record<string, string> = {
-  400: 'Bad Request', 401: 'Login Failed', 403: 'Unauthorized', 404: 'Not Found', 405: 'Method Not Allowed',
-  413: 'Payload Too Large', 415: 'Unsupported Media Type', 429: 'Too Many Requests', 503: 'Service Unavailable'
+  400: 'Bad Request',
+  401: 'Login Failed',
+  403: 'Unauthorized',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  413: 'Payload Too Large',
+  415: 'Unsupported Media Type',
+  429: 'Too Many Requests',
+  503: 'Service Unavailable'
 }
 
 interface Media { schema?: { properties?: Record<string, { maxLength?: number, minLength?: number, examples?: unknown[] }> }, example?: unknown, examples?: Record<string, { summary?: string, value: unknown }> }

@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { createHashWorkers, HashThreadError } from '../../src/passwords/hash-workers.js'
 import { createPasswordHasher } from '../../src/passwords/hasher.js'
-import { StatusError } from '../../src/http/status.js'
+import { StatusError } from '../../src/errors/status.js'
 
 const OPTIONS = { algorithm: 2, version: 1, memoryCost: 19456, timeCost: 2, parallelism: 1, outputLen: 32 }
 

@@ -15,8 +15,8 @@ const DAY = 86400
 const HALF_DAY = 43200
 
 // Characters a password may hold that percent-encoding has to carry: & = + % / # quotes spaces Unicode.
-const SPECIAL_PASSWORD = `a&b=c+d%25e%/f#g"h'i j\u00fc\u20ac\u{1F600}`
-const SPECIAL_USER = `o'neil&co=+%/#"x\u00e9`
+const SPECIAL_PASSWORD = 'a&b=c+d%25e%/f#g"h\'i j\u00fc\u20ac\u{1F600}'
+const SPECIAL_USER = 'o\'neil&co=+%/#"x\u00e9'
 
 const testApp = await buildTestApp(t, 'real')
 const { app } = testApp

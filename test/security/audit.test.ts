@@ -305,7 +305,6 @@ t.test('a full buffer drops events, counts them and logs it; a stalled database 
  * environment, a fresh Postgres database and a Redis key prefix of its own.
  */
 
-
 interface Run { args: string[], code: number | null, stdout: string, stderr: string }
 
 async function cli (env: Record<string, string>, args: string[], stdin = ''): Promise<Run> {

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { buildTestApp } from '../support/app.js'
 import { rejection } from '../support/rejection.js'
-import { StatusError } from '../../src/http/status.js'
+import { StatusError } from '../../src/errors/status.js'
 
 /*
  * Issue 19 §1: what a local account's name looked like to the service. Each variant below

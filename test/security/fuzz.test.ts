@@ -2,7 +2,7 @@ import t, { type Test } from 'tap'
 import fc, { type Arbitrary } from 'fast-check'
 import { connect } from 'node:net'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
-import { PARAMETERS, reasons } from '../../src/http/bad-request.js'
+import { PARAMETERS, reasons } from '../../src/errors/reasons.js'
 import { buildTestApp, fixtureAccounts } from '../support/app.js'
 import { freshRedisPrefix } from '../../support/redis.js'
 
@@ -319,12 +319,18 @@ t.test('a 400 names the parameter and the problem, never a value sent', async (t
     async ({ method, route, where, params, json }) => {
       // `raw`: printable ASCII as it is, so that a stray % reaches the parser undecoded.
       const pairs = (encode: (text: string) => string): string => params.map(([k, v]) => `${encode(k)}=${encode(v)}`).join('&')
-      const options: FuzzRequest = where === 'query' ? { method, url: `${route}?${pairs(loose)}` }
-        : where === 'raw query' ? { method, url: `${route}?${pairs((text) => encodeLoosely(text))}` }
-          : where === 'form' ? { method, url: route, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: pairs(loose) }
-            : where === 'raw form' ? { method, url: route, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: pairs((text) => encodeLoosely(text)) }
-              : where === 'json' ? { method, url: route, headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ ...Object.fromEntries(params), ...json }) }
-                : where === 'path' ? { method, url: `${route}/${params.map(([, v]) => encodeLoosely(v)).join('/')}` }
+      const options: FuzzRequest = where === 'query'
+        ? { method, url: `${route}?${pairs(loose)}` }
+        : where === 'raw query'
+          ? { method, url: `${route}?${pairs((text) => encodeLoosely(text))}` }
+          : where === 'form'
+            ? { method, url: route, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: pairs(loose) }
+            : where === 'raw form'
+              ? { method, url: route, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: pairs((text) => encodeLoosely(text)) }
+              : where === 'json'
+                ? { method, url: route, headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ ...Object.fromEntries(params), ...json }) }
+                : where === 'path'
+                  ? { method, url: `${route}/${params.map(([, v]) => encodeLoosely(v)).join('/')}` }
                   : { method, url: route, headers: { cookie: params.map(([k, v]) => `${headerSafe(k)}=${loose(v)}`).join('; ') } }
       const res = await app.inject({ ...options, method: options.method as InjectOptions['method'] })
       statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1)
@@ -433,17 +439,25 @@ t.test('raw request lines and headers through a real socket', async (t) => {
     fc.constantFrom('HTTP/2.0', 'HTTP/0.9', 'http/1.1', 'HTTP/1.1x', 'HTTP/1.1 extra', ''))
   const eol = fc.oneof({ weight: 6, arbitrary: fc.constant('\r\n') }, fc.constantFrom('\n', '\r', '', '\n\r'))
   const header = fc.oneof(
-    { weight: 4, arbitrary: fc.constantFrom<[string, string]>(
-      ['Host', 'x'], ['Connection', 'close'], ['Connection', 'keep-alive'], ['Content-Type', 'application/json'],
-      ['Content-Type', 'application/x-www-form-urlencoded'], ['Transfer-Encoding', 'chunked'], ['Transfer-Encoding', 'gzip, chunked'],
-      ['Content-Length', '0'], ['Content-Length', '5'], ['Content-Length', '-1'], ['Content-Length', '99999999999999999999'],
-      ['Content-Length', '1, 2'], ['Expect', '100-continue'], ['Cookie', `AuthToken1=${knownToken}`], ['Authorization', `Bearer ${knownToken}`]
-    ) },
+    {
+      weight: 4,
+      arbitrary: fc.constantFrom<[string, string]>(
+        ['Host', 'x'], ['Connection', 'close'], ['Connection', 'keep-alive'], ['Content-Type', 'application/json'],
+        ['Content-Type', 'application/x-www-form-urlencoded'], ['Transfer-Encoding', 'chunked'], ['Transfer-Encoding', 'gzip, chunked'],
+        ['Content-Length', '0'], ['Content-Length', '5'], ['Content-Length', '-1'], ['Content-Length', '99999999999999999999'],
+        ['Content-Length', '1, 2'], ['Expect', '100-continue'], ['Cookie', `AuthToken1=${knownToken}`], ['Authorization', `Bearer ${knownToken}`]
+      )
+    },
     fc.tuple(junk(12), junk(30)),
     fc.integer({ min: 16_000, max: 20_000 }).map((n) => ['X-Long', 'v'.repeat(n)] as [string, string])
   )
   const request = fc.record({
-    method: rawMethod, target, version, eol, headers: fc.array(header, { maxLength: 5 }), ending: fc.oneof({ weight: 4, arbitrary: fc.constant(true) }, fc.constant(false)),
+    method: rawMethod,
+    target,
+    version,
+    eol,
+    headers: fc.array(header, { maxLength: 5 }),
+    ending: fc.oneof({ weight: 4, arbitrary: fc.constant(true) }, fc.constant(false)),
     // No body, a body its Content-Length announces, or bytes that trail the request unannounced.
     body: fc.oneof({ weight: 3, arbitrary: fc.constant({ bytes: new Uint8Array(), announced: false }) },
       fc.record({ bytes: fc.uint8Array({ maxLength: 100 }), announced: fc.boolean() }))

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
 import { loadConfig } from '../../src/config.js'
 import { createBoundedQueue } from '../../src/passwords/bounded-queue.js'
-import { StatusError } from '../../src/http/status.js'
+import { StatusError } from '../../src/errors/status.js'
 import { buildTestApp, type TestApp } from '../support/app.js'
 import { rejection } from '../support/rejection.js'
 
@@ -87,7 +87,7 @@ t.test('argon2id policy', async (t) => {
 
   t.test('a hash below the current policy is rehashed on the next successful login, and only then', async (t) => {
     const testApp = await buildTestApp(t, 'real', {
-        argon2: { memoryCost: 19456, timeCost: 3, parallelism: 1 }
+      argon2: { memoryCost: 19456, timeCost: 3, parallelism: 1 }
     })
     const old = await argon2.hash('upgrade me', { type: argon2.argon2id, memoryCost: 19456, timeCost: 2, parallelism: 1 })
     await testApp.app.backends.users.create({ username: 'legacy-hash', passwordHash: old, federated: false })

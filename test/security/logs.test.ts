@@ -3,13 +3,13 @@ import { randomBytes } from 'node:crypto'
 import { Writable } from 'node:stream'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import { buildApp } from '../../src/app.js'
-import { assembleBackends, type Backends } from '../../src/backends.js'
+import { assembleBackends } from '../../src/backends.js'
 import type { Config } from '../../src/config.js'
 import { migrate } from '../../src/db/migrate.js'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
 import type { Database } from '../../src/db/database.js'
 import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
-import type { ServiceTokenStore } from '../../src/backends.js'
+import type { ServiceTokenStore, Backends } from '../../src/backends.js'
 import { bootstrapAccount } from '../../src/server.js'
 import { testConfig } from '../support/config.js'
 import { freshPostgresDatabase } from '../../support/postgres.js'
@@ -87,6 +87,7 @@ function leakForms (secret: Secret): string[] {
 
 /** A line as it can be shown in the test's own output (which raw NEL or U+2028 would break). */
 function printable (line: string): string {
+  // eslint-disable-next-line no-control-regex -- the control characters are what it shows
   return line.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `<U+${c.charCodeAt(0).toString(16).padStart(4, '0')}>`)
 }
 
@@ -193,7 +194,7 @@ t.test('a presented token (refresh, Authorization header) on Login', async (t) =
   const first = await tokenFrom(t, 'refresh', { method: 'POST', url: '/auth/Login', headers: FORM, payload: form({ username: name('refresh'), password: passwords.refresh }) })
   const again = await tokenFrom(t, 'refresh by token parameter', { method: 'POST', url: `/auth/Login?token=${first}`, headers: FORM, payload: form({ username: name('refresh'), password: passwords.refresh }) })
   t.equal(again, first, 'the presented token was refreshed')
-  expectedUrls.add(`/auth/Login?token=[redacted]`)
+  expectedUrls.add('/auth/Login?token=[redacted]')
   const byCookie = await tokenFrom(t, 'refresh by cookie', { method: 'POST', url: '/auth/Login', headers: { ...FORM, cookie: `AuthToken1=${first}` }, payload: form({ username: name('refresh'), password: passwords.refresh }) })
   t.equal(byCookie, first)
   tokens.refresh = first
@@ -308,7 +309,7 @@ t.test('control characters in what is logged cannot forge a line', async (t) => 
       if (logged !== undefined) expectedUrls.add(logged)
     }
   }
-  const login = `username=${encodeURIComponent(`evil\r\n{"level":60}\u0085\u2028`)}&password=${encodeURIComponent(password('rawsocket'))}`
+  const login = `username=${encodeURIComponent('evil\r\n{"level":60}\u0085\u2028')}&password=${encodeURIComponent(password('rawsocket'))}`
   const viaSocket = await rawRequest(port, Buffer.from(`POST /auth/Login?${login} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${unknownToken()}\r\nCookie: AuthToken1=${unknownToken()}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`))
   injected++
   // Such a name is no username at all (issue 19, canonical usernames): refused before any lookup; its line is checked below.
@@ -353,6 +354,7 @@ t.test('every captured line: one JSON record, no secret', async (t) => {
   }
   t.equal(unparsable, 0, 'every line is one JSON record ending in a newline')
   // Escaped, not raw: log viewers that split on NEL or U+2028/U+2029 (as Unicode line breaking does) must see one line too.
+  // eslint-disable-next-line no-control-regex -- a raw control character in a line is what it looks for
   const rawControls = lines.filter((line) => /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(line.slice(0, -1))).map(printable)
   t.same(rawControls, [], 'no line holds a raw control character or Unicode line separator')
   t.ok(records.every((r) => typeof r.level === 'number'), 'every record has a level')
@@ -388,7 +390,7 @@ t.test('every captured line: one JSON record, no secret', async (t) => {
   }
   t.same(leaks, [], 'no password and no token in any form in any line')
 
-  // Five 503s for want of Redis: one short line (a line per cause per 10 s, http/throttled-log.ts), searched too.
+  // Five 503s for want of Redis: one short line (a line per cause per 10 s, logging/throttled-log.ts), searched too.
   const unavailable = records.filter((r) => r.level >= 50 && r.unavailable === 'redis')
   t.ok(unavailable.length >= 1 && unavailable.length < 5, `the 503s were logged as errors (${unavailable.length} line(s) for 5), and were searched too`)
 })

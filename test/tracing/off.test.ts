@@ -59,7 +59,7 @@ t.test('the modules a serving process loads, tracing off and on', async (t) => {
 
   const off = await serveOnce('off', {})
   t.ok(off.modules.some((m) => /[/\\]node_modules[/\\]ioredis[/\\]/.test(m)), `off: the recording sees the drivers (${off.modules.length} modules)`)
-  t.ok(off.modules.some((m) => m.includes('/dist/http/access-log.js')), 'off: and the service\'s own modules')
+  t.ok(off.modules.some((m) => m.includes('/dist/logging/access-log.js')), 'off: and the service\'s own modules')
   t.same(off.modules.filter((m) => OPENTELEMETRY.test(m) || m.includes('/dist/tracing/start.js')), [], 'off: nothing of OpenTelemetry is loaded')
   t.notMatch(off.output, /"traceId"/, 'off: no trace id in the access log')
 

@@ -1,4 +1,4 @@
-import { serviceUnavailable, StatusError } from '../../http/status.js'
+import { serviceUnavailable, StatusError } from '../../errors/status.js'
 import { activeAt, decodeRecord, type TokenRecord } from '../../tokens/record.js'
 import type { RedisClient } from './client.js'
 

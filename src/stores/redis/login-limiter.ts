@@ -1,7 +1,7 @@
 import { accountBucket, sha256 } from '../../tokens/token.js'
 import { DEFAULT_KEY_PREFIX, type RedisClient } from './client.js'
 import { keyLayout } from './keys.js'
-import { serviceUnavailable, StatusError } from '../../http/status.js'
+import { serviceUnavailable, StatusError } from '../../errors/status.js'
 import { accountStateTtlMs, type LimitVerdict, type LoginLimiter, type LoginLimits } from '../login-limiter.js'
 
 /*

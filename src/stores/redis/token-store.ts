@@ -4,7 +4,7 @@ import { evictingPolicy, EvictionPolicyError } from './eviction.js'
 import { createRevocationFeed } from './revocation-feed.js'
 import { keyLayout, type Place } from './keys.js'
 import { PRUNE_BATCH, REVOKE_BATCH, SCRIPTS, SCRIPTS_V2, type ScriptCommands, type ScriptCommandsV2 } from './scripts.js'
-import { serviceUnavailable, StatusError, UnavailableError } from '../../http/status.js'
+import { serviceUnavailable, StatusError, UnavailableError } from '../../errors/status.js'
 import { decodeRecord, encodeRecord, type TokenRecord } from '../../tokens/record.js'
 import { accountBucket, ALL_BUCKETS } from '../../tokens/token.js'
 import type { RevocationFeed } from '../revocation-feed.js'
@@ -180,7 +180,6 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
     }
     if (epoch !== undefined || ended.length > endedInBucket) await replicated(epochPrefix + accountId, undefined)
   }
-
 
   async function guarded<T> (work: () => Promise<T>): Promise<T> {
     try {

@@ -1,8 +1,9 @@
 import t from 'tap'
-import { httpParserReason, knownParameter, malformedFormReason, validationReason } from '../../src/http/bad-request.js'
+import { knownParameter } from '../../src/errors/reasons.js'
+import { httpParserReason, malformedFormReason, validationReason } from '../../src/http/bad-request.js'
 import { MalformedFormError, parseFormEncoded } from '../../src/http/form-encoding.js'
 
-/* The reasons of a 400 (http/bad-request.ts): they name the service's own parameters only. */
+/* The reasons of a 400 (errors/reasons.ts): they name the service's own parameters only. */
 
 function refusal (text: string): MalformedFormError {
   try {

@@ -9,7 +9,7 @@ import { escapeControlCharacters } from './log-escape.js'
  * (with the child made on first use) took the CPU per request to 0.89-1.03 ×, median 0.93
  * (bench/README.md). The line is the one
  * pino writes for `log.child({ reqId, traceId }).info({ req, route, statusCode, detail, responseTime },
- * 'request completed')` with the same base fields, byte for byte (test/http/access-log.test.ts),
+ * 'request completed')` with the same base fields, byte for byte (test/logging/access-log.test.ts),
  * and goes to the same destination, so it keeps its order among the other lines.
  */
 
@@ -21,7 +21,7 @@ export interface LogBase {
 
 export interface AccessEntry {
   reqId: string
-  /** The request's trace (tracing on: http/trace-id.ts); absent otherwise. */
+  /** The request's trace (tracing on: trace-id.ts); absent otherwise. */
   traceId?: string | undefined
   method: string
   /** Already redacted (redactUrl). */
@@ -29,7 +29,7 @@ export interface AccessEntry {
   remoteAddress: string | undefined
   route: string
   statusCode: number
-  /** A 400's detail (http/bad-request.ts); absent, as pino leaves out an undefined field, otherwise. */
+  /** A 400's detail (errors/reasons.ts); absent, as pino leaves out an undefined field, otherwise. */
   detail?: string | undefined
   /** Milliseconds. */
   responseTime: number

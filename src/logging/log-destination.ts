@@ -80,7 +80,7 @@ function countLines (buffer: Buffer): number {
 export function createBatchedDestination (options: BatchedDestinationOptions = {}): BatchedDestination {
   const fd = options.fd ?? 1
   const base = options.base ?? { pid: process.pid, hostname: '' }
-  const noticeHead = `{"level":40,"time":`
+  const noticeHead = '{"level":40,"time":'
   const noticeTail = `,"pid":${base.pid},"hostname":${jsonText(base.hostname)},"dropped":`
   let maxBuffered = options.maxBufferedBytes ?? DEFAULT_LOG_BUFFER_BYTES
 

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url'
 import type { Bindings, ChildLoggerOptions } from 'pino'
 import type { Config } from '../config.js'
 import { accessLineWriter, logsInfo, RequestLogger, type AccessLineWriter, type LogBase } from './access-log.js'
-import { badRequestDetail } from './errors.js'
+import { badRequestDetail } from '../http/errors.js'
 import { batchedStdout } from './log-destination.js'
 import { redactUrl } from './redact.js'
 import { refusalOf } from './refusal-log.js'
@@ -19,7 +19,7 @@ export type RequestObserver = (route: string, method: string, status: number, se
  * route, status, latency. (Fastify's default is two lines.) A route's own log level
  * applies, so health checks and /metrics stay out of the access log. With `writeLine`
  * (the service's own logger and destination) the line is written by hand
- * (http/access-log.ts); with a logger of the caller's, through it.
+ * (access-log.ts); with a logger of the caller's, through it.
  *
  * Every request is also counted here, whatever its log level: Fastify calls this once per
  * finished response (an app always has a logger, silent at the least), so the request
@@ -40,7 +40,7 @@ class OneLinePerRequest extends LogController {
     this.observe(route, request.method, reply.statusCode, responseTime / 1000)
     if (error === null || error === undefined) {
       const statusCode = reply.statusCode
-      // A 400 says its detail; a refusal whose answer says nothing may still tell the log why (http/refusal-log.ts).
+      // A 400 says its detail; a refusal whose answer says nothing may still tell the log why (refusal-log.ts).
       const detail = (statusCode === 400 ? badRequestDetail(request) : undefined) ?? refusalOf(request)
       if (this.writeLine === undefined) {
         reply.log.info({ req: request, route, statusCode, detail, responseTime, traceId: traceIdOf(request) }, 'request completed')

@@ -2,10 +2,10 @@ import t, { type Test } from 'tap'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
-import { LOG_EXIT_FLUSH_MS, LOG_FLUSH_BYTES } from '../../src/http/log-destination.js'
+import { LOG_EXIT_FLUSH_MS, LOG_FLUSH_BYTES } from '../../src/logging/log-destination.js'
 import { fifoReader } from '../support/fifo-reader.js'
 
-const MODULE = fileURLToPath(new URL('../../dist/http/log-destination.js', import.meta.url))
+const MODULE = fileURLToPath(new URL('../../dist/logging/log-destination.js', import.meta.url))
 
 interface Run {
   /** What the reader received. */
@@ -88,7 +88,7 @@ next()`)
 
 t.test('a lone line is written without waiting for more', async (t) => {
   // Written within LOG_FLUSH_MS: before anything the process writes 100 ms later, not at exit.
-  const { stdout } = await run(t, `log.write('alone\\n')\nsetTimeout(() => { process.stdout.write('later\\n') }, 100)`)
+  const { stdout } = await run(t, 'log.write(\'alone\\n\')\nsetTimeout(() => { process.stdout.write(\'later\\n\') }, 100)')
   t.equal(stdout, 'alone\nlater\n')
 })
 
@@ -118,7 +118,7 @@ t.test('buffered lines are written when the process exits, also after an uncaugh
 })
 
 /** Line `i` of the drained-pipe test: 10 to 2,000 characters, some of two, three and four bytes. */
-const lineText = `const text = (i) => [...('seq ' + i + ' ' + 'aé€😀'.repeat(1 + (i * 7919) % 400))].slice(0, 10 + (i * 104729) % 1990).join('')`
+const lineText = 'const text = (i) => [...(\'seq \' + i + \' \' + \'aé€😀\'.repeat(1 + (i * 7919) % 400))].slice(0, 10 + (i * 104729) % 1990).join(\'\')'
 
 t.test('a reader that drains the pipe gets every line, whole and in order, though the pipe is often full', async (t) => {
   // 4,000 lines (about 4 MB with the multi-byte characters) in bursts of 200 a turn: far more than

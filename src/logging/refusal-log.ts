@@ -1,4 +1,4 @@
-import type { Reason } from './bad-request.js'
+import type { Reason } from '../errors/reasons.js'
 
 /**
  * Why a request was refused, for its access-log line only: a 403 or 401 answer says nothing

@@ -1,7 +1,7 @@
 import t from 'tap'
 import type { FastifyBaseLogger } from 'fastify'
 import { pino, type Bindings, type ChildLoggerOptions } from 'pino'
-import { accessLineWriter, jsonText, logsInfo, RequestLogger, type AccessEntry, type LogBase } from '../../src/http/access-log.js'
+import { accessLineWriter, jsonText, logsInfo, RequestLogger, type AccessEntry, type LogBase } from '../../src/logging/access-log.js'
 
 /** Lines written to it, one string per write. */
 function capture (): { writes: string[], write: (line: string) => void } {

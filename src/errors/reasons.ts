@@ -1,0 +1,108 @@
+/**
+ * Why a request is a 400: the `detail` of its answer and of its access-log line. A reason
+ * names one of the service's own parameters and what is wrong with it, never a value the
+ * caller sent: the detail goes back to whoever sent the request and into the log, and a
+ * value sent may be a password or a token. Reasons are made only here, from fixed words
+ * and the names below, so the details the service can give are a closed set.
+ */
+declare const reasonBrand: unique symbol
+export type Reason = string & { readonly [reasonBrand]: true }
+
+const reason = (text: string): Reason => text as Reason
+
+/** The parameters a reason may name: the service's own, never a name the caller made up. */
+export const PARAMETERS = ['username', 'password', 'token', 'format', 'jsonpFunction', 'jsopFunction', 'jsonpFormat', 'callback', 'current_password', 'new_password'] as const
+export type Parameter = typeof PARAMETERS[number]
+
+/** The admin API's parameters (admin/schemas.ts): its reasons may name these. */
+export const ADMIN_PARAMETERS = ['username', 'password', 'federated', 'disabled', 'limit', 'cursor', 'user', 'since', 'event', 'id'] as const
+export type AdminParameter = typeof ADMIN_PARAMETERS[number]
+
+const KNOWN: ReadonlySet<string> = new Set(PARAMETERS)
+
+/** `name` as a parameter a reason may name, or undefined when it is not one of ours. */
+export function knownParameter (name: string | undefined): Parameter | undefined {
+  return name !== undefined && KNOWN.has(name) ? name as Parameter : undefined
+}
+
+/**
+ * The longest value each parameter takes, in the unit the limit is kept in (README, Answers);
+ * a username counts code points and a password bytes, after NFC (credentials.ts).
+ */
+export const PARAMETER_LIMITS: Readonly<Record<'username' | PasswordParameter | 'token', { max: number, unit: 'characters' | 'bytes' }>> = {
+  username: { max: 256, unit: 'characters' },
+  password: { max: 1024, unit: 'bytes' },
+  // POST /auth/Password's two (issue 21): passwords like any other.
+  current_password: { max: 1024, unit: 'bytes' },
+  new_password: { max: 1024, unit: 'bytes' },
+  token: { max: 2048, unit: 'characters' }
+}
+
+/** The parameters that carry a password. */
+export type PasswordParameter = 'password' | 'current_password' | 'new_password'
+
+export const PADDING: ReadonlySet<Parameter> = new Set(['jsonpFunction', 'jsopFunction', 'jsonpFormat', 'callback'])
+
+/** Where a parameter or a body came from, for reasons that cannot name a parameter. */
+export type Source = 'query string' | 'form body' | 'path'
+
+export const reasons = {
+  required: (parameter: Parameter) => reason(`${parameter} is required`),
+  givenMoreThanOnce: (parameter: Parameter) => reason(`${parameter} given more than once`),
+  notAString: (parameter: Parameter) => reason(`${parameter} must be a string`),
+  empty: (parameter: Parameter) => reason(`${parameter} is empty`),
+  tooLong: (parameter: keyof typeof PARAMETER_LIMITS) => {
+    const { max, unit } = PARAMETER_LIMITS[parameter]
+    return reason(`${parameter} is longer than ${max} ${unit}`)
+  },
+  containsNul: (parameter: Parameter) => reason(`${parameter} contains a NUL character`),
+  formatNotJson: () => reason('format must be json'),
+  paddingNotIdentifier: (parameter: Parameter) => reason(`padding function name in ${parameter} is not a valid identifier`),
+  paddingReserved: (parameter: Parameter) => reason(`padding function name in ${parameter} is a reserved word`),
+  paddingGlobal: (parameter: Parameter) => reason(`padding function name in ${parameter} is a global a page relies on`),
+  paddingNamesDiffer: () => reason('two different padding function names given'),
+  notValid: (parameter: Parameter) => reason(`${parameter} is not valid`),
+  badPercentEncoding: (where: Parameter | Source | 'a parameter name in the query string' | 'a parameter name in the form body') =>
+    reason(`${where} has undecodable percent-encoding`),
+  protoParameter: (source: Source) => reason(`${source} has a __proto__ parameter`),
+  pathSegmentTooLong: (max: number) => reason(`a path segment is longer than ${max} characters`),
+  // secure-json-parse refuses a __proto__ key as it refuses a syntax error (Fastify keeps no cause).
+  bodyNotJson: () => reason('body is not valid JSON, or holds a __proto__ key'),
+  emptyJsonBody: () => reason('body is empty but Content-Type is application/json'),
+  bodyNotObject: () => reason('body must be an object of parameters'),
+  bodyLengthMismatch: () => reason('body length does not match Content-Length'),
+  bodyUnreadable: () => reason('body could not be read'),
+  hostRequired: () => reason('Host header is required'),
+  hostGivenMoreThanOnce: () => reason('Host header given more than once'),
+  contentTypeRequired: () => reason('Content-Type header is required'),
+  httpRequestLine: () => reason('request line is not valid HTTP/1.1'),
+  httpMethod: () => reason('request method is not valid'),
+  httpTarget: () => reason('request target is not valid'),
+  httpVersion: () => reason('HTTP version is not valid'),
+  httpHeader: () => reason('a header line is not valid'),
+  httpContentLength: () => reason('Content-Length is not valid'),
+  httpTransferEncoding: () => reason('Transfer-Encoding is not valid, or given with Content-Length'),
+  httpChunk: () => reason('a chunk of the body is not valid'),
+  httpOther: () => reason('request is not valid HTTP/1.1'),
+  requestNotValid: () => reason('request is not valid'),
+  crossSiteRequest: () => reason('cross-site request'),
+  passwordTooShort: (min: number, parameter: PasswordParameter = 'password') => reason(`${parameter} is shorter than ${min} characters`),
+  passwordCommon: (parameter: PasswordParameter = 'password') => reason(`${parameter} is on a list of common and breached passwords`),
+  passwordHasUsername: (parameter: PasswordParameter = 'password') => reason(`${parameter} contains the username`),
+  federatedPassword: () => reason('the directory owns this account\'s password'),
+  unknownSession: () => reason('no such session of this account'),
+  usernameRefusedCharacter: () => reason('username holds a space, control, invisible or unassigned character'),
+  usernameCompatibilityCharacter: () => reason('username holds a compatibility character (a ligature, or a circled, superscript or styled letter)'),
+  authorizationNotBearer: () => reason('Authorization header is not a valid Bearer credential'),
+  // The admin API's (admin/): its own parameters, and what its 401 and 404 say.
+  adminParameterNotValid: (parameter: AdminParameter) => reason(`${parameter} is not valid`),
+  adminParameterRequired: (parameter: AdminParameter) => reason(`${parameter} is required`),
+  adminKeyRequired: () => reason('Authorization: Bearer with the admin key is required'),
+  adminKeyWrong: () => reason('the admin key is not valid'),
+  unknownAccount: () => reason('no such account'),
+  noSuchSession: () => reason('no such session'),
+  usernameTaken: () => reason('username is taken'),
+  // Log-only reasons of refusals whose answer carries no detail (a 403 or 401 is byte-identical).
+  cookieGivenMoreThanOnce: () => reason('AuthToken1 cookie given more than once'),
+  originalUriNotTrusted: () => reason('X-Forwarded-Uri or X-Original-URI sent by an untrusted client, ignored')
+} as const
