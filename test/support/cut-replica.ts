@@ -35,6 +35,11 @@ export interface CutReplicaOutcome {
   back: number
   /** Milliseconds from the failover's start until the service answered again. */
   recoveredMs: number
+  /** Mean milliseconds of a Logout with the replica healthy, and of one under the cut. */
+  healthyLogoutMs: number
+  cutLogoutMs: number
+  /** A Logout on the promoted replica, whose meant replica (the dead master) is gone. */
+  afterFailover: number
 }
 
 async function login (app: FastifyInstance, username: string): Promise<string> {
@@ -81,16 +86,20 @@ export async function runCutReplica (t: Test, setup: CutReplicaSetup): Promise<C
   }
 
   const healthyStatuses: number[] = []
+  let began = performance.now()
   for (const token of healthy) healthyStatuses.push((await logout(token)).status)
+  const healthyLogoutMs = (performance.now() - began) / healthy.length
 
   await setup.cut()
   const cutStatuses: number[] = []
   const retryAfter: Array<string | undefined> = []
+  began = performance.now()
   for (const token of underCut) {
     const { status, retryAfter: after } = await logout(token)
     cutStatuses.push(status)
     if (status === 503) retryAfter.push(after)
   }
+  const cutLogoutMs = (performance.now() - began) / underCut.length
   const revokeAll = await statusOf(async () => await accounts.revokeSessions(revoked))
   if (revokeAll === 200) acknowledged.push(...revokedTokens)
   const disable = await statusOf(async () => await accounts.setDisabled(disabled, true))
@@ -109,7 +118,8 @@ export async function runCutReplica (t: Test, setup: CutReplicaSetup): Promise<C
     if (status === 200) back++
     else if (status !== 403) t.fail(`Authenticate answered ${status} after the failover`)
   }
-  return { healthyStatuses, cutStatuses, retryAfter, revokeAll, disable, acknowledged: acknowledged.length, back, recoveredMs }
+  const afterFailover = (await logout(await login(app, loggingOut[0] ?? ''))).status
+  return { healthyStatuses, cutStatuses, retryAfter, revokeAll, disable, acknowledged: acknowledged.length, back, recoveredMs, healthyLogoutMs, cutLogoutMs, afterFailover }
 }
 
 /** The assertions both topologies share. */
@@ -120,5 +130,7 @@ export function checkCutReplica (t: Test, outcome: CutReplicaOutcome): void {
   t.equal(outcome.revokeAll, 503, 'a revoke-all under the cut answers 503')
   t.equal(outcome.disable, 503, 'a disable under the cut answers 503')
   t.equal(outcome.back, 0, `none of the ${outcome.acknowledged} tokens whose revocation was acknowledged authenticates after the failover`)
-  t.comment(`failover: service answering again ${outcome.recoveredMs.toFixed(0)} ms after the master was killed; ${outcome.acknowledged} acknowledged revocations, ${outcome.back} back`)
+  t.comment(`failover: service answering again ${outcome.recoveredMs.toFixed(0)} ms after the master was killed; ${outcome.acknowledged} acknowledged revocations, ${outcome.back} back; ` +
+    `Logout ${outcome.healthyLogoutMs.toFixed(1)} ms with the replica healthy, ${outcome.cutLogoutMs.toFixed(1)} ms (503) under the cut; ` +
+    `a Logout on the promoted replica, its old master dead: ${outcome.afterFailover} (503 until that node rejoins or is forgotten)`)
 }
