@@ -20,9 +20,11 @@ import type { RedisClient } from './client.js'
  * a number set explicitly is required of every master as it is.
  *
  * Cost on the healthy path: none beyond the WAIT the revocation already did. The topology is
- * cached: relearned in the background by a revocation that finds it older than `refreshMs`,
- * and before the next one when nodes came or went (the cluster client's +node/-node) or a WAIT
- * fell short (a topology that may have changed).
+ * learned when the client is ready, then cached: relearned in the background by a revocation
+ * that finds it older than `refreshMs`, and at once when nodes come or go (the cluster client's
+ * +node/-node) or a WAIT fell short (a topology that may have changed). A replica added since
+ * is covered meanwhile by the connected count; only one added and cut off within `refreshMs`
+ * of the last view could be missed.
  */
 
 /** A number of acknowledgements every master must give, or 'auto': from the topology. */
@@ -104,12 +106,14 @@ function cached<T> (learn: () => Promise<T>, refreshMs: number): { get (): Promi
   }
   return {
     async get () {
-      // Never known (or marked stale): wait for it; an answer that cannot be had is a 503, not a guess.
-      if (known === undefined || learnedAt === 0) return await relearn()
+      // Never known: wait for it (an answer that cannot be had is a 503, not a guess). Known:
+      // never wait for a relearn, which may be asking the very node that stalls (a revocation
+      // would wait out its timeout for a view that a connected replica covers anyway).
+      if (known === undefined) return await relearn()
       if (Date.now() - learnedAt > refreshMs) relearn().catch(() => {})
       return known
     },
-    stale () { learnedAt = 0 }
+    stale () { relearn().catch(() => {}) }
   }
 }
 
@@ -159,22 +163,26 @@ export function createReplicaAcks (redis: RedisClient, setting: MinReplicaAcks, 
     const onChange = (): void => { slots.stale() }
     redis.on('+node', onChange)
     redis.on('-node', onChange)
+    redis.on('ready', onChange)
     return {
       required: async (key, connected) => Math.max(Math.min(1, (await slots.get())[keySlot(key)] ?? 0), connectedRule(connected)),
       stale: () => { slots.stale() },
       close () {
         redis.off('+node', onChange)
         redis.off('-node', onChange)
+        redis.off('ready', onChange)
       }
     }
   }
   if ((redis.options.sentinels?.length ?? 0) > 0) {
     const timeoutMs = options.commandTimeoutMs ?? 500
     const replicas = cached(async () => await sentinelReplicas(redis, timeoutMs), refreshMs)
+    const onReady = (): void => { replicas.stale() }
+    redis.on('ready', onReady)
     return {
       required: async (_key, connected) => Math.max(Math.min(1, await replicas.get()), connectedRule(connected)),
       stale: () => { replicas.stale() },
-      close () {}
+      close () { redis.off('ready', onReady) }
     }
   }
   // A plain URL: only the replicas linked now can be known (README: set the number when the master has any).
