@@ -45,7 +45,8 @@ export async function startSentinelSet (scope: Scope): Promise<SentinelSet> {
       `sentinel failover-timeout ${NAME} 10000`,
       ''
     ].join('\n'))
-    startChild(scope, 'redis-sentinel', [conf])
+    // redis-server in sentinel mode: the same binary as every other server here (Debian's redis-sentinel is a link to it).
+    startChild(scope, 'redis-server', [conf, '--sentinel'])
   }
   const cli = async (port: number, ...args: string[]): Promise<string> =>
     (await run('redis-cli', ['-p', String(port), ...args], { timeout: 10_000 }).catch(() => ({ stdout: '' }))).stdout.trim()
