@@ -72,8 +72,8 @@ export async function runCutReplica (t: Test, setup: CutReplicaSetup): Promise<C
   const healthy: string[] = []
   const underCut: string[] = []
   for (const username of loggingOut) {
-    healthy.push(...await tokensOf(username, 2))
-    underCut.push(...await tokensOf(username, 2))
+    healthy.push(...await tokensOf(username, 5))
+    underCut.push(...await tokensOf(username, 3))
   }
   const revokedTokens = await tokensOf(revoked, 3)
   const disabledTokens = await tokensOf(disabled, 3)
