@@ -20,11 +20,11 @@ import type { RedisClient } from './client.js'
  * a number set explicitly is required of every master as it is.
  *
  * Cost on the healthy path: none beyond the WAIT the revocation already did. The topology is
- * learned when the client is ready, then cached: relearned in the background by a revocation
- * that finds it older than `refreshMs`, and at once when nodes come or go (the cluster client's
- * +node/-node) or a WAIT fell short (a topology that may have changed). A replica added since
- * is covered meanwhile by the connected count; only one added and cut off within `refreshMs`
- * of the last view could be missed.
+ * learned by the first revocation, then cached: relearned in the background by a revocation
+ * that finds it older than `refreshMs`, or marked stale since nodes came or went (the cluster
+ * client's +node/-node) or a WAIT fell short (a topology that may have changed). A replica
+ * added since is covered meanwhile by the connected count; only one added and cut off within
+ * `refreshMs` of the last view could be missed.
  */
 
 /** A number of acknowledgements every master must give, or 'auto': from the topology. */
@@ -113,7 +113,9 @@ function cached<T> (learn: () => Promise<T>, refreshMs: number): { get (): Promi
       if (Date.now() - learnedAt > refreshMs) relearn().catch(() => {})
       return known
     },
-    stale () { relearn().catch(() => {}) }
+    // Only marked: the next revocation (which the client served, so it is connected) relearns.
+    // A command sent from the client's own events, while it connects, stalled its connecting.
+    stale () { learnedAt = 0 }
   }
 }
 
@@ -163,26 +165,22 @@ export function createReplicaAcks (redis: RedisClient, setting: MinReplicaAcks, 
     const onChange = (): void => { slots.stale() }
     redis.on('+node', onChange)
     redis.on('-node', onChange)
-    redis.on('ready', onChange)
     return {
       required: async (key, connected) => Math.max(Math.min(1, (await slots.get())[keySlot(key)] ?? 0), connectedRule(connected)),
       stale: () => { slots.stale() },
       close () {
         redis.off('+node', onChange)
         redis.off('-node', onChange)
-        redis.off('ready', onChange)
       }
     }
   }
   if ((redis.options.sentinels?.length ?? 0) > 0) {
     const timeoutMs = options.commandTimeoutMs ?? 500
     const replicas = cached(async () => await sentinelReplicas(redis, timeoutMs), refreshMs)
-    const onReady = (): void => { replicas.stale() }
-    redis.on('ready', onReady)
     return {
       required: async (_key, connected) => Math.max(Math.min(1, await replicas.get()), connectedRule(connected)),
       stale: () => { replicas.stale() },
-      close () { redis.off('ready', onReady) }
+      close () {}
     }
   }
   // A plain URL: only the replicas linked now can be known (README: set the number when the master has any).
