@@ -6,6 +6,7 @@ import { createInProcessOperations } from './adapters/in-process.js'
 import { adminRoute } from './admin-route.js'
 import { runAccountCommand } from './commands.js'
 import { describe, EXIT, Failure } from './exit-codes.js'
+import { databaseUsed, requireEmbeddedDatabase } from './database-used.js'
 import { runMigrate } from './migrate.js'
 import { parseCommandLine, USAGE } from './parse.js'
 
@@ -36,6 +37,8 @@ async function run (argv: string[]): Promise<number> {
       // A running service is asked through its admin API; else this process opens the database.
       const route = await adminRoute(config)
       if (route !== undefined && 'problem' in route) throw new Failure(route.problem)
+      if (route === undefined) requireEmbeddedDatabase(config)
+      if (invocation.verbose === true) process.stderr.write(`auth-token-service: using ${databaseUsed(config, route)}\n`)
       const operations = route === undefined ? createInProcessOperations(config, invocation.command) : createAdminApiOperations(route)
       return await runAccountCommand(operations, invocation)
     }

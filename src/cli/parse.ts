@@ -18,6 +18,9 @@ commands:
   sessions revoke <username>          end all active tokens of the account
   events [--user NAME] [--since ISO]  print the audit events, oldest first
 
+options:
+  --verbose, -v                       say (on stderr) which database or running service was used
+
 Account and session commands go through the admin API of a running service when
 AUTH_ADMIN_URL (with AUTH_ADMIN_KEY or AUTH_ADMIN_KEY_FILE) is set, or when the service
 holding the embedded data directory runs; otherwise they open the database themselves.
@@ -36,11 +39,15 @@ export type AccountInvocation =
   | { command: 'user passwd', username: string }
   | { command: 'user disable' | 'user enable' | 'user unlock' | 'user delete' | 'sessions revoke' | 'sessions list', username: string }
 
-export type Invocation =
+export type Invocation = (
   | { command: 'help' }
   | { command: 'serve' }
   | { command: 'migrate' }
   | AccountInvocation
+) & {
+  /** --verbose: say on stderr which database (or which running service) the command used. */
+  verbose?: true
+}
 
 function oneName (positionals: string[], command: string): string {
   if (positionals.length !== 1 || positionals[0] === undefined) throw new UsageError(`${command} takes exactly one <username>`)
@@ -61,10 +68,18 @@ export function parseCommandLine (argv: string[]): Invocation {
       federated: { type: 'boolean' },
       user: { type: 'string' },
       since: { type: 'string' },
-      help: { type: 'boolean', short: 'h' }
+      help: { type: 'boolean', short: 'h' },
+      verbose: { type: 'boolean', short: 'v' }
     }
   })
   if (values.help === true) return { command: 'help' }
+  const invocation = parseCommand(values, positionals)
+  return values.verbose === true ? { ...invocation, verbose: true } : invocation
+}
+
+interface Options { federated?: boolean, user?: string, since?: string }
+
+function parseCommand (values: Options, positionals: string[]): Invocation {
   const [command, sub, ...rest] = positionals
   if (command === undefined) throw new UsageError('a command is required')
   if (values.federated === true && !(command === 'user' && sub === 'add')) throw new UsageError('--federated belongs to `user add`')
