@@ -27,8 +27,9 @@ async function buildRecording (t: Test): Promise<{ testApp: TestApp, routes: Reg
   }
   diagnostics.subscribe('fastify.initialization', onInit)
   try {
-    // With an introspection client, so that endpoint is on (off, every method of it is a 404).
-    return { testApp: await buildTestApp(t, 'real', { introspectionClients: [{ id: 'docs', secret: '0123456789abcdef' }] }), routes }
+    // With an introspection client, so that endpoint is on (off, every method of it is a 404), and
+    // with the internal surfaces on the public port as AUTH_PUBLIC_INTERNALS=true serves them.
+    return { testApp: await buildTestApp(t, 'real', { publicInternals: true, introspectionClients: [{ id: 'docs', secret: '0123456789abcdef' }] }), routes }
   } finally {
     diagnostics.unsubscribe('fastify.initialization', onInit)
   }
