@@ -76,6 +76,7 @@ function queryToken (uri: string): Presented {
 }
 
 const AMBIGUOUS_QUERY = new TokenRefusal('malformed-parameter', reasons.givenMoreThanOnce('token'))
+const ORIGINAL_URIS_DIFFER = new TokenRefusal('malformed-parameter', reasons.originalUrisDiffer())
 
 function header (request: FastifyRequest, name: OriginalUriHeader): string | undefined {
   const value = request.headers[name]
@@ -89,6 +90,7 @@ export function userHeaderValue (username: string): string {
 
 export const verifyRoutes: FastifyPluginAsyncTypebox<VerifyRoutesOptions> = async (app, { auth, trustProxy, originalUriHeader = 'x-forwarded-uri' }) => {
   const trusted = callerTrusted(trustProxy)
+  const otherHeader: OriginalUriHeader = originalUriHeader === 'x-forwarded-uri' ? 'x-original-uri' : 'x-forwarded-uri'
 
   /**
    * Bearer, then the cookie, then the `token` query parameter of the original URL: the one
@@ -104,10 +106,13 @@ export const verifyRoutes: FastifyPluginAsyncTypebox<VerifyRoutesOptions> = asyn
     if (found === undefined) {
       const forwarded = header(request, originalUriHeader)
       if (forwarded !== undefined && trusted(request.socket.remoteAddress)) {
-        found = queryToken(forwarded)
+        // The other name is never read, but one that differs beside it is a sign: a gateway
+        // file of before (nginx setting X-Original-URI) passing a client's X-Forwarded-Uri on.
+        const other = header(request, otherHeader)
+        found = other !== undefined && other !== forwarded ? ORIGINAL_URIS_DIFFER : queryToken(forwarded)
       } else {
         found = queryToken(request.url)
-        if (found === undefined && forwarded !== undefined) noteRefusal(request, reasons.originalUriNotTrusted())
+        if (found === undefined && (forwarded ?? header(request, otherHeader)) !== undefined) noteRefusal(request, reasons.originalUriNotTrusted())
       }
     }
     if (found instanceof TokenRefusal) {

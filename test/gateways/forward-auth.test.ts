@@ -169,6 +169,19 @@ t.test('nginx (auth_request, deploy/nginx-forward-auth.conf)', async (t) => {
   await exercise(t, gateway, upstream)
 })
 
+t.test('Caddy, the service trusting no proxy: a query token still works (forward_auth keeps the query), a client\'s X-Forwarded-Uri never does', async (t) => {
+  const untrusting = await buildTestApp(t, 'real', {}, { redis: { kind: 'single', url: redis.url } })
+  await untrusting.addUser('bob', 'pw')
+  const login = await untrusting.app.inject({ method: 'POST', url: '/auth/Login', headers: FORM, payload: form({ username: 'bob', password: 'pw' }) })
+  const token = login.json<LoginSuccess>().token
+  const upstream = await startEchoUpstream(t)
+  const gateway = await startCaddy(t, await untrusting.app.listen({ port: 0, host: '127.0.0.1' }), upstream)
+  const passed = await get(gateway, `/orders?page=2&token=${token}`)
+  t.equal(passed.status, 200, 'a ?token= passes without AUTH_TRUST_PROXY')
+  t.equal(passed.echo?.headers['x-auth-user'], 'bob', 'with the identity')
+  t.equal((await get(gateway, '/orders?token=garbage', { 'X-Forwarded-Uri': `/?token=${token}` })).status, 401, '?token=garbage, a client\'s X-Forwarded-Uri with a valid one: 401')
+})
+
 t.test('Caddy (forward_auth, deploy/Caddyfile)', async (t) => {
   const upstream = await startEchoUpstream(t)
   const gateway = await startCaddy(t, serviceOrigin, upstream)

@@ -191,6 +191,21 @@ t.test('INTERNAL_HOSTNAMES adds names; a wildcard binding answers its interfaces
   t.equal((await hostProbe(port, '/metrics', '203.0.113.9')).status, 421, 'an address of no interface here')
 })
 
+t.test('no AUTH_REVOCATIONS_KEY: the feed answers on a loopback-only internal listener, never on a wider one (issue 30 §4)', async (t) => {
+  for (const [internalHost, expected] of [['127.0.0.1', 200], ['0.0.0.0', 404], ['::', 404]] as const) {
+    const { app, config } = await buildTestApp(t, 'embedded', { internalHost })
+    await app.ready()
+    const internal = await buildInternalApp(app, config)
+    await internal.listen({ host: '127.0.0.1', port: 0 })
+    t.teardown(async () => { await internal.close() })
+    const { port } = internal.server.address() as AddressInfo
+    const probe = subscribe(port, {})
+    const head = await probe.head
+    probe.socket.destroy()
+    t.match(head, new RegExp(`^HTTP/1\\.1 ${expected} `), `INTERNAL_HOST=${internalHost}: ${expected}`)
+  }
+})
+
 t.test('every answer of the internal listener carries Cache-Control: no-store', async (t) => {
   const { port } = await internalListener(t)
   for (const path of ['/metrics', '/openapi.json', '/docs', '/docs/', '/docs/static/swagger-ui.css', '/nowhere', '/admin/users', '/auth/revocations']) {

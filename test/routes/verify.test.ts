@@ -130,6 +130,11 @@ t.test('X-Forwarded-Uri and X-Original-URI only from a trusted proxy', async (t)
     assertRefused(t, await service.inject({ method: 'GET', url: '/auth/verify', headers: { [other]: `/?token=${token}` } }), `believing ${name}: a lone ${other} is not believed`)
     assertRefused(t, await service.inject({ method: 'GET', url: '/auth/verify', headers: { [name]: '/?token=garbage', [other]: `/?token=${token}` } }),
       `believing ${name}: a ${other} beside it does not win`)
+    // A gateway file of before set the other name and passed a client's of this one on: two that differ are no token.
+    assertRefused(t, await service.inject({ method: 'GET', url: '/auth/verify', headers: { [name]: `/?token=${token}`, [other]: '/orders?token=garbage' } }),
+      `believing ${name}: a different ${other} beside it makes the query token ambiguous`)
+    const same = await service.inject({ method: 'GET', url: '/auth/verify', headers: { [name]: `/o?token=${token}`, [other]: `/o?token=${token}` } })
+    t.equal(same.statusCode, 200, `believing ${name}: the same URI under both names passes`)
   }
   assertRefused(t, await trusting.app.inject({ method: 'GET', url: '/auth/verify', headers: { 'x-forwarded-uri': '/a?token=%zz' } }), 'an undecodable original query: no token')
   const elsewhere = await trusting.app.inject({ method: 'GET', url: '/auth/verify', remoteAddress: '10.9.8.7', headers: { 'x-forwarded-uri': `/orders?token=${theirs}` } })
