@@ -316,7 +316,7 @@ t.test('/docs answers the interactive reference as HTML, with its assets', async
 })
 
 t.test('the document lists what the configuration serves: no introspection when it is off', async (t) => {
-  const { app: off } = await buildTestApp(t, 'embedded', { introspectionClients: [] })
+  const { app: off } = await buildTestApp(t, 'embedded', { publicInternals: true, introspectionClients: [] })
   const paths = Object.keys((await off.inject({ url: '/openapi.json' })).json<Document>().paths)
   t.notOk(paths.includes('/auth/introspect'), 'off (it answers 404): not listed')
   t.equal((await off.inject({ method: 'POST', url: '/auth/introspect' })).statusCode, 404, 'and it is indeed a 404')
