@@ -106,15 +106,15 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   await app.register(logoutRoutes, { auth, config })
   await app.register(sessionRoutes, { auth, sessions, config })
   await app.register(passwordRoutes, { auth })
-  await app.register(verifyRoutes, { auth, trustProxy: config.trustProxy })
+  await app.register(verifyRoutes, { auth, trustProxy: config.trustProxy, originalUriHeader: config.originalUriHeader })
   await app.register(introspectRoutes, { auth, config })
-  // Outside production the public port keeps the internal surfaces too (a first run); never in production.
+  // The public port serves the internal surfaces only when AUTH_PUBLIC_INTERNALS asks for it.
   const internals = publicServesInternals(config)
   if (internals) {
     await app.register(revocationRoutes, {
       revocations: backends.revocations,
       key: config.revocationsKey,
-      open: revocationsOpen(config),
+      open: revocationsOpen(config, config.host),
       maxSubscribers: config.revocationsMaxSubscribers
     })
   }

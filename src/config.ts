@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs'
+import { isIP } from 'node:net'
 import { availableParallelism } from 'node:os'
 import type { Argon2Policy, HashingLimits } from './passwords/hasher.js'
 import { DEFAULT_KEY_PREFIX } from './stores/key-prefix.js'
@@ -18,6 +19,7 @@ export type TrustProxy = boolean | number | string[]
 export interface Config {
   host: string
   port: number
+  /** NODE_ENV: only how logs look at a terminal (logging.ts); it decides nothing about security (issue 30 §4). */
   nodeEnv: string
   logLevel: string
   /** Log text held while stdout takes none (its reader slow or stopped); past it lines are dropped and counted. */
@@ -58,11 +60,29 @@ export interface Config {
   auditBufferSize: number
   /**
    * The internal listener (INTERNAL_HOST, INTERNAL_PORT; METRICS_PORT is its deprecated name):
-   * /metrics, /docs, /openapi.json and /auth/revocations. With NODE_ENV=production the public
-   * port serves none of them.
+   * /metrics, /docs, /openapi.json and /auth/revocations. The public port serves none of them
+   * unless publicInternals asks for it (issue 30 §4).
    */
   internalHost: string
   internalPort: number
+  /**
+   * Host names the internal listener answers besides its bound address, localhost and the
+   * loopback addresses (INTERNAL_HOSTNAMES, e.g. a compose service name); any other Host is a
+   * 421 (DNS rebinding, issue 30 §5).
+   */
+  internalHostnames: string[]
+  /**
+   * The public port serves /metrics, /docs, /openapi.json and the revocation feed too
+   * (AUTH_PUBLIC_INTERNALS=true; default false, whatever NODE_ENV says). The feed still needs
+   * its key there unless the port is bound to the loopback only.
+   */
+  publicInternals: boolean
+  /**
+   * The one header /auth/verify reads the original URI from, when a proxy AUTH_TRUST_PROXY
+   * trusts sends it (AUTH_ORIGINAL_URI_HEADER: x-forwarded-uri, the default, as Caddy, Traefik
+   * and the shipped nginx file set it; or x-original-uri). The other is never believed.
+   */
+  originalUriHeader: OriginalUriHeader
   /** Bearer key a revocation-feed subscriber must send (AUTH_REVOCATIONS_KEY); undefined: see revocationsOpen. */
   revocationsKey: string | undefined
   /**
@@ -94,6 +114,9 @@ export interface Config {
   /** Who may call POST /auth/introspect (HTTP Basic); empty: the endpoint is off (404). */
   introspectionClients: readonly IntrospectionClient[]
 }
+
+export const ORIGINAL_URI_HEADERS = ['x-forwarded-uri', 'x-original-uri'] as const
+export type OriginalUriHeader = typeof ORIGINAL_URI_HEADERS[number]
 
 /** One AUTH_INTROSPECTION_CLIENTS entry: a client id and its secret. */
 export interface IntrospectionClient {
@@ -263,6 +286,26 @@ function origins (env: Env, name: string): string[] {
   })
 }
 
+/** INTERNAL_HOSTNAMES: host names (or address literals) as a client sends them in Host, without a port. */
+function hostnames (env: Env, name: string): string[] {
+  const raw = present(env, name)
+  if (raw === undefined) return []
+  return raw.split(',').map((entry) => entry.trim().toLowerCase()).filter((entry) => entry !== '').map((entry) => {
+    const bare = entry.startsWith('[') && entry.endsWith(']') ? entry.slice(1, -1) : entry
+    if (!/^[a-z0-9.-]+$/.test(bare) && isIP(bare) !== 6) {
+      throw new ConfigError(name, `expected host names such as auth-internal or auth.internal.example (no scheme, no port), got "${entry}"`)
+    }
+    return bare
+  })
+}
+
+function originalUriHeader (env: Env): OriginalUriHeader {
+  const raw = present(env, 'AUTH_ORIGINAL_URI_HEADER')?.toLowerCase() ?? 'x-forwarded-uri'
+  const header = ORIGINAL_URI_HEADERS.find((name) => name === raw)
+  if (header === undefined) throw new ConfigError('AUTH_ORIGINAL_URI_HEADER', `expected X-Forwarded-Uri or X-Original-URI, got "${raw}"`)
+  return header
+}
+
 /** The revocation feed's subscriber key: long enough that guessing it is hopeless. */
 function revocationsKey (env: Env): string | undefined {
   const key = present(env, 'AUTH_REVOCATIONS_KEY')
@@ -352,7 +395,9 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     tokenTtlSeconds: integer(env, 'AUTH_TOKEN_TTL_SECONDS', 43200, 1, 365 * DAY),
     federatedTokenTtlSeconds: integer(env, 'AUTH_FEDERATED_TOKEN_TTL_SECONDS', 86400, 1, 365 * DAY),
     denyTtlSeconds: integer(env, 'AUTH_DENY_TTL_SECONDS', 300, 1, DAY),
-    cookieSecure: boolean(env, 'AUTH_COOKIE_SECURE', nodeEnv === 'production'),
+    // Secure whatever NODE_ENV says (issue 30 §4): browsers and curl keep a Secure cookie from
+    // http://localhost too; plain http on another host opts out with AUTH_COOKIE_SECURE=false.
+    cookieSecure: boolean(env, 'AUTH_COOKIE_SECURE', true),
     cookieDomain: present(env, 'AUTH_COOKIE_DOMAIN'),
     bootstrapUsername,
     bootstrapPassword,
@@ -392,6 +437,9 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     auditBufferSize: integer(env, 'AUTH_AUDIT_BUFFER', 10_000, 1, 1_000_000),
     internalHost: present(env, 'INTERNAL_HOST') ?? '127.0.0.1',
     internalPort: integer(env, 'INTERNAL_PORT', present(env, 'METRICS_PORT') === undefined ? 3001 : integer(env, 'METRICS_PORT', 3001, 0, 65535), 0, 65535),
+    internalHostnames: hostnames(env, 'INTERNAL_HOSTNAMES'),
+    publicInternals: boolean(env, 'AUTH_PUBLIC_INTERNALS', false),
+    originalUriHeader: originalUriHeader(env),
     revocationsKey: revocationsKey(env),
     adminKey: adminKey(env),
     adminUrl: url(env, 'AUTH_ADMIN_URL', ['http:', 'https:']),

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { buildApp } from './app.js'
 import { startInternalListener } from './internal-listener.js'
+import { revocationsOpen } from './internal-surfaces.js'
 import { ConfigError, type Config } from './config.js'
 import type { EnsureResult } from './accounts.js'
 import { StatusError } from './errors/status.js'
@@ -57,8 +58,11 @@ export async function startServer (config: Config, options: ServerOptions = {}):
   const app = await buildApp(config)
   let internal: FastifyInstance | undefined
   for (const warning of config.deprecated) app.log.warn(warning)
-  if (config.nodeEnv === 'production' && config.revocationsKey === undefined) {
-    app.log.warn('AUTH_REVOCATIONS_KEY is not set: the revocation feed is off, and guards in HTTP mode run without a cache')
+  if (config.revocationsKey === undefined && !revocationsOpen(config, config.internalHost)) {
+    app.log.warn('AUTH_REVOCATIONS_KEY is not set and INTERNAL_HOST is not the loopback: the revocation feed is off, and guards in HTTP mode run without a cache')
+  }
+  if (config.publicInternals) {
+    app.log.warn('AUTH_PUBLIC_INTERNALS=true: the public port serves /metrics, /docs, /openapi.json and the revocation feed too')
   }
   try {
     await bootstrapAccount(app, config)

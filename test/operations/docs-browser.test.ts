@@ -34,7 +34,9 @@ async function run (t: Test): Promise<void> {
     AUTH_DATA_DIR: await seedMigratedDataDir(await tempDir(t, 'ats-docs-data-')),
     AUTH_BOOTSTRAP_USERNAME: account.username,
     AUTH_BOOTSTRAP_PASSWORD: account.password,
-    LOG_LEVEL: 'warn'
+    LOG_LEVEL: 'warn',
+    // Try it out sends to the page's own origin: the public port, which serves /docs only when asked (issue 30 §4).
+    AUTH_PUBLIC_INTERNALS: 'true'
   })
 
   const context: BrowserContext = await chromium.launchPersistentContext(await tempDir(t, 'ats-docs-chromium-'), {

@@ -134,7 +134,8 @@ t.test('/health/ready: 503 once shutdown begins (draining), with the backends st
 
 t.test('access log: health and metrics are silent; every other request is one JSON line', async (t) => {
   const capture = new LogCapture()
-  const config = testConfig({ logLevel: 'info', redisKeyPrefix: await freshRedisPrefix(t) })
+  // /metrics on the public port, as AUTH_PUBLIC_INTERNALS=true serves it (off by default, issue 30 §4).
+  const config = testConfig({ logLevel: 'info', redisKeyPrefix: await freshRedisPrefix(t), publicInternals: true })
   const app = await appOn(t, config, await liveDatabase(t), await liveRedis(t, config), capture)
   await app.ready()
 

@@ -27,8 +27,9 @@ async function buildRecording (t: Test): Promise<{ testApp: TestApp, routes: Reg
   }
   diagnostics.subscribe('fastify.initialization', onInit)
   try {
-    // With an introspection client, so that endpoint is on (off, every method of it is a 404).
-    return { testApp: await buildTestApp(t, 'real', { introspectionClients: [{ id: 'docs', secret: '0123456789abcdef' }] }), routes }
+    // With an introspection client, so that endpoint is on (off, every method of it is a 404), and
+    // with the internal surfaces on the public port as AUTH_PUBLIC_INTERNALS=true serves them.
+    return { testApp: await buildTestApp(t, 'real', { publicInternals: true, introspectionClients: [{ id: 'docs', secret: '0123456789abcdef' }] }), routes }
   } finally {
     diagnostics.unsubscribe('fastify.initialization', onInit)
   }
@@ -315,7 +316,7 @@ t.test('/docs answers the interactive reference as HTML, with its assets', async
 })
 
 t.test('the document lists what the configuration serves: no introspection when it is off', async (t) => {
-  const { app: off } = await buildTestApp(t, 'embedded', { introspectionClients: [] })
+  const { app: off } = await buildTestApp(t, 'embedded', { publicInternals: true, introspectionClients: [] })
   const paths = Object.keys((await off.inject({ url: '/openapi.json' })).json<Document>().paths)
   t.notOk(paths.includes('/auth/introspect'), 'off (it answers 404): not listed')
   t.equal((await off.inject({ method: 'POST', url: '/auth/introspect' })).statusCode, 404, 'and it is indeed a 404')
