@@ -227,7 +227,7 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
   }
   /** Either refusal: an evicting Redis may drop what revocations rely on; a lossy one may bring ended tokens back. */
   const refusal = (): Error | undefined => evicting ?? lossy
-  const refuseWhileEvicting = (): void => {
+  const refuseWhileUnsafe = (): void => {
     const refused = refusal()
     if (refused !== undefined) throw new UnavailableError('redis', refused)
   }
@@ -258,7 +258,7 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
       }
     },
     issue: async (tokenHash, record, ttlMs, epoch) => await guarded(async () => {
-      refuseWhileEvicting()
+      refuseWhileUnsafe()
       const place = keys.placeOf(tokenHash)
       if (place.bucket !== undefined) return await issueInBucket(place, record, ttlMs, epoch)
       return await commands.atsIssue(tokenPrefix + tokenHash, indexPrefix + record.accountId, epochPrefix + record.accountId, denyKey,
@@ -271,7 +271,7 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
         }
       : finder,
     refresh: async (tokenHash, record, ttlMs, epoch) => await guarded(async () => {
-      refuseWhileEvicting()
+      refuseWhileUnsafe()
       const place = keys.placeOf(tokenHash)
       if (place.bucket !== undefined) {
         const p = place.prefix
@@ -324,7 +324,7 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
         await redis.ping()
         if (requireNoEviction) await checkPolicy()
       })
-      refuseWhileEvicting()
+      refuseWhileUnsafe()
     },
     async close () {
       clearInterval(policyTimer)
