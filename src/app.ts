@@ -15,6 +15,7 @@ import { registerMetricsRoute } from './metrics/route.js'
 import { configuredPasswordPolicy } from './passwords/policy.js'
 import { authenticateRoutes } from './routes/authenticate.js'
 import { healthRoutes } from './routes/health.js'
+import { docsLocation, pointerRoutes } from './routes/pointer.js'
 import { introspectRoutes } from './routes/introspect.js'
 import { loginRoutes } from './routes/login.js'
 import { logoutRoutes } from './routes/logout.js'
@@ -125,6 +126,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     timeoutMs: config.healthTimeoutMs,
     canLose: () => canLose(backends.tokens)
   })
+  await app.register(pointerRoutes, { version: PACKAGE_VERSION, docs: docsLocation(config.internalHost, config.internalPort) })
   if (internals) {
     registerMetricsRoute(app, metrics)
     await registerOpenApiRoutes(app)

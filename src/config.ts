@@ -307,6 +307,14 @@ export function defaultHashConcurrency (cores: number): number {
   return Math.max(1, Math.min(cores - 1, 3))
 }
 
+const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]'])
+
+/** The two listeners would ask for one address: same port (not 0, "any free one") and overlapping hosts. */
+function sharesPort (config: Config): boolean {
+  if (config.port === 0 || config.port !== config.internalPort) return false
+  return config.host === config.internalHost || WILDCARD_HOSTS.has(config.host) || WILDCARD_HOSTS.has(config.internalHost)
+}
+
 export function loadConfig (env: Env = process.env, overrides: Partial<Config> = {}): Config {
   const nodeEnv = present(env, 'NODE_ENV') ?? 'development'
   const bootstrapUsername = present(env, 'AUTH_BOOTSTRAP_USERNAME')
@@ -407,6 +415,9 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
   }
   if (config.shutdownDelayMs >= config.shutdownTimeoutMs) {
     throw new ConfigError('SHUTDOWN_DELAY_MS', `must be shorter than SHUTDOWN_TIMEOUT_MS (${config.shutdownTimeoutMs}), or every shutdown ends killed`)
+  }
+  if (sharesPort(config)) {
+    throw new ConfigError('INTERNAL_PORT', `is ${config.internalPort}, the same as PORT: the internal listener (/metrics, /docs, /admin) needs a port of its own`)
   }
   if (config.redis?.kind === 'cluster' && !/\{[^{}]+\}/.test(config.redisKeyPrefix)) {
     throw new ConfigError('AUTH_REDIS_KEY_PREFIX', 'must hold a hash tag such as {ats} with REDIS_CLUSTER_NODES, so that each script\'s keys share a slot')

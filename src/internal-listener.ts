@@ -6,6 +6,7 @@ import { internalError, notFound, StatusError } from './errors/status.js'
 import { statusErrorForHttp } from './http/status-for-http.js'
 import { registerMetricsRoute } from './metrics/route.js'
 import { revocationRoutes } from './routes/revocations.js'
+import { docsLocation } from './routes/pointer.js'
 import { revocationsOpen } from './internal-surfaces.js'
 import { createAccountAdmin } from './accounts.js'
 import { adminApi, ADMIN_API_ACTOR } from './admin/plugin.js'
@@ -79,7 +80,8 @@ export async function startInternalListener (app: FastifyInstance, config: Confi
   const address = internal.server.address()
   const url = localUrl(address)
   if (localAdminKey !== undefined && url !== null) await writeLocalAdminAccess(config.dataDir, { url, key: localAdminKey })
-  app.log.info({ host: config.internalHost, port: typeof address === 'object' && address !== null ? address.port : config.internalPort },
+  const port = typeof address === 'object' && address !== null ? address.port : config.internalPort
+  app.log.info({ host: config.internalHost, port, docs: docsLocation(config.internalHost, port) },
     `internal listener: /metrics, /docs, /openapi.json, /auth/revocations${config.adminKey !== undefined || localAdminKey !== undefined ? ', /admin' : ''}`)
   return internal
 }

@@ -107,7 +107,10 @@ t.test('a bad value stops the start with one line naming the variable', async (t
     [{ AUTH_MAX_FAILED_LOGINS: '1000' }, 'AUTH_MAX_FAILED_LOGINS'],
     [{ AUTH_TRUST_PROXY: 'everyone' }, 'AUTH_TRUST_PROXY'],
     [{ AUTH_ARGON2_MEMORY_KIB: '1024' }, 'AUTH_ARGON2_MEMORY_KIB'],
-    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL']
+    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    [{ PORT: '3001' }, 'INTERNAL_PORT'],
+    [{ PORT: '4000', INTERNAL_PORT: '4000' }, 'INTERNAL_PORT'],
+    [{ HOST: '127.0.0.1', INTERNAL_HOST: '::', PORT: '4000', INTERNAL_PORT: '4000' }, 'INTERNAL_PORT']
   ]
   for (const [env, variable] of cases) {
     let caught: unknown
@@ -116,6 +119,11 @@ t.test('a bad value stops the start with one line naming the variable', async (t
     t.equal((caught as ConfigError).variable, variable)
     t.notMatch((caught as Error).message, /\n/, 'one line')
   }
+})
+
+t.test('INTERNAL_PORT may equal PORT only where the two listeners cannot meet', async (t) => {
+  t.equal(loadConfig({ HOST: '10.0.0.5', PORT: '4000', INTERNAL_PORT: '4000' }).internalPort, 4000, 'two specific hosts (the internal one 127.0.0.1 by default)')
+  t.equal(loadConfig({ PORT: '0', INTERNAL_PORT: '0' }).port, 0, 'both 0: each takes a free port')
 })
 
 t.test('a refused URL is not echoed (it may hold a password)', async (t) => {
