@@ -81,6 +81,8 @@ async function persistenceOf (node: RedisClient): Promise<Persistence> {
 export async function readPersistence (redis: RedisClient): Promise<Persistence> {
   const nodes = redis instanceof Cluster ? redis.nodes('master') : [redis]
   const found = await Promise.all(nodes.map(persistenceOf))
+  // A Cluster client that knows no master yet: a failed reading (down), asked again later.
+  if (found.length === 0) throw new Error('no Redis master known yet')
   return found.reduce((worst, next) => WORST.indexOf(next.durability) < WORST.indexOf(worst.durability) ? next : worst)
 }
 
