@@ -104,6 +104,7 @@ export function openTokenStore (config: Config, log: Log, hook?: BackendErrorHoo
     epochTtlMs: Math.max(config.tokenTtlSeconds, config.federatedTokenTtlSeconds) * 1000,
     maxTokensPerAccount,
     commandTimeoutMs: config.redisCommandTimeoutMs,
+    minReplicaAcks: config.redisMinReplicaAcks,
     onError: throttledErrorLog(log, 'redis', hook),
     onCommandError: () => { hook?.('redis') },
     // At start and whenever it changes: the one line that says why every token operation answers 503.

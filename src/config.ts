@@ -3,6 +3,7 @@ import { availableParallelism } from 'node:os'
 import type { Argon2Policy, HashingLimits } from './passwords/hasher.js'
 import { DEFAULT_KEY_PREFIX } from './stores/key-prefix.js'
 import type { RedisTopology } from './stores/redis/client.js'
+import type { MinReplicaAcks } from './stores/redis/replica-acks.js'
 import { DEFAULT_LOG_BUFFER_BYTES, LOG_FLUSH_BYTES } from './logging/log-destination.js'
 import type { LdapConfig } from './federation/ldap-directory.js'
 
@@ -47,6 +48,8 @@ export interface Config {
   bodyLimitBytes: number
   requestTimeoutMs: number
   redisCommandTimeoutMs: number
+  /** Replica acknowledgements a revocation needs before `Success` (AUTH_REDIS_MIN_REPLICA_ACKS); 'auto': from the topology. */
+  redisMinReplicaAcks: MinReplicaAcks
   argon2: Argon2Policy
   hashing: HashingLimits
   /** Active tokens one account may hold; a Login beyond it ends the account's oldest-issued. */
@@ -299,6 +302,9 @@ function adminKey (env: Env): string | undefined {
 }
 
 const redisUrl = (env: Env): string | undefined => url(env, 'REDIS_URL', ['redis:', 'rediss:'])
+/** 'auto' (unset): the replicas each master is meant to have, as the cluster or the sentinels list them. */
+const minReplicaAcks = (env: Env): MinReplicaAcks =>
+  (present(env, 'AUTH_REDIS_MIN_REPLICA_ACKS') ?? 'auto').toLowerCase() === 'auto' ? 'auto' : integer(env, 'AUTH_REDIS_MIN_REPLICA_ACKS', 0, 0, 16)
 
 const DAY = 24 * 60 * 60
 
@@ -366,6 +372,7 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     bodyLimitBytes: integer(env, 'AUTH_BODY_LIMIT_BYTES', 16 * 1024, 1024, 1024 * 1024),
     requestTimeoutMs: integer(env, 'AUTH_REQUEST_TIMEOUT_MS', 10_000, 1000, 600_000),
     redisCommandTimeoutMs: integer(env, 'AUTH_REDIS_COMMAND_TIMEOUT_MS', 500, 10, 60_000),
+    redisMinReplicaAcks: minReplicaAcks(env),
     argon2: {
       memoryCost: integer(env, 'AUTH_ARGON2_MEMORY_KIB', 19456, 19456, 4 * 1024 * 1024),
       timeCost: integer(env, 'AUTH_ARGON2_TIME_COST', 2, 2, 100),

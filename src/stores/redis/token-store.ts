@@ -4,6 +4,7 @@ import { evictingPolicy, EvictionPolicyError } from './eviction.js'
 import { LossyPersistenceError, readPersistence, undoesRevocations, type Persistence } from './persistence.js'
 import { createRevocationFeed } from './revocation-feed.js'
 import { keyLayout, type Place } from './keys.js'
+import { createReplicaAcks, type MinReplicaAcks } from './replica-acks.js'
 import { PRUNE_BATCH, REVOKE_BATCH, SCRIPTS, SCRIPTS_V2, type ScriptCommands, type ScriptCommandsV2 } from './scripts.js'
 import { serviceUnavailable, StatusError, UnavailableError } from '../../errors/status.js'
 import { decodeRecord, encodeRecord, type TokenRecord } from '../../tokens/record.js'
@@ -56,6 +57,12 @@ export interface RedisTokenStoreOptions {
    * failover could undo (issue 23).
    */
   replicaAckTimeoutMs?: number
+  /**
+   * Replica acknowledgements every revocation needs, or 'auto' (default): one wherever the
+   * topology says the master is meant to have a replica, connected now or not (issue 29 §1,
+   * replica-acks.ts).
+   */
+  minReplicaAcks?: MinReplicaAcks
 }
 
 /** No replica acknowledged a revocation in time: it holds on the master, but a failover could lose it. */
@@ -98,11 +105,13 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
   const denyTtlMs = options.denyTtlMs
   const keys = keyLayout(prefix)
   const ackTimeoutMs = options.replicaAckTimeoutMs ?? Math.min(250, Math.floor((options.commandTimeoutMs ?? 500) / 2))
+  const acks = createReplicaAcks(redis, options.minReplicaAcks ?? 'auto', { commandTimeoutMs: options.commandTimeoutMs })
 
   /**
    * A revocation acknowledged to a client must survive a failover: when the master that took
-   * it (the node serving `key`'s slot) has replicas, WAIT on the connection that wrote it until
-   * one has it. `replicas`: as the script counted them; undefined: ask the node (INFO).
+   * it (the node serving `key`'s slot) has or is meant to have replicas (replica-acks.ts: a
+   * cut-off replica counts), WAIT on the connection that wrote it until enough have it.
+   * `replicas`: connected ones, as the script counted them; undefined: ask the node (INFO).
    */
   async function replicated (key: string, replicas: number | undefined): Promise<void> {
     if (replicas === undefined) {
@@ -110,11 +119,15 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
       const info = asked?.[1]?.[1]
       replicas = Number(/connected_slaves:(\d+)/.exec(typeof info === 'string' ? info : '')?.[1] ?? 0)
     }
-    if (replicas === 0) return
+    const needed = await acks.required(key, replicas)
+    if (needed === 0) return
     // The PTTL routes the pipeline (and the keyless WAIT in it) to that node's connection.
-    const waited = await redis.pipeline().pttl(key).wait(1, ackTimeoutMs).exec()
+    const waited = await redis.pipeline().pttl(key).wait(needed, ackTimeoutMs).exec()
     const acknowledged = waited?.[1]?.[1]
-    if (typeof acknowledged !== 'number' || acknowledged < 1) throw new UnavailableError('redis', new ReplicaAckTimeout(ackTimeoutMs))
+    if (typeof acknowledged !== 'number' || acknowledged < needed) {
+      acks.stale()
+      throw new UnavailableError('redis', new ReplicaAckTimeout(ackTimeoutMs), { 'retry-after': '1' })
+    }
   }
 
   const bucketOf = (place: Place): string => place.bucket ?? ''
@@ -328,6 +341,7 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
     },
     async close () {
       clearInterval(policyTimer)
+      acks.close()
       await feed.close()
       // Never close a client we were handed.
       if (owned) await redis.quit().catch(() => { redis.disconnect() })
