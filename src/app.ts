@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { createAccountAdmin, type AccountAdmin } from './accounts.js'
 import { createAuthService, type AuthService } from './auth.js'
-import { openBackends, type Backends } from './backends.js'
+import { canLose, openBackends, type Backends } from './backends.js'
 import type { Config } from './config.js'
 import { protectCookieRoutes } from './http/cross-site.js'
 import { answerClientError, answerFrameworkError, registerErrorHandlers } from './http/errors.js'
@@ -123,7 +123,8 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     database: backends.database,
     names: { tokens: backends.tokens.kind, database: backends.database.kind },
     draining: () => app.lifecycle.draining,
-    timeoutMs: config.healthTimeoutMs
+    timeoutMs: config.healthTimeoutMs,
+    canLose: () => canLose(backends.tokens)
   })
   await app.register(pointerRoutes, { version: PACKAGE_VERSION, docs: docsLocation(config.internalHost, config.internalPort) })
   if (internals) {

@@ -54,8 +54,13 @@ export interface Config {
   redisMinReplicaAcks: MinReplicaAcks
   argon2: Argon2Policy
   hashing: HashingLimits
-  /** Active tokens one account may hold; a Login beyond it ends the account's oldest (earliest expiry). */
+  /** Active tokens one account may hold; a Login beyond it ends the account's oldest-issued. */
   maxTokensPerAccount: number
+  /**
+   * Serve on a Redis whose persistence can undo an acknowledged revocation on a restart (snapshots
+   * only, appendfsync everysec or no, or unreadable): the operator accepts that risk. Default false.
+   */
+  acceptLossyPersistence: boolean
   /** Audit events buffered in memory before new ones are dropped (and counted). */
   auditBufferSize: number
   /**
@@ -434,6 +439,7 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
       }
     },
     maxTokensPerAccount: integer(env, 'AUTH_MAX_TOKENS_PER_ACCOUNT', 1000, 1, 1_000_000),
+    acceptLossyPersistence: boolean(env, 'AUTH_REDIS_ACCEPT_LOSSY_PERSISTENCE', false),
     auditBufferSize: integer(env, 'AUTH_AUDIT_BUFFER', 10_000, 1, 1_000_000),
     internalHost: present(env, 'INTERNAL_HOST') ?? '127.0.0.1',
     internalPort: integer(env, 'INTERNAL_PORT', present(env, 'METRICS_PORT') === undefined ? 3001 : integer(env, 'METRICS_PORT', 3001, 0, 65535), 0, 65535),

@@ -1,6 +1,7 @@
 import { createRedisClient, DEFAULT_KEY_PREFIX, type RedisClient, type RedisTopology } from './client.js'
 import { createFinder } from './batched-find.js'
 import { evictingPolicy, EvictionPolicyError } from './eviction.js'
+import { LossyPersistenceError, readPersistence, undoesRevocations, type Persistence } from './persistence.js'
 import { createRevocationFeed } from './revocation-feed.js'
 import { keyLayout, type Place } from './keys.js'
 import { createReplicaAcks, type MinReplicaAcks } from './replica-acks.js'
@@ -36,6 +37,14 @@ export interface RedisTokenStoreOptions {
   /** Told once each time Redis is found with an evicting policy (for a clear log line). */
   onEvictionPolicy?: (error: EvictionPolicyError) => void
   /**
+   * Refuse every token operation (503; readiness fails) while Redis persists in a way that can
+   * undo an acknowledged revocation on a restart (persistence.ts), unless `acceptLossyPersistence`.
+   * Read with the eviction policy; off with `requireNoEviction: false` (a guard only reads).
+   */
+  acceptLossyPersistence?: boolean
+  /** Told of Redis's persistence whenever it changes from an earlier reading (for a clear log line; the start reads it itself). */
+  onPersistence?: (persistence: Persistence, refused: LossyPersistenceError | undefined) => void
+  /**
    * Refuse a found record whose `expiresAt` has come by this process's wall clock (default
    * true: the service's answers). A guard on another machine turns it off: its clock may be
    * wrong, and the key's own expiry (Redis's clock, a few ms past the named second) bounds it.
@@ -70,6 +79,10 @@ export interface RedisTokenStore extends TokenStore, RevocationFeed {
   readonly redis: RedisClient
   /** The key Authenticate GETs for a token hash (its bucket's, or the legacy place's). */
   tokenKey (tokenHash: string): string
+  /** Reads Redis's persistence now (and refuses or serves by it, as the periodic check does). */
+  persistence (): Promise<Persistence>
+  /** The persistence last read (at a (re)connection, a readiness check, every 10 s); undefined before the first. */
+  readonly lastPersistence: Persistence | undefined
 }
 
 export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTokenStore {
@@ -209,14 +222,27 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
   // Checked when the connection is (re)established, at every readiness ping and every 10 s.
   const requireNoEviction = options.requireNoEviction ?? true
   let evicting: EvictionPolicyError | undefined
+  let persisting: Persistence | undefined
+  let lossy: LossyPersistenceError | undefined
+  const checkPersistence = async (): Promise<Persistence> => {
+    const found = await readPersistence(redis)
+    const before = persisting
+    persisting = found
+    lossy = undoesRevocations(found) && options.acceptLossyPersistence !== true ? new LossyPersistenceError(found) : undefined
+    if (before !== undefined && before.settings !== found.settings) options.onPersistence?.(found, lossy)
+    return found
+  }
   const checkPolicy = async (): Promise<void> => {
-    const policy = await evictingPolicy(redis)
+    const [policy] = await Promise.all([evictingPolicy(redis), checkPersistence()])
     const before = evicting
     evicting = policy === undefined ? undefined : new EvictionPolicyError(policy)
     if (evicting !== undefined && before?.policy !== evicting.policy) options.onEvictionPolicy?.(evicting)
   }
-  const refuseWhileEvicting = (): void => {
-    if (evicting !== undefined) throw new UnavailableError('redis', evicting)
+  /** Either refusal: an evicting Redis may drop what revocations rely on; a lossy one may bring ended tokens back. */
+  const refusal = (): Error | undefined => evicting ?? lossy
+  const refuseWhileUnsafe = (): void => {
+    const refused = refusal()
+    if (refused !== undefined) throw new UnavailableError('redis', refused)
   }
   let policyTimer: NodeJS.Timeout | undefined
   if (requireNoEviction) {
@@ -230,6 +256,8 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
     kind: 'redis',
     redis,
     tokenKey: keys.tokenKey,
+    persistence: async () => await guarded(checkPersistence),
+    get lastPersistence () { return persisting },
     async ready () {
       if (redis.status === 'ready') return
       if (redis.status === 'wait') await redis.connect()
@@ -243,17 +271,20 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
       }
     },
     issue: async (tokenHash, record, ttlMs, epoch) => await guarded(async () => {
-      refuseWhileEvicting()
+      refuseWhileUnsafe()
       const place = keys.placeOf(tokenHash)
       if (place.bucket !== undefined) return await issueInBucket(place, record, ttlMs, epoch)
       return await commands.atsIssue(tokenPrefix + tokenHash, indexPrefix + record.accountId, epochPrefix + record.accountId, denyKey,
         encodeRecord(record), ttl(ttlMs), tokenHash, tokenPrefix, epochArg(epoch), maxTokens, denyTtlMs, channel, PRUNE_BATCH) === 1
     }),
     find: requireNoEviction
-      ? (tokenHash) => evicting === undefined ? finder(tokenHash) : Promise.reject(new UnavailableError('redis', evicting))
+      ? (tokenHash) => {
+          const refused = refusal()
+          return refused === undefined ? finder(tokenHash) : Promise.reject(new UnavailableError('redis', refused))
+        }
       : finder,
     refresh: async (tokenHash, record, ttlMs, epoch) => await guarded(async () => {
-      refuseWhileEvicting()
+      refuseWhileUnsafe()
       const place = keys.placeOf(tokenHash)
       if (place.bucket !== undefined) {
         const p = place.prefix
@@ -264,6 +295,8 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
         encodeRecord(record), ttl(ttlMs), tokenHash, record.accountId, epochArg(epoch)) === 1
     }),
     terminate: async (tokenHash) => await guarded(async () => {
+      // A Logout acknowledged on a Redis that may bring the token back is a promise not kept: 503.
+      if (lossy !== undefined) throw new UnavailableError('redis', lossy)
       const place = keys.placeOf(tokenHash)
       if (place.bucket !== undefined) return await terminateInBucket(tokenHash, place)
       const ended = await commands.atsTerminate(tokenPrefix + tokenHash, denyKey, tokenHash, denyTtlMs, indexPrefix, channel)
@@ -272,6 +305,7 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
       return decodeRecord(ended)
     }),
     terminateAccount: async (accountId, epoch, exceptTokenHash) => await guarded(async () => {
+      if (lossy !== undefined) throw new UnavailableError('redis', lossy)
       // The account's bucket, then the legacy place (tokens issued before issue 23, until they expire).
       const ended: string[] = []
       try {
@@ -303,7 +337,7 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
         await redis.ping()
         if (requireNoEviction) await checkPolicy()
       })
-      refuseWhileEvicting()
+      refuseWhileUnsafe()
     },
     async close () {
       clearInterval(policyTimer)
