@@ -1,7 +1,7 @@
 # auth-token-service: build the TypeScript once, ship only the runtime dependencies.
 #   docker build -t auth-token-service .
 #   docker compose up        (Postgres, Redis, migrations and the service; see docker-compose.yml)
-# Node 24, the current LTS (README: Supported runtimes); 22 also works (--build-arg NODE_VERSION=22).
+# Node 24, the current LTS (docs/development.md: Supported runtimes); 22 also works (--build-arg NODE_VERSION=22).
 ARG NODE_VERSION=24
 
 # --- build: all dependencies (TypeScript is a dev dependency), then compile src/ to dist/

@@ -1,5 +1,5 @@
 // Fails when an installed package declares (in engines.node) that it does not run on a
-// runtime this project supports: Node 20 (end of life, still works), 22 and 24 (README's
+// runtime this project supports: Node 20 (end of life, still works), 22 and 24 (docs/development.md's
 // support table), or on the Node running this check (CI runs it on 20 and on 24). Such a
 // package may work today and break on a patch release: pin an older one, or drop the runtime
 // from the table first. Ranges are compared with semver, as npm compares them.

@@ -1,5 +1,5 @@
 -- Sessions (issue 21): what a person sees of their tokens, kept here rather than in Redis so
--- that a token's Redis footprint stays what Authenticate needs (README, "Sessions"). Written by
+-- that a token's Redis footprint stays what Authenticate needs (docs/revocation-and-sessions.md). Written by
 -- the Login that already reads the account; a token is never stored, only the digest the token
 -- store keys it by (hashToken), to find the row of the token that is presented or ended.
 CREATE TABLE IF NOT EXISTS sessions (

@@ -5,7 +5,7 @@ import { mapUsername, usernameRefusal } from './usernames.js'
 /**
  * The rules a username and a password follow, wherever one comes in (Login, the command
  * line, the bootstrap account): the username's canonical form (usernames.ts), the password's
- * NFC, then the limits of README's answers table (kept with
+ * NFC, then the limits of the answers table of docs/api.md (kept with
  * the other parameters' in errors/reasons.ts). A value that breaks one is a 400 whose
  * detail names the parameter, never the value.
  */

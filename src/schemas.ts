@@ -10,7 +10,7 @@ import { PARAMETER_LIMITS, type Reason } from './errors/reasons.js'
 const NO_NUL = '^[^\\u0000]*$'
 export const PADDING_FUNCTION_PATTERN = '^[A-Za-z_$][A-Za-z0-9_$]{0,63}$'
 
-/** The limits of README's answers table (http/bad-request.ts keeps them, credentials.ts checks them after NFC). */
+/** The limits of the answers table of docs/api.md (http/bad-request.ts keeps them, credentials.ts checks them after NFC). */
 const USERNAME_MAX_CHARS = PARAMETER_LIMITS.username.max
 /** A password over this many characters is over as many bytes; the byte limit itself is checked before hashing. */
 const PASSWORD_MAX_CHARS = PARAMETER_LIMITS.password.max
@@ -132,7 +132,7 @@ const RETRY_AFTER = { type: 'string' as const, description: 'Seconds to wait bef
 const badRequestAnswer = (detail: Reason) => errorAnswer('Bad Request: `detail` names the parameter and what is wrong with it (never a value sent)',
   { status: 400, message: 'Bad Request', detail })
 
-/** The other error answers of the operations, each with its own example (README, Answers). */
+/** The other error answers of the operations, each with its own example (docs/api.md, Answers). */
 export const ERROR_ANSWERS = {
   401: errorAnswer('Login Failed (status 701): unknown user, wrong password or disabled account, answered alike',
     { status: 701, message: 'Login Failed' }),

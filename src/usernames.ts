@@ -4,7 +4,7 @@
  * on a screen (spaces, controls, invisible and direction-changing characters) is refused
  * rather than stored. The canonical form is the account's only name: the key of storage,
  * lookup, lockout counters and the audit trail, and what Authenticate hands to other
- * services (README, Security: no second "display" form that could differ from it).
+ * services (docs/security.md, Canonical usernames: no second "display" form that could differ from it).
  */
 
 /**

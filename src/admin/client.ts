@@ -1,6 +1,6 @@
 /**
  * A small typed client of the admin API, for the command line (cli/main.ts) and scripts: the
- * account and session commands go through it when a service runs (README, "Administration").
+ * account and session commands go through it when a service runs (docs/administration.md).
  * A refusal is an AdminApiError with the answer's status and detail; a network failure is one
  * with status 0. The key travels only in the Authorization header; nothing is logged.
  */

@@ -58,7 +58,7 @@ export function createAdminDocument (): AdminDocument {
       info: {
         title: 'auth-token-service admin API',
         version: PACKAGE_VERSION,
-        description: 'Account, session and audit administration on the internal listener (README, "Administration"). ' +
+        description: 'Account, session and audit administration on the internal listener (docs/administration.md). ' +
           'Every request needs Authorization: Bearer <AUTH_ADMIN_KEY>.'
       },
       components: { securitySchemes: { adminKey: { type: 'http', scheme: 'bearer', description: 'AUTH_ADMIN_KEY, or the contents of AUTH_ADMIN_KEY_FILE' } } },

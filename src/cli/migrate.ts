@@ -18,7 +18,7 @@ export async function runMigrate (config: Config): Promise<number> {
 /**
  * What `migrate` did to stored usernames. Accounts whose canonical forms collide are never
  * merged: they are listed, untouched, and the command fails until an operator resolves them
- * (README, "Canonical usernames").
+ * (docs/security.md, "Canonical usernames").
  */
 function reportUsernames ({ renamed, collisions, refused }: UsernameReport): number {
   const name = (username: string): string => JSON.stringify(username)
@@ -28,6 +28,6 @@ function reportUsernames ({ renamed, collisions, refused }: UsernameReport): num
   }
   for (const { id, username } of refused) process.stderr.write(`account ${id} ${name(username)} has no canonical form (a space, control or invisible character): left as it is, it cannot log in\n`)
   if (collisions.length === 0 && refused.length === 0) return EXIT.success
-  process.stderr.write('auth-token-service: resolve the accounts above (rename or delete all but one of each group; see README, Canonical usernames), then run migrate again\n')
+  process.stderr.write('auth-token-service: resolve the accounts above (rename or delete all but one of each group; see docs/security.md, Canonical usernames), then run migrate again\n')
   return EXIT.failure
 }

@@ -25,7 +25,7 @@ Account and session commands go through the admin API of a running service when
 AUTH_ADMIN_URL (with AUTH_ADMIN_KEY or AUTH_ADMIN_KEY_FILE) is set, or when the service
 holding the embedded data directory runs; otherwise they open the database themselves.
 
-Configuration comes from the environment (DATABASE_URL, REDIS_URL, ...; see README).
+Configuration comes from the environment (DATABASE_URL, REDIS_URL, ...; see docs/configuration.md).
 Exit status: 0 success, 1 failure, 2 usage error.`
 
 /** A command line that names no command this program has (exit 2, with the usage). */

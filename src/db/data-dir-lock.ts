@@ -226,7 +226,7 @@ function busyMessage (dir: string, holder: DataDirOwner | undefined, command: st
     ? 'try again when it has finished'
     : command === 'serve'
       ? 'stop it first, or give this one another AUTH_DATA_DIR'
-      : 'stop it first, then run this command again (account and session commands go through its admin API: README, "Administration")'
+      : 'stop it first, then run this command again (account and session commands go through its admin API: docs/administration.md)'
   return `the embedded database in ${dir} is in use by ${describeHolder(holder)}: ${what}`
 }
 

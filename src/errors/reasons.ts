@@ -26,7 +26,7 @@ export function knownParameter (name: string | undefined): Parameter | undefined
 }
 
 /**
- * The longest value each parameter takes, in the unit the limit is kept in (README, Answers);
+ * The longest value each parameter takes, in the unit the limit is kept in (docs/api.md, Answers);
  * a username counts code points and a password bytes, after NFC (credentials.ts).
  */
 export const PARAMETER_LIMITS: Readonly<Record<'username' | PasswordParameter | 'token', { max: number, unit: 'characters' | 'bytes' }>> = {

@@ -50,7 +50,7 @@ async function commonPasswords (): Promise<ReadonlySet<string>> {
   return await blocklist
 }
 
-/** How many passwords the offline list holds (for the README's figure and the tests). */
+/** How many passwords the offline list holds (for docs/security.md's figure and the tests). */
 export async function blocklistSize (): Promise<number> {
   return (await commonPasswords()).size
 }

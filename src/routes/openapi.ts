@@ -141,7 +141,7 @@ export async function registerOpenApi (app: FastifyInstance, version: string): P
           'Authenticate says whether a token is active; Logout ends one at once. Every error is a status-message ' +
           'object `{"status": <int>, "message": <string>}`, and a 400 adds `detail`, what is wrong with the request; ' +
           'each operation lists its answers with an example. The token may also come as the AuthToken1 cookie, which ' +
-          'Login sets (in this page too). See the README for the full error table.'
+          'Login sets (in this page too). See docs/api.md for the full error table.'
       },
       tags: [
         { name: 'tokens', description: 'Login, Authenticate, Logout (token services v1.4)' },

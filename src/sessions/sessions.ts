@@ -5,7 +5,7 @@ import type { ClientContext } from '../auth.js'
  * public random id (not the token, not derivable to it), when and from where it began, when a
  * Login last refreshed it, and its expiry. The metadata lives in the user database, written by
  * the Login that already touches it; the token store keeps only what Authenticate needs, so a
- * token's Redis footprint does not grow (README, "Sessions").
+ * token's Redis footprint does not grow (docs/revocation-and-sessions.md, "Sessions").
  */
 
 export interface SessionInfo {

@@ -153,7 +153,7 @@ t.test('Redis Cluster, 3 masters + 3 replicas', async (t) => {
       `without replication backlog and client buffers ${perToken('net', after, before).toFixed(1)} B; one Redis: used_memory ${perToken('used', [singleAfter], [singleBefore]).toFixed(1)} B, ` +
       `without ${perToken('net', [singleAfter], [singleBefore]).toFixed(1)} B; of the cluster's, slot-to-keys bookkeeping ${perToken('slotToKeys', after, before).toFixed(1)} B ` +
       `and dict tables ${perToken('hashtables', after, before).toFixed(1)} B (one Redis: ${perToken('hashtables', [singleAfter], [singleBefore]).toFixed(1)} B)`)
-    // Information (README, "Topologies"): cluster mode costs more per key than one Redis; a bound, not a target.
+    // Information (docs/scaling.md, "What each topology guarantees"): cluster mode costs more per key than one Redis; a bound, not a target.
     t.ok(perToken('net', after, before) < perToken('net', [singleAfter], [singleBefore]) * 1.5, 'the cluster\'s memory per token, backlog and buffers aside, is under 1.5 × one Redis\'s')
   })
 

@@ -45,7 +45,7 @@ t.test('the migrate command lists the collisions and exits 1 until they are reso
   t.equal(refused.code, 1)
   t.match(refused.stderr, /accounts 1 "alice", 2 "Alice" are all "alice" in canonical form: left as they are, not merged/)
   t.match(refused.stderr, /username of account 3 made canonical: "Bob" -> "bob"/)
-  t.match(refused.stderr, /see README, Canonical usernames/)
+  t.match(refused.stderr, /see docs\/security\.md, Canonical usernames/)
   // The operator keeps one: here the second is renamed.
   await db.query("UPDATE users SET username = 'alice2' WHERE username = 'Alice'")
   t.equal((await run()).code, 0, 'resolved')

@@ -80,7 +80,7 @@ t.test('one owner at a time; the refused one is told who has it', async (t) => {
   t.match((error as DataDirBusyError).holder, { pid: process.pid, command: 'serve', url: null })
   t.equal((error as Error).message,
     `the embedded database in ${dir} is in use by the running service (pid ${process.pid}, starting): ` +
-    'stop it first, then run this command again (account and session commands go through its admin API: README, "Administration")')
+    'stop it first, then run this command again (account and session commands go through its admin API: docs/administration.md)')
 
   await lock.announce({ url: 'http://127.0.0.1:3000' })
   const asServe = await refusal(lockDataDir(dir, 'serve'))

@@ -5,9 +5,9 @@ import { freePort } from '../../support/processes.js'
 import { eventually, startTokenService, USER, type GuardMode, type RunningService } from '../guard/support.js'
 
 /*
- * The command README gives, as a user types it: `npm run example` from the project root,
+ * The command docs/guard.md gives, as a user types it: `npm run example` from the project root,
  * against a running token service, over HTTP (AUTH_SERVICE_URL) and straight on the
- * service's Redis (REDIS_URL, AUTH_REDIS_KEY_PREFIX); then the curls README shows.
+ * service's Redis (REDIS_URL, AUTH_REDIS_KEY_PREFIX); then the curls docs/guard.md shows.
  */
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))

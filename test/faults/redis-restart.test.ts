@@ -89,7 +89,7 @@ t.test('(a) a Redis persisting by snapshots only', async (t) => {
     t.match(service.output(), /Redis persistence can bring logged-out tokens back after a restart of it \(AUTH_REDIS_ACCEPT_LOSSY_PERSISTENCE=true accepts this\)/, 'the start line says it')
     const ended = await loginMany(t, driver, 30, { parallel: 4 })
     const { endedBack } = await logoutKillRestart(t, driver, redis, [], ended, async () => { t.equal(await redis.cli('SAVE'), 'OK', 'a snapshot') })
-    t.equal(endedBack, 30, 'all 30 logged-out tokens authenticate again: what AUTH_REDIS_ACCEPT_LOSSY_PERSISTENCE accepts (README)')
+    t.equal(endedBack, 30, 'all 30 logged-out tokens authenticate again: what AUTH_REDIS_ACCEPT_LOSSY_PERSISTENCE accepts (docs/scaling.md)')
   })
 })
 

@@ -173,7 +173,7 @@ t.test('Logout documents its parameters (query, body, path) and answers', async 
   assertAnswers(t, byPath, 'Logout/{token}', ['status', 'message'])
 })
 
-/** The errors each operation documents (README, Answers), 401 being Login Failed with body status 701. */
+/** The errors each operation documents (docs/api.md, Answers), 401 being Login Failed with body status 701. */
 const ERRORS: Record<string, string[]> = {
   'post /auth/Login': ['400', '401', '404', '405', '413', '415', '429', '503'],
   'post /auth/Login/{username}/{password}': ['400', '401', '404', '405', '413', '415', '429', '503'],
@@ -246,12 +246,12 @@ t.test('Try it out starts from fields a person fills: nothing pre-filled that wo
   t.match(pair, { username: /^[a-z]+$/, password: /^[a-z ]{8,}$/ }, 'Login\'s JSON example is a real-looking pair')
 })
 
-t.test('the limits in the document are README\'s and the code\'s', async (t) => {
-  const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8')
-  const usernameMax = Number(/username over (\d+) characters/.exec(readme)?.[1])
-  const passwordMax = Number(/password over (\d+) bytes/.exec(readme)?.[1])
-  t.equal(usernameMax, USERNAME_MAX_CHARS, 'README\'s username limit is the code\'s')
-  t.equal(passwordMax, PASSWORD_MAX_BYTES, 'README\'s password limit is the code\'s')
+t.test('the limits in the document are docs/api.md\'s and the code\'s', async (t) => {
+  const answers = await readFile(new URL('../../docs/api.md', import.meta.url), 'utf8')
+  const usernameMax = Number(/username over (\d+) characters/.exec(answers)?.[1])
+  const passwordMax = Number(/password over (\d+) bytes/.exec(answers)?.[1])
+  t.equal(usernameMax, USERNAME_MAX_CHARS, 'docs/api.md\'s username limit is the code\'s')
+  t.equal(passwordMax, PASSWORD_MAX_BYTES, 'docs/api.md\'s password limit is the code\'s')
   const login = doc.paths['/auth/Login']?.post
   const legacy = doc.paths['/auth/Login/{username}/{password}']?.post
   const content = login?.requestBody?.content as Record<string, Media> | undefined

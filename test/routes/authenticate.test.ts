@@ -136,8 +136,8 @@ t.test('an invalid padding-function name is a 400 in JSON', async (t) => {
     }
   }
   assertStatus(t, await app.inject({ method: 'GET', url: `/auth/Authenticate/${good}?callback=cb&callback=cb` }), 400, badRequestBody('callback given more than once'), 'callback given twice')
-  assertStatus(t, await app.inject({ method: 'GET', url: `/auth/Authenticate/${good}?callback=a&jsonpFunction=b` }), 400, badRequestBody('two different padding function names given'), 'two different names (README decision)')
-  assertPadded(t, await app.inject({ method: 'GET', url: `/auth/Authenticate/${good}?callback=cb&jsonpFunction=cb` }), 'cb', 0, 'Success', 'one name under two spellings (README decision)')
+  assertStatus(t, await app.inject({ method: 'GET', url: `/auth/Authenticate/${good}?callback=a&jsonpFunction=b` }), 400, badRequestBody('two different padding function names given'), 'two different names (docs/decisions.md)')
+  assertPadded(t, await app.inject({ method: 'GET', url: `/auth/Authenticate/${good}?callback=cb&jsonpFunction=cb` }), 'cb', 0, 'Success', 'one name under two spellings (docs/decisions.md)')
   assertStatus(t, await app.inject({ method: 'GET', url: `/auth/Authenticate/${good}?callback=cb&format=xml` }), 400, badRequestBody('format must be json'), 'good name, bad format')
 })
 

@@ -75,7 +75,7 @@ t.test('a plain URL to a master whose replica is cut off: with the setting, a re
   const refused = await required.terminate(cut).then(() => undefined, (error: unknown) => error)
   t.ok(refused instanceof UnavailableError && refused.cause instanceof ReplicaAckTimeout, 'the replica cut off: 503, never Success')
   t.equal(refused instanceof UnavailableError ? refused.headers['retry-after'] : undefined, '1', 'with Retry-After')
-  t.ok(await auto.terminate(unguarded), 'without the setting a plain URL cannot know of the cut replica (README: set it)')
+  t.ok(await auto.terminate(unguarded), 'without the setting a plain URL cannot know of the cut replica (docs/scaling.md: set it)')
 
   replica.signal('SIGCONT')
   await waitFor('the link back', linked, { timeoutMs: 20_000 })

@@ -183,6 +183,6 @@ export function createReplicaAcks (redis: RedisClient, setting: MinReplicaAcks, 
       close () {}
     }
   }
-  // A plain URL: only the replicas linked now can be known (README: set the number when the master has any).
+  // A plain URL: only the replicas linked now can be known (docs/scaling.md: set the number when the master has any).
   return { required: async (_key, connected) => connectedRule(connected), stale () {}, close () {} }
 }
