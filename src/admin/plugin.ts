@@ -15,9 +15,10 @@ import { userRoutes } from './user-routes.js'
 /**
  * The admin API (api-contract.md, "Admin API"), registered under /admin on the internal
  * listener. Off (every /admin route 404, as if absent) when no key is configured. Each request
- * needs `Authorization: Bearer <key>`; a missing or wrong key is a 401, counted per client
- * address by the login limiter's rules in a namespace of its own (backends.ts openLoginLimiter),
- * so a guessing client is refused (429) like one guessing passwords.
+ * needs `Authorization: Bearer <key>`; a missing or wrong key is a 401. Wrong keys are counted
+ * per client address by the login limiter's rules in a namespace of its own (backends.ts
+ * openLoginLimiter), so a guessing client is refused (429) like one guessing passwords; the right
+ * key is never refused.
  */
 
 export interface AdminApiOptions {
@@ -52,21 +53,25 @@ export const adminApi: FastifyPluginAsyncTypebox<AdminApiOptions> = async (app, 
   app.setNotFoundHandler(async () => { throw notFound() })
 
   // Before anything is parsed: an unauthenticated request gets nothing read but its headers.
+  // The right key is never refused, and only a wrong key counts: a request with no key (any
+  // local process, a browser's no-cors GET) must not be able to lock the administrator out.
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     reply.header('cache-control', 'no-store')
-    const ip = request.ip
-    const verdict = await limiter.check(ip, ip)
-    if (!verdict.allowed) throw tooManyRequests(verdict.retryAfterMs / 1000)
     const { authorization } = request.headers
-    if (accepted(authorization)) {
-      await limiter.recordSuccess(ip)
-      return
+    if (accepted(authorization)) return
+    if (bearerCredential(authorization) === undefined) throw unauthorized(true)
+    const ip = request.ip
+    const userAgent = request.headers['user-agent']
+    // A guesser over the limit is refused without counting: attempts while locked extend nothing.
+    const verdict = await limiter.check(ip, ip)
+    if (!verdict.allowed) {
+      audit.record({ event: 'admin.unauthorized', clientIp: ip, userAgent, outcome: 'wrong-key-limited' })
+      throw tooManyRequests(verdict.retryAfterMs / 1000)
     }
-    const missing = bearerCredential(authorization) === undefined
     const failure = await limiter.recordFailure(ip, ip)
-    audit.record({ event: 'admin.unauthorized', clientIp: ip, userAgent: request.headers['user-agent'], outcome: missing ? 'no-key' : 'wrong-key' })
+    audit.record({ event: 'admin.unauthorized', clientIp: ip, userAgent, outcome: 'wrong-key' })
     if (!failure.counted) throw tooManyRequests(failure.retryAfterMs / 1000)
-    throw unauthorized(missing)
+    throw unauthorized(false)
   })
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => doc.document())

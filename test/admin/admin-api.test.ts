@@ -188,7 +188,7 @@ function adminContract (t: Test, kind: BackendKind): void {
     t.match(await admin.call('GET', '/admin/events?cursor=abc'), { status: 400, body: { detail: 'cursor is not valid' } })
   })
 
-  t.test('the key: missing or wrong is a 401 with detail, counted per address and limited (429) like failed logins', async (t) => {
+  t.test('the key: missing or wrong is a 401 with detail; wrong keys are counted per address and limited (429); the right key is never refused', async (t) => {
     const admin = await adminFor(t, kind, { maxFailedLogins: 3, lockoutSeconds: 600, maxLockoutSeconds: 600 })
     const from = (remoteAddress: string, authorization?: string) =>
       admin.internal.inject({ method: 'GET', url: '/admin/users', remoteAddress, headers: authorization === undefined ? {} : { authorization } })
@@ -196,17 +196,26 @@ function adminContract (t: Test, kind: BackendKind): void {
     t.equal(missing.statusCode, 401)
     t.same(missing.json(), { status: 401, message: 'Unauthorized', detail: 'Authorization: Bearer with the admin key is required' })
     t.match(missing.headers['www-authenticate'], /^Bearer/)
+    // Any local process, or a browser's no-cors GET, can send these: they must not lock the administrator out.
+    for (let i = 0; i < 12; i++) t.equal((await from('192.0.2.10')).statusCode, 401, `no key ${i + 2}: a plain 401`)
+    t.equal((await from('192.0.2.10', `Bearer ${KEY}`)).statusCode, 200, 'after a dozen requests without a key, the right key works')
+    t.equal((await from('192.0.2.10', 'Basic abc')).statusCode, 401, 'not Bearer: no key either')
     const wrong = await from('192.0.2.10', `Bearer ${KEY}x`)
     t.same(wrong.json(), { status: 401, message: 'Unauthorized', detail: 'the admin key is not valid' })
-    t.equal((await from('192.0.2.10', `Basic ${Buffer.from(`a:${KEY}`).toString('base64')}`)).statusCode, 401, 'not Bearer')
-    const limited = await from('192.0.2.10', `Bearer ${KEY}`)
-    t.equal(limited.statusCode, 429, 'after 3 failures even the right key waits')
+    t.equal((await from('192.0.2.10', 'Bearer wrong-2')).statusCode, 401)
+    t.equal((await from('192.0.2.10', 'Bearer wrong-3')).statusCode, 401)
+    const limited = await from('192.0.2.10', 'Bearer wrong-4')
+    t.equal(limited.statusCode, 429, 'after 3 wrong keys the next wrong one waits')
     t.ok(Number(limited.headers['retry-after']) > 500, 'Retry-After says how long')
-    t.equal((await from('192.0.2.11', `Bearer ${KEY}`)).statusCode, 200, 'another address is not limited')
+    t.equal((await from('192.0.2.10', `Bearer ${KEY}`)).statusCode, 200, 'the right key is never refused, from that address too')
+    t.equal((await from('192.0.2.10')).statusCode, 401, 'no key from a limited address: still a plain 401')
+    t.equal((await from('192.0.2.11', 'Bearer wrong')).statusCode, 401, 'another address is counted apart')
     t.equal((await admin.login('nobody', 'x')).status, 701, 'failed logins and wrong keys are counted apart')
     t.equal((await admin.call('POST', '/admin/users', { username: 'hal', password: PASSWORD })).status, 200)
     const events = await admin.call('GET', '/admin/events?event=admin.unauthorized', undefined, {})
-    t.equal((events.body.events as unknown[]).length, 3, 'each refusal is an audit event')
+    const outcomes = (events.body.events as Array<{ outcome: string, client_ip: string }>).map((e) => `${e.client_ip} ${e.outcome}`)
+    t.same(outcomes, ['192.0.2.10 wrong-key', '192.0.2.10 wrong-key', '192.0.2.10 wrong-key', '192.0.2.10 wrong-key-limited', '192.0.2.11 wrong-key'],
+      'each wrong key is an audit event; requests without a key are not')
     t.notOk(JSON.stringify(events.body).includes(KEY), 'the key sent is nowhere')
   })
 
