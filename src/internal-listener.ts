@@ -4,11 +4,13 @@ import Fastify, { type FastifyError, type FastifyInstance } from 'fastify'
 import type { Config } from './config.js'
 import { internalError, notFound, StatusError } from './errors/status.js'
 import { statusErrorForHttp } from './http/status-for-http.js'
+import { internalListenerLogging } from './logging/logging.js'
 import { registerMetricsRoute } from './metrics/route.js'
 import { revocationRoutes } from './routes/revocations.js'
 import { revocationsOpen } from './internal-surfaces.js'
-import { createAccountAdmin } from './accounts.js'
-import { adminApi, ADMIN_API_ACTOR } from './admin/plugin.js'
+import { createAccountAdmin, LOCAL_CLI_CREDENTIAL } from './accounts.js'
+import { adminApi } from './admin/plugin.js'
+import { keyFingerprint, type AdminKey } from './admin/admin-key.js'
 import { generateLocalAdminKey, removeLocalAdminAccess, writeLocalAdminAccess } from './admin/local-access.js'
 import { openLoginLimiter } from './backends.js'
 import { localUrl } from './http/local-url.js'
@@ -30,7 +32,7 @@ export interface InternalAppOptions {
 /** The internal app over the main app's metrics, document and revocation feed. The main app must be ready (its document complete). */
 export async function buildInternalApp (app: FastifyInstance, config: Config, options: InternalAppOptions = {}): Promise<FastifyInstance> {
   // The admin API's bodies are checked as sent: an unknown field is refused, not dropped unseen.
-  const internal = Fastify({ logger: false, exposeHeadRoutes: false, return503OnClosing: false, ajv: { customOptions: { removeAdditional: false } } })
+  const internal = Fastify({ ...internalListenerLogging(app.log), exposeHeadRoutes: false, return503OnClosing: false, ajv: { customOptions: { removeAdditional: false } } })
   internal.setErrorHandler((error: FastifyError | StatusError, _request, reply) => {
     const status = error instanceof StatusError ? error : typeof error.statusCode === 'number' ? statusErrorForHttp(error.statusCode) : internalError()
     return reply.code(status.httpStatus).headers(status.headers).header('cache-control', 'no-store').send(status.toBody())
@@ -49,17 +51,16 @@ export async function buildInternalApp (app: FastifyInstance, config: Config, op
     onCut: (remoteAddress) => { app.log.warn({ remoteAddress }, 'revocation subscriber cut: its socket took nothing for too long') }
   })
   const { backends, metrics } = app
+  const keys: AdminKey[] = []
+  if (config.adminKey !== undefined) keys.push({ key: config.adminKey, credential: keyFingerprint(config.adminKey) })
+  if (options.localAdminKey !== undefined) keys.push({ key: options.localAdminKey, credential: LOCAL_CLI_CREDENTIAL })
+  const passwordPolicy = configuredPasswordPolicy(config.passwordMinLength)
+  // Observed as the app's own admin is (app.ts): metrics count the tokens its changes end.
+  const observed = { ...backends, audit: metrics.countEvents(backends.audit), hasher: metrics.timeHashing(backends.hasher) }
   await internal.register(adminApi, {
     prefix: '/admin',
-    keys: [config.adminKey, options.localAdminKey].filter((key) => key !== undefined),
-    // Observed as the app's own admin is (app.ts): metrics count the tokens its changes end.
-    accounts: createAccountAdmin({
-      ...backends,
-      audit: metrics.countEvents(backends.audit),
-      hasher: metrics.timeHashing(backends.hasher),
-      actor: ADMIN_API_ACTOR,
-      passwordPolicy: configuredPasswordPolicy(config.passwordMinLength)
-    }),
+    keys,
+    accountsFor: (actor) => createAccountAdmin({ ...observed, actor, passwordPolicy }),
     audit: backends.audit,
     limiter: openLoginLimiter(config, backends.tokens, 'admin:'),
     sessions: { sessions: app.sessions, accountOf: sessionOwner(backends.database) }

@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import type { AccountAdmin } from '../accounts.js'
+import type { AccountAdmin, AdminActor } from '../accounts.js'
 import { reasons } from '../errors/reasons.js'
 import { notFound, StatusError, tooManyRequests } from '../errors/status.js'
 import type { AuditLog } from '../stores/audit-log.js'
 import type { LoginLimiter } from '../stores/login-limiter.js'
-import { adminKeyCheck, bearerCredential } from './admin-key.js'
+import { adminKeyCheck, bearerCredential, type AdminKey } from './admin-key.js'
 import { adminError } from './errors.js'
 import { eventRoutes } from './event-routes.js'
 import { createAdminDocument } from './openapi.js'
@@ -23,8 +23,9 @@ import { userRoutes } from './user-routes.js'
 
 export interface AdminApiOptions {
   /** The keys that open it: AUTH_ADMIN_KEY, and the local key of the embedded default (local-access.ts). None: off. */
-  keys: readonly string[]
-  accounts: AccountAdmin
+  keys: readonly AdminKey[]
+  /** The account administration acting for a caller: its changes are recorded with the caller's address, user agent and credential. */
+  accountsFor: (actor: AdminActor) => AccountAdmin
   audit: AuditLog
   /** The admin namespace's limiter: its "account" is the client address. */
   limiter: LoginLimiter
@@ -39,10 +40,18 @@ const unauthorized = (missing: boolean): StatusError =>
   new StatusError(401, 'Unauthorized', 401, { 'www-authenticate': 'Bearer realm="admin"' },
     { detail: missing ? reasons.adminKeyRequired() : reasons.adminKeyWrong() })
 
-export const adminApi: FastifyPluginAsyncTypebox<AdminApiOptions> = async (app, { keys, accounts, audit, limiter, sessions }) => {
+export const adminApi: FastifyPluginAsyncTypebox<AdminApiOptions> = async (app, { keys, accountsFor, audit, limiter, sessions }) => {
   // Off: nothing registered, so the listener's own 404 answers every /admin path alike.
   if (keys.length === 0) return
   const accepted = adminKeyCheck(keys)
+  // Who each authenticated request is, for the audit events of the changes it makes.
+  const actors = new WeakMap<FastifyRequest, AdminActor>()
+  const accounts = (request: FastifyRequest): AccountAdmin => {
+    const actor = actors.get(request)
+    // The onRequest hook below lets no request through without one.
+    if (actor === undefined) throw new Error('admin request without an authenticated caller')
+    return accountsFor(actor)
+  }
   const doc = createAdminDocument()
   doc.collect(app)
 
@@ -58,7 +67,11 @@ export const adminApi: FastifyPluginAsyncTypebox<AdminApiOptions> = async (app, 
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     reply.header('cache-control', 'no-store')
     const { authorization } = request.headers
-    if (accepted(authorization)) return
+    const credential = accepted(authorization)
+    if (credential !== undefined) {
+      actors.set(request, { clientIp: request.ip, userAgent: request.headers['user-agent'], credential })
+      return
+    }
     if (bearerCredential(authorization) === undefined) throw unauthorized(true)
     const ip = request.ip
     const userAgent = request.headers['user-agent']
@@ -77,5 +90,5 @@ export const adminApi: FastifyPluginAsyncTypebox<AdminApiOptions> = async (app, 
   app.get('/openapi.json', { schema: { hide: true } }, async () => doc.document())
   await app.register(userRoutes, { accounts })
   await app.register(eventRoutes, { audit })
-  if (sessions !== undefined) await app.register(sessionRoutes, { ...sessions, accounts, actor: ADMIN_API_ACTOR })
+  if (sessions !== undefined) await app.register(sessionRoutes, { ...sessions, accounts, actor: ADMIN_API_ACTOR, credentialOf: (request) => actors.get(request)?.credential })
 }

@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap'
+import { createHash } from 'node:crypto'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import { buildInternalApp } from '../../src/internal-listener.js'
 import type { Config } from '../../src/config.js'
@@ -13,9 +14,12 @@ const KEY = 'admin-key-for-tests-0123456789-abcdefghij'
 const PASSWORD = 'a long enough passphrase 1'
 const OTHER_PASSWORD = 'another long passphrase 2'
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' }
+/** How the audit trail names KEY: `key:` and the first 8 hex digits of its SHA-256. */
+const KEY_FINGERPRINT = `key:${createHash('sha256').update(KEY).digest('hex').slice(0, 8)}`
 
 interface Admin {
   app: FastifyInstance
+  config: Config
   internal: FastifyInstance
   /** An admin request with the key, from 127.0.0.1 unless told. */
   call (method: InjectOptions['method'], url: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number, body: Record<string, unknown>, headers: Record<string, unknown> }>
@@ -30,6 +34,7 @@ async function adminFor (t: Test, kind: BackendKind, overrides: Partial<Config> 
   t.teardown(async () => { await internal.close() })
   return {
     app,
+    config,
     internal,
     async call (method, url, body, headers = {}) {
       const res = await internal.inject({
@@ -164,8 +169,10 @@ function adminContract (t: Test, kind: BackendKind): void {
       ['user.add', 'fay'], ['user.add', 'gus'], ['login.success', 'fay'], ['login.failure', 'fay'],
       ['user.passwd', 'gus'], ['user.disable', 'gus'], ['user.unlock', 'gus']
     ])
-    t.same(Object.keys(events[0] ?? {}).sort(), ['account_id', 'client_ip', 'event', 'outcome', 'time', 'user_agent', 'username'])
-    t.ok(events.filter((e) => e.event?.startsWith('user.')).every((e) => e.user_agent === 'admin-api'), 'admin actions name the admin API as actor')
+    t.same(Object.keys(events[0] ?? {}).sort(), ['account_id', 'client_ip', 'credential', 'event', 'outcome', 'time', 'user_agent', 'username'])
+    t.ok(events.filter((e) => e.event?.startsWith('user.')).every((e) => e.credential === KEY_FINGERPRINT && e.client_ip === '127.0.0.1'),
+      'admin actions name the caller\'s address and the key, by its fingerprint')
+    t.ok(events.filter((e) => e.event?.startsWith('login.')).every((e) => e.credential === null), 'a person\'s own requests name no credential')
     const text = JSON.stringify(all.body)
     t.notOk(text.includes(PASSWORD) || text.includes(OTHER_PASSWORD) || text.includes(KEY), 'no password or key in the trail')
     t.same(((await admin.call('GET', '/admin/events?user=FAY')).body.events as Array<{ event: string }>).map((e) => e.event),
@@ -217,6 +224,38 @@ function adminContract (t: Test, kind: BackendKind): void {
     t.same(outcomes, ['192.0.2.10 wrong-key', '192.0.2.10 wrong-key', '192.0.2.10 wrong-key', '192.0.2.10 wrong-key-limited', '192.0.2.11 wrong-key'],
       'each wrong key is an audit event; requests without a key are not')
     t.notOk(JSON.stringify(events.body).includes(KEY), 'the key sent is nowhere')
+  })
+
+  t.test('every change names its caller: address, user agent, and which credential (the key by fingerprint, or the local CLI\'s)', async (t) => {
+    const admin = await adminFor(t, kind)
+    const localKey = 'local-key-of-the-embedded-cli-0123456789abcdef'
+    const local = await buildInternalApp(admin.app, admin.config, { localAdminKey: localKey })
+    t.teardown(async () => { await local.close() })
+    const by = { 'user-agent': 'curl/8.5.0' }
+    await admin.call('POST', '/admin/users', { username: 'ian', password: PASSWORD }, { ...by })
+    const { token } = await admin.login('ian', PASSWORD)
+    const sessions = (await admin.call('GET', '/admin/users/ian/sessions')).body.sessions as Array<{ id: string }>
+    const remote = await admin.internal.inject({ method: 'DELETE', url: `/admin/sessions/${sessions[0]?.id ?? ''}`, remoteAddress: '192.0.2.20', headers: { authorization: `Bearer ${KEY}`, ...by } })
+    t.equal(remote.statusCode, 200)
+    t.equal(await admin.authenticate(token), 403)
+    const passwd = await admin.internal.inject({
+      method: 'PATCH',
+      url: '/admin/users/ian',
+      remoteAddress: '192.0.2.21',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'user-agent': 'ops-script/2' },
+      payload: JSON.stringify({ password: OTHER_PASSWORD })
+    })
+    t.equal(passwd.statusCode, 200)
+    const unlocked = await local.inject({ method: 'POST', url: '/admin/users/ian/unlock', headers: { authorization: `Bearer ${localKey}`, 'user-agent': 'auth-token-service-admin-client/1' } })
+    t.equal(unlocked.statusCode, 200, 'the local key opens it too')
+    const events = (await admin.call('GET', '/admin/events?user=ian')).body.events as Array<Record<string, string | null>>
+    t.same(events.filter((e) => e.event !== 'login.success').map((e) => [e.event, e.client_ip, e.user_agent, e.credential]), [
+      ['user.add', '127.0.0.1', 'curl/8.5.0', KEY_FINGERPRINT],
+      ['session.end', '192.0.2.20', 'curl/8.5.0', KEY_FINGERPRINT],
+      ['user.passwd', '192.0.2.21', 'ops-script/2', KEY_FINGERPRINT],
+      ['user.unlock', '127.0.0.1', 'auth-token-service-admin-client/1', 'local-cli']
+    ])
+    t.notOk(JSON.stringify(events).includes(KEY) || JSON.stringify(events).includes(localKey), 'no key in the trail')
   })
 
   t.test('sessions: list an account\'s, end one by id as a Logout would, end all', async (t) => {
