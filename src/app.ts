@@ -9,6 +9,7 @@ import { answerClientError, answerFrameworkError, registerErrorHandlers } from '
 import { serviceLogging, type LoggingOptions } from './logging/logging.js'
 import { MAX_PATH_SEGMENT, parseQuery, registerBodyParsing } from './http/parsing.js'
 import { everyRequest } from './http/request-hook.js'
+import { serverTimeouts } from './http/server-timeouts.js'
 import { publicServesInternals, revocationsOpen } from './internal-surfaces.js'
 import { createMetrics, type Metrics } from './metrics/metrics.js'
 import { registerMetricsRoute } from './metrics/route.js'
@@ -66,7 +67,8 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   const app = Fastify({
     ...logging.fastifyOptions(metrics.observeRequest),
     // A request without Host is answered like any other bad request (our body, not Node's empty 400).
-    http: { requireHostHeader: false },
+    // The request timeout holds for a client that sends its headers slowly too (server-timeouts.ts).
+    http: { requireHostHeader: false, ...serverTimeouts(config.requestTimeoutMs) },
     bodyLimit: config.bodyLimitBytes,
     requestTimeout: config.requestTimeoutMs,
     trustProxy: typeof config.trustProxy === 'number' ? hopsTrusted(config.trustProxy) : config.trustProxy,

@@ -5,6 +5,7 @@ import type { Config } from './config.js'
 import { internalError, notFound, StatusError } from './errors/status.js'
 import { statusErrorForHttp } from './http/status-for-http.js'
 import { internalListenerLogging } from './logging/logging.js'
+import { serverTimeouts } from './http/server-timeouts.js'
 import { registerMetricsRoute } from './metrics/route.js'
 import { revocationRoutes } from './routes/revocations.js'
 import { revocationsOpen } from './internal-surfaces.js'
@@ -32,7 +33,15 @@ export interface InternalAppOptions {
 /** The internal app over the main app's metrics, document and revocation feed. The main app must be ready (its document complete). */
 export async function buildInternalApp (app: FastifyInstance, config: Config, options: InternalAppOptions = {}): Promise<FastifyInstance> {
   // The admin API's bodies are checked as sent: an unknown field is refused, not dropped unseen.
-  const internal = Fastify({ ...internalListenerLogging(app.log), exposeHeadRoutes: false, return503OnClosing: false, ajv: { customOptions: { removeAdditional: false } } })
+  const internal = Fastify({
+    ...internalListenerLogging(app.log),
+    // A slow client holds an internal connection no longer than a public one.
+    http: serverTimeouts(config.requestTimeoutMs),
+    requestTimeout: config.requestTimeoutMs,
+    exposeHeadRoutes: false,
+    return503OnClosing: false,
+    ajv: { customOptions: { removeAdditional: false } }
+  })
   internal.setErrorHandler((error: FastifyError | StatusError, _request, reply) => {
     const status = error instanceof StatusError ? error : typeof error.statusCode === 'number' ? statusErrorForHttp(error.statusCode) : internalError()
     return reply.code(status.httpStatus).headers(status.headers).header('cache-control', 'no-store').send(status.toBody())
