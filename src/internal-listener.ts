@@ -6,6 +6,7 @@ import { internalError, notFound, StatusError } from './errors/status.js'
 import { statusErrorForHttp } from './http/status-for-http.js'
 import { internalListenerLogging } from './logging/logging.js'
 import { serverTimeouts } from './http/server-timeouts.js'
+import { registerStrictJson } from './http/parsing.js'
 import { registerMetricsRoute } from './metrics/route.js'
 import { revocationRoutes } from './routes/revocations.js'
 import { revocationsOpen } from './internal-surfaces.js'
@@ -47,6 +48,8 @@ export async function buildInternalApp (app: FastifyInstance, config: Config, op
     return reply.code(status.httpStatus).headers(status.headers).header('cache-control', 'no-store').send(status.toBody())
   })
   internal.setNotFoundHandler(async (_request, reply) => await reply.code(404).send(notFound().toBody()))
+  // Admin bodies are JSON: raw invalid UTF-8 is refused as on the public port, never turned into U+FFFD.
+  registerStrictJson(internal, config.bodyLimitBytes)
   registerMetricsRoute(internal, app.metrics)
   // The public app's own document, as it stands: the reference describes the public operations.
   await internal.register(fastifySwagger, { mode: 'static', specification: { document: app.swagger() as never } })
