@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { createAccountAdmin, type AccountAdmin } from './accounts.js'
 import { createAuthService, type AuthService } from './auth.js'
-import { openBackends, type Backends } from './backends.js'
+import { openBackends, openLoginLimiter, type Backends } from './backends.js'
 import type { Config } from './config.js'
 import { protectCookieRoutes } from './http/cross-site.js'
 import { answerClientError, answerFrameworkError, registerErrorHandlers } from './http/errors.js'
@@ -108,7 +108,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   await app.register(sessionRoutes, { auth, sessions, config })
   await app.register(passwordRoutes, { auth })
   await app.register(verifyRoutes, { auth, trustProxy: config.trustProxy })
-  await app.register(introspectRoutes, { auth, config })
+  await app.register(introspectRoutes, { auth, config, limiter: openLoginLimiter(config, backends.tokens, 'introspect:'), audit: observed.audit })
   // Outside production the public port keeps the internal surfaces too (a first run); never in production.
   const internals = publicServesInternals(config)
   if (internals) {
