@@ -88,7 +88,8 @@ export async function startInternalListener (app: FastifyInstance, config: Confi
   const localAdminKey = embedded ? generateLocalAdminKey() : undefined
   const internal = await buildInternalApp(app, config, { localAdminKey })
   if (localAdminKey !== undefined) internal.addHook('onClose', async () => { await removeLocalAdminAccess(config.dataDir) })
-  await internal.listen({ host: config.internalHost, port: config.internalPort })
+  // Not Fastify's "Server listening at": that line names the public port, which scripts and people look for.
+  await internal.listen({ host: config.internalHost, port: config.internalPort, listenTextResolver: (address) => `internal listener at ${address}` })
   const address = internal.server.address()
   const url = localUrl(address)
   if (localAdminKey !== undefined && url !== null) await writeLocalAdminAccess(config.dataDir, { url, key: localAdminKey })
