@@ -128,7 +128,7 @@ async function main (): Promise<void> {
     const machine = await describeMachine(ROOT, REDIS_URL, database.url)
     await migrateWithCli(ROOT, database.url)
 
-    // In production /metrics is served on the internal listener only (issue 19 §4): the bench reads the hash queue there.
+    // /metrics is served on the internal listener only (issue 19 §4, issue 30 §4): the bench reads the hash queue there.
     const internalPort = await freePort()
     const serviceEnv: Record<string, string> = {
       NODE_ENV: 'production',

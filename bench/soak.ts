@@ -113,7 +113,9 @@ async function main (): Promise<number> {
       AUTH_REDIS_COMMAND_TIMEOUT_MS: '500',
       // The one load generator stands for many clients: no per-address share of the hash queue.
       AUTH_HASH_IP_RUNNING: '64',
-      AUTH_HASH_IP_QUEUED: '100000'
+      AUTH_HASH_IP_QUEUED: '100000',
+      // The memory samples read /metrics from the service's own port (off there by default, issue 30 §4).
+      AUTH_PUBLIC_INTERNALS: 'true'
     }
     if (redisUrl === undefined || databaseUrl === undefined) {
       process.stderr.write('soak: starting a throwaway redis-server and postgres\n')

@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { createAccountAdmin, type AccountAdmin } from './accounts.js'
 import { createAuthService, type AuthService } from './auth.js'
-import { openBackends, openLoginLimiter, type Backends } from './backends.js'
+import { canLose, openBackends, openLoginLimiter, type Backends } from './backends.js'
 import type { Config } from './config.js'
 import { protectCookieRoutes } from './http/cross-site.js'
 import { answerClientError, answerFrameworkError, registerErrorHandlers } from './http/errors.js'
@@ -16,6 +16,7 @@ import { registerMetricsRoute } from './metrics/route.js'
 import { configuredPasswordPolicy } from './passwords/policy.js'
 import { authenticateRoutes } from './routes/authenticate.js'
 import { healthRoutes } from './routes/health.js'
+import { docsLocation, pointerRoutes } from './routes/pointer.js'
 import { introspectRoutes } from './routes/introspect.js'
 import { loginRoutes } from './routes/login.js'
 import { logoutRoutes } from './routes/logout.js'
@@ -107,15 +108,15 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   await app.register(logoutRoutes, { auth, config })
   await app.register(sessionRoutes, { auth, sessions, config })
   await app.register(passwordRoutes, { auth })
-  await app.register(verifyRoutes, { auth, trustProxy: config.trustProxy })
+  await app.register(verifyRoutes, { auth, trustProxy: config.trustProxy, originalUriHeader: config.originalUriHeader })
   await app.register(introspectRoutes, { auth, config, limiter: openLoginLimiter(config, backends.tokens, 'introspect:'), audit: observed.audit })
-  // Outside production the public port keeps the internal surfaces too (a first run); never in production.
+  // The public port serves the internal surfaces only when AUTH_PUBLIC_INTERNALS asks for it.
   const internals = publicServesInternals(config)
   if (internals) {
     await app.register(revocationRoutes, {
       revocations: backends.revocations,
       key: config.revocationsKey,
-      open: revocationsOpen(config),
+      open: revocationsOpen(config, config.host),
       maxSubscribers: config.revocationsMaxSubscribers
     })
   }
@@ -124,8 +125,10 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     database: backends.database,
     names: { tokens: backends.tokens.kind, database: backends.database.kind },
     draining: () => app.lifecycle.draining,
-    timeoutMs: config.healthTimeoutMs
+    timeoutMs: config.healthTimeoutMs,
+    canLose: () => canLose(backends.tokens)
   })
+  await app.register(pointerRoutes, { version: PACKAGE_VERSION, docs: docsLocation(config.internalHost, config.internalPort) })
   if (internals) {
     registerMetricsRoute(app, metrics)
     await registerOpenApiRoutes(app)

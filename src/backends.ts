@@ -84,6 +84,13 @@ export function openAuditLog (config: Config, database: Database, log: Log): Aud
   })
 }
 
+/** What a restart of the token store can lose, in words (readiness, the start line); undefined until Redis was read. */
+export function canLose (tokens: ServiceTokenStore): string | undefined {
+  if (tokens.kind === 'in-process') return 'every token when the process ends (all sessions end; no revocation is undone)'
+  const persistence = tokens.lastPersistence
+  return persistence === undefined ? undefined : `${persistence.canLose} (${persistence.settings})`
+}
+
 /** The token store the config names: Redis when REDIS_URL is set, else the in-process one. */
 export function openTokenStore (config: Config, log: Log, hook?: BackendErrorHook): ServiceTokenStore {
   const denyTtlMs = config.denyTtlSeconds * 1000
@@ -97,10 +104,17 @@ export function openTokenStore (config: Config, log: Log, hook?: BackendErrorHoo
     epochTtlMs: Math.max(config.tokenTtlSeconds, config.federatedTokenTtlSeconds) * 1000,
     maxTokensPerAccount,
     commandTimeoutMs: config.redisCommandTimeoutMs,
+    minReplicaAcks: config.redisMinReplicaAcks,
     onError: throttledErrorLog(log, 'redis', hook),
     onCommandError: () => { hook?.('redis') },
     // At start and whenever it changes: the one line that says why every token operation answers 503.
-    onEvictionPolicy: (error) => { log.error({ backend: 'redis', policy: error.policy }, error.message) }
+    onEvictionPolicy: (error) => { log.error({ backend: 'redis', policy: error.policy }, error.message) },
+    acceptLossyPersistence: config.acceptLossyPersistence,
+    // Whenever it changes (the first reading is the start's: server.ts): what a restart can now lose.
+    onPersistence: (persistence, refused) => {
+      if (refused !== undefined) log.error({ backend: 'redis', persistence: persistence.settings }, refused.message)
+      else log.info({ backend: 'redis', persistence: persistence.settings, canLose: persistence.canLose }, 'Redis persistence')
+    }
   })
   // Start connecting now; until Redis answers, token operations answer 503.
   store.ready().catch(() => {})

@@ -1,8 +1,10 @@
 import { readFileSync } from 'node:fs'
+import { isIP } from 'node:net'
 import { availableParallelism } from 'node:os'
 import type { Argon2Policy, HashingLimits } from './passwords/hasher.js'
 import { DEFAULT_KEY_PREFIX } from './stores/key-prefix.js'
 import type { RedisTopology } from './stores/redis/client.js'
+import type { MinReplicaAcks } from './stores/redis/replica-acks.js'
 import { DEFAULT_LOG_BUFFER_BYTES, LOG_FLUSH_BYTES } from './logging/log-destination.js'
 import type { LdapConfig } from './federation/ldap-directory.js'
 
@@ -17,6 +19,7 @@ export type TrustProxy = boolean | number | string[]
 export interface Config {
   host: string
   port: number
+  /** NODE_ENV: only how logs look at a terminal (logging.ts); it decides nothing about security (issue 30 §4). */
   nodeEnv: string
   logLevel: string
   /** Log text held while stdout takes none (its reader slow or stopped); past it lines are dropped and counted. */
@@ -47,19 +50,44 @@ export interface Config {
   bodyLimitBytes: number
   requestTimeoutMs: number
   redisCommandTimeoutMs: number
+  /** Replica acknowledgements a revocation needs before `Success` (AUTH_REDIS_MIN_REPLICA_ACKS); 'auto': from the topology. */
+  redisMinReplicaAcks: MinReplicaAcks
   argon2: Argon2Policy
   hashing: HashingLimits
-  /** Active tokens one account may hold; a Login beyond it ends the account's oldest (earliest expiry). */
+  /** Active tokens one account may hold; a Login beyond it ends the account's oldest-issued. */
   maxTokensPerAccount: number
+  /**
+   * Serve on a Redis whose persistence can undo an acknowledged revocation on a restart (snapshots
+   * only, appendfsync everysec or no, or unreadable): the operator accepts that risk. Default false.
+   */
+  acceptLossyPersistence: boolean
   /** Audit events buffered in memory before new ones are dropped (and counted). */
   auditBufferSize: number
   /**
    * The internal listener (INTERNAL_HOST, INTERNAL_PORT; METRICS_PORT is its deprecated name):
-   * /metrics, /docs, /openapi.json and /auth/revocations. With NODE_ENV=production the public
-   * port serves none of them.
+   * /metrics, /docs, /openapi.json and /auth/revocations. The public port serves none of them
+   * unless publicInternals asks for it (issue 30 §4).
    */
   internalHost: string
   internalPort: number
+  /**
+   * Host names the internal listener answers besides its bound address, localhost and the
+   * loopback addresses (INTERNAL_HOSTNAMES, e.g. a compose service name); any other Host is a
+   * 421 (DNS rebinding, issue 30 §5).
+   */
+  internalHostnames: string[]
+  /**
+   * The public port serves /metrics, /docs, /openapi.json and the revocation feed too
+   * (AUTH_PUBLIC_INTERNALS=true; default false, whatever NODE_ENV says). The feed still needs
+   * its key there unless the port is bound to the loopback only.
+   */
+  publicInternals: boolean
+  /**
+   * The one header /auth/verify reads the original URI from, when a proxy AUTH_TRUST_PROXY
+   * trusts sends it (AUTH_ORIGINAL_URI_HEADER: x-forwarded-uri, the default, as Caddy, Traefik
+   * and the shipped nginx file set it; or x-original-uri). The other is never believed.
+   */
+  originalUriHeader: OriginalUriHeader
   /** Bearer key a revocation-feed subscriber must send (AUTH_REVOCATIONS_KEY); undefined: see revocationsOpen. */
   revocationsKey: string | undefined
   /**
@@ -91,6 +119,9 @@ export interface Config {
   /** Who may call POST /auth/introspect (HTTP Basic); empty: the endpoint is off (404). */
   introspectionClients: readonly IntrospectionClient[]
 }
+
+export const ORIGINAL_URI_HEADERS = ['x-forwarded-uri', 'x-original-uri'] as const
+export type OriginalUriHeader = typeof ORIGINAL_URI_HEADERS[number]
 
 /** One AUTH_INTROSPECTION_CLIENTS entry: a client id and its secret. */
 export interface IntrospectionClient {
@@ -260,6 +291,26 @@ function origins (env: Env, name: string): string[] {
   })
 }
 
+/** INTERNAL_HOSTNAMES: host names (or address literals) as a client sends them in Host, without a port. */
+function hostnames (env: Env, name: string): string[] {
+  const raw = present(env, name)
+  if (raw === undefined) return []
+  return raw.split(',').map((entry) => entry.trim().toLowerCase()).filter((entry) => entry !== '').map((entry) => {
+    const bare = entry.startsWith('[') && entry.endsWith(']') ? entry.slice(1, -1) : entry
+    if (!/^[a-z0-9.-]+$/.test(bare) && isIP(bare) !== 6) {
+      throw new ConfigError(name, `expected host names such as auth-internal or auth.internal.example (no scheme, no port), got "${entry}"`)
+    }
+    return bare
+  })
+}
+
+function originalUriHeader (env: Env): OriginalUriHeader {
+  const raw = present(env, 'AUTH_ORIGINAL_URI_HEADER')?.toLowerCase() ?? 'x-forwarded-uri'
+  const header = ORIGINAL_URI_HEADERS.find((name) => name === raw)
+  if (header === undefined) throw new ConfigError('AUTH_ORIGINAL_URI_HEADER', `expected X-Forwarded-Uri or X-Original-URI, got "${raw}"`)
+  return header
+}
+
 /** The revocation feed's subscriber key: long enough that guessing it is hopeless. */
 function revocationsKey (env: Env): string | undefined {
   const key = present(env, 'AUTH_REVOCATIONS_KEY')
@@ -294,12 +345,23 @@ function adminKey (env: Env): string | undefined {
 }
 
 const redisUrl = (env: Env): string | undefined => url(env, 'REDIS_URL', ['redis:', 'rediss:'])
+/** 'auto' (unset): the replicas each master is meant to have, as the cluster or the sentinels list them. */
+const minReplicaAcks = (env: Env): MinReplicaAcks =>
+  (present(env, 'AUTH_REDIS_MIN_REPLICA_ACKS') ?? 'auto').toLowerCase() === 'auto' ? 'auto' : integer(env, 'AUTH_REDIS_MIN_REPLICA_ACKS', 0, 0, 16)
 
 const DAY = 24 * 60 * 60
 
 /** argon2id operations at once by default: one per core but one, at least one, at most three. */
 export function defaultHashConcurrency (cores: number): number {
   return Math.max(1, Math.min(cores - 1, 3))
+}
+
+const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]'])
+
+/** The two listeners would ask for one address: same port (not 0, "any free one") and overlapping hosts. */
+function sharesPort (config: Config): boolean {
+  if (config.port === 0 || config.port !== config.internalPort) return false
+  return config.host === config.internalHost || WILDCARD_HOSTS.has(config.host) || WILDCARD_HOSTS.has(config.internalHost)
 }
 
 export function loadConfig (env: Env = process.env, overrides: Partial<Config> = {}): Config {
@@ -338,7 +400,9 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     tokenTtlSeconds: integer(env, 'AUTH_TOKEN_TTL_SECONDS', 43200, 1, 365 * DAY),
     federatedTokenTtlSeconds: integer(env, 'AUTH_FEDERATED_TOKEN_TTL_SECONDS', 86400, 1, 365 * DAY),
     denyTtlSeconds: integer(env, 'AUTH_DENY_TTL_SECONDS', 300, 1, DAY),
-    cookieSecure: boolean(env, 'AUTH_COOKIE_SECURE', nodeEnv === 'production'),
+    // Secure whatever NODE_ENV says (issue 30 §4): browsers and curl keep a Secure cookie from
+    // http://localhost too; plain http on another host opts out with AUTH_COOKIE_SECURE=false.
+    cookieSecure: boolean(env, 'AUTH_COOKIE_SECURE', true),
     cookieDomain: present(env, 'AUTH_COOKIE_DOMAIN'),
     bootstrapUsername,
     bootstrapPassword,
@@ -353,6 +417,7 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     bodyLimitBytes: integer(env, 'AUTH_BODY_LIMIT_BYTES', 16 * 1024, 1024, 1024 * 1024),
     requestTimeoutMs: integer(env, 'AUTH_REQUEST_TIMEOUT_MS', 10_000, 1000, 600_000),
     redisCommandTimeoutMs: integer(env, 'AUTH_REDIS_COMMAND_TIMEOUT_MS', 500, 10, 60_000),
+    redisMinReplicaAcks: minReplicaAcks(env),
     argon2: {
       memoryCost: integer(env, 'AUTH_ARGON2_MEMORY_KIB', 19456, 19456, 4 * 1024 * 1024),
       timeCost: integer(env, 'AUTH_ARGON2_TIME_COST', 2, 2, 100),
@@ -374,9 +439,13 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
       }
     },
     maxTokensPerAccount: integer(env, 'AUTH_MAX_TOKENS_PER_ACCOUNT', 1000, 1, 1_000_000),
+    acceptLossyPersistence: boolean(env, 'AUTH_REDIS_ACCEPT_LOSSY_PERSISTENCE', false),
     auditBufferSize: integer(env, 'AUTH_AUDIT_BUFFER', 10_000, 1, 1_000_000),
     internalHost: present(env, 'INTERNAL_HOST') ?? '127.0.0.1',
     internalPort: integer(env, 'INTERNAL_PORT', present(env, 'METRICS_PORT') === undefined ? 3001 : integer(env, 'METRICS_PORT', 3001, 0, 65535), 0, 65535),
+    internalHostnames: hostnames(env, 'INTERNAL_HOSTNAMES'),
+    publicInternals: boolean(env, 'AUTH_PUBLIC_INTERNALS', false),
+    originalUriHeader: originalUriHeader(env),
     revocationsKey: revocationsKey(env),
     adminKey: adminKey(env),
     adminUrl: url(env, 'AUTH_ADMIN_URL', ['http:', 'https:']),
@@ -401,6 +470,9 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
   }
   if (config.shutdownDelayMs >= config.shutdownTimeoutMs) {
     throw new ConfigError('SHUTDOWN_DELAY_MS', `must be shorter than SHUTDOWN_TIMEOUT_MS (${config.shutdownTimeoutMs}), or every shutdown ends killed`)
+  }
+  if (sharesPort(config)) {
+    throw new ConfigError('INTERNAL_PORT', `is ${config.internalPort}, the same as PORT: the internal listener (/metrics, /docs, /admin) needs a port of its own`)
   }
   if (config.redis?.kind === 'cluster' && !/\{[^{}]+\}/.test(config.redisKeyPrefix)) {
     throw new ConfigError('AUTH_REDIS_KEY_PREFIX', 'must hold a hash tag such as {ats} with REDIS_CLUSTER_NODES, so that each script\'s keys share a slot')

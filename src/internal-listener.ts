@@ -2,14 +2,16 @@ import fastifySwagger from '@fastify/swagger'
 import fastifySwaggerUi from '@fastify/swagger-ui'
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify'
 import type { Config } from './config.js'
-import { internalError, notFound, StatusError } from './errors/status.js'
+import { internalError, misdirected, notFound, StatusError } from './errors/status.js'
 import { statusErrorForHttp } from './http/status-for-http.js'
 import { internalListenerLogging } from './logging/logging.js'
 import { serverTimeouts } from './http/server-timeouts.js'
 import { registerStrictJson } from './http/parsing.js'
 import { registerMetricsRoute } from './metrics/route.js'
 import { revocationRoutes } from './routes/revocations.js'
+import { docsLocation } from './routes/pointer.js'
 import { revocationsOpen } from './internal-surfaces.js'
+import { allowedHosts } from './http/allowed-hosts.js'
 import { createAccountAdmin, LOCAL_CLI_CREDENTIAL } from './accounts.js'
 import { adminApi } from './admin/plugin.js'
 import { keyFingerprint, type AdminKey } from './admin/admin-key.js'
@@ -22,8 +24,9 @@ import { configuredPasswordPolicy } from './passwords/policy.js'
 /**
  * The internal listener (INTERNAL_HOST:INTERNAL_PORT, 127.0.0.1:3001 by default): what only
  * the operator's side needs — /metrics, the API reference (/docs, /openapi.json) and the
- * revocation feed (/auth/revocations) — on an address that is not published. With
- * NODE_ENV=production the public port serves none of them (issue 19 §4).
+ * revocation feed (/auth/revocations) — on an address that is not published. The public port
+ * serves none of them unless AUTH_PUBLIC_INTERNALS asks (issue 19 §4, issue 30 §4). It answers
+ * only the Host names it is reached by, and nothing it answers is cached (issue 30 §5).
  */
 
 export interface InternalAppOptions {
@@ -50,6 +53,19 @@ export async function buildInternalApp (app: FastifyInstance, config: Config, op
   internal.setNotFoundHandler(async (_request, reply) => await reply.code(404).send(notFound().toBody()))
   // Admin bodies are JSON: raw invalid UTF-8 is refused as on the public port, never turned into U+FFFD.
   registerStrictJson(internal, config.bodyLimitBytes)
+  // DNS rebinding: a page on a name pointed at this address sends that name as Host; it is
+  // refused before any route, the feed's and the admin API's included.
+  const hostAllowed = allowedHosts(config.internalHost, config.internalHostnames)
+  internal.addHook('onRequest', async (request, reply) => {
+    if (hostAllowed(request.headers.host)) return
+    const refused = misdirected()
+    await reply.code(refused.httpStatus).header('cache-control', 'no-store').send(refused.toBody())
+  })
+  // Metrics, the API document, admin answers: none is for a cache (the feed sets its own no-store).
+  internal.addHook('onSend', async (_request, reply, payload) => {
+    reply.header('cache-control', 'no-store')
+    return payload
+  })
   registerMetricsRoute(internal, app.metrics)
   // The public app's own document, as it stands: the reference describes the public operations.
   await internal.register(fastifySwagger, { mode: 'static', specification: { document: app.swagger() as never } })
@@ -58,7 +74,7 @@ export async function buildInternalApp (app: FastifyInstance, config: Config, op
   await internal.register(revocationRoutes, {
     revocations: app.backends.revocations,
     key: config.revocationsKey,
-    open: revocationsOpen(config),
+    open: revocationsOpen(config, config.internalHost),
     maxSubscribers: config.revocationsMaxSubscribers,
     onCut: (remoteAddress) => { app.log.warn({ remoteAddress }, 'revocation subscriber cut: its socket took nothing for too long') }
   })
@@ -93,7 +109,8 @@ export async function startInternalListener (app: FastifyInstance, config: Confi
   const address = internal.server.address()
   const url = localUrl(address)
   if (localAdminKey !== undefined && url !== null) await writeLocalAdminAccess(config.dataDir, { url, key: localAdminKey })
-  app.log.info({ host: config.internalHost, port: typeof address === 'object' && address !== null ? address.port : config.internalPort },
+  const port = typeof address === 'object' && address !== null ? address.port : config.internalPort
+  app.log.info({ host: config.internalHost, port, docs: docsLocation(config.internalHost, port) },
     `internal listener: /metrics, /docs, /openapi.json, /auth/revocations${config.adminKey !== undefined || localAdminKey !== undefined ? ', /admin' : ''}`)
   return internal
 }

@@ -28,7 +28,7 @@ const Username = (minLength = 0) => Type.String({
   ...(minLength > 0 ? { minLength } : {}),
   maxLength: USERNAME_MAX_CHARS,
   pattern: NO_NUL,
-  description: `The account's name: 1–${USERNAME_MAX_CHARS} characters (after Unicode NFC), case kept.`
+  description: `The account's name: 1–${USERNAME_MAX_CHARS} characters (after Unicode NFC); case-folded, so Alice and alice are one account (stored in that form).`
 })
 const Password = (minLength = 0) => Type.String({
   ...(minLength > 0 ? { minLength } : {}),

@@ -3,12 +3,15 @@ import type { FastifyInstance } from 'fastify'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { buildApp } from './app.js'
 import { startInternalListener } from './internal-listener.js'
+import { revocationsOpen } from './internal-surfaces.js'
 import { ConfigError, type Config } from './config.js'
 import type { EnsureResult } from './accounts.js'
 import { StatusError } from './errors/status.js'
 import { escapeControlCharacters } from './logging/log-escape.js'
 import { localUrl } from './http/local-url.js'
 import { tuneV8ForServing } from './v8-tuning.js'
+import { LossyPersistenceError, undoesRevocations, type Persistence } from './stores/redis/persistence.js'
+import type { RedisTokenStore } from './stores/redis/token-store.js'
 import type { Tracing } from './tracing/start.js'
 
 /**
@@ -42,6 +45,24 @@ export async function bootstrapAccount (app: FastifyInstance, config: Config): P
   }
 }
 
+/** The start's line on what a Redis restart can lose (an error while the service refuses to serve on it). */
+function announcePersistence (app: FastifyInstance, persistence: Persistence, config: Config): void {
+  const fields = { backend: 'redis', persistence: persistence.settings, canLose: persistence.canLose }
+  if (!undoesRevocations(persistence)) app.log.info(fields, 'Redis persistence: a restart of it undoes no acknowledged revocation')
+  else if (config.acceptLossyPersistence) app.log.warn(fields, 'Redis persistence can bring logged-out tokens back after a restart of it (AUTH_REDIS_ACCEPT_LOSSY_PERSISTENCE=true accepts this)')
+  else app.log.error(fields, new LossyPersistenceError(persistence).message)
+}
+
+/** Tries every second until Redis answers, then announces; the store refuses a lossy one meanwhile by its own check. */
+function announceWhenRead (app: FastifyInstance, tokens: RedisTokenStore, config: Config): void {
+  const attempt = (): void => {
+    tokens.persistence().then((persistence) => { announcePersistence(app, persistence, config) }, () => {
+      if (!app.lifecycle.draining) setTimeout(attempt, 1000).unref()
+    })
+  }
+  attempt()
+}
+
 export interface ServerOptions {
   /** Tracing, started before the app was imported (cli/main.ts); its spans are flushed last on close. */
   tracing?: Tracing | undefined
@@ -57,15 +78,26 @@ export async function startServer (config: Config, options: ServerOptions = {}):
   const app = await buildApp(config)
   let internal: FastifyInstance | undefined
   for (const warning of config.deprecated) app.log.warn(warning)
-  if (config.nodeEnv === 'production' && config.revocationsKey === undefined) {
-    app.log.warn('AUTH_REVOCATIONS_KEY is not set: the revocation feed is off, and guards in HTTP mode run without a cache')
+  if (config.revocationsKey === undefined && !revocationsOpen(config, config.internalHost)) {
+    app.log.warn('AUTH_REVOCATIONS_KEY is not set and INTERNAL_HOST is not the loopback: the revocation feed is off, and guards in HTTP mode run without a cache')
+  }
+  if (config.publicInternals) {
+    app.log.warn('AUTH_PUBLIC_INTERNALS=true: the public port serves /metrics, /docs, /openapi.json and the revocation feed too')
   }
   try {
     await bootstrapAccount(app, config)
     // Listening before Redis answers would turn the first requests into 503s; wait a little, then go on
     // (the service answers 503 until Redis is back, and recovers by itself).
-    if (!await app.backends.ready(5000)) {
-      app.log.warn('Redis is not answering yet: token operations answer 503 until it does')
+    const answering = await app.backends.ready(5000)
+    if (!answering) app.log.warn('Redis is not answering yet: token operations answer 503 until it does')
+    const tokens = app.backends.tokens
+    if (tokens.kind === 'redis') {
+      const persistence = answering ? await tokens.persistence().catch(() => undefined) : undefined
+      // A Redis whose restart can bring logged-out tokens back: the start stops on one line saying what to set.
+      if (persistence !== undefined && undoesRevocations(persistence) && !config.acceptLossyPersistence) throw new LossyPersistenceError(persistence)
+      if (persistence !== undefined) announcePersistence(app, persistence, config)
+      // Not read yet: read once Redis answers; a lossy one is then refused (503, readiness "lossy") rather than the start.
+      else announceWhenRead(app, tokens, config)
     }
     // The internal listener first (it needs the app ready, for its API document): once the public
     // port answers, everything does.

@@ -82,6 +82,8 @@ export interface RedisServerOptions {
   aof?: boolean
   /** `maxmemory` in bytes, with `maxmemory-policy noeviction`. */
   maxmemoryBytes?: number
+  /** More settings, after (so over) the ones above: `['--save', '3600 1']` persists by snapshot. */
+  args?: readonly string[]
 }
 
 export interface ThrowawayRedis {
@@ -108,7 +110,8 @@ export async function startThrowawayRedis (scope: Scope, options: RedisServerOpt
     '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--logfile', join(dir, 'redis.log'),
     '--save', '', '--daemonize', 'no', '--enable-debug-command', 'local',
     '--appendonly', options.aof === true ? 'yes' : 'no', '--appendfsync', 'always',
-    ...(options.maxmemoryBytes === undefined ? [] : ['--maxmemory', String(options.maxmemoryBytes), '--maxmemory-policy', 'noeviction'])
+    ...(options.maxmemoryBytes === undefined ? [] : ['--maxmemory', String(options.maxmemoryBytes), '--maxmemory-policy', 'noeviction']),
+    ...options.args ?? []
   ]
   let child: ChildProcess | undefined
   const redis: ThrowawayRedis = {

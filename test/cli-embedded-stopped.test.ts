@@ -1,4 +1,5 @@
 import t from 'tap'
+import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { adminEvents, ALICE, cli, LOCK_FILES, lockFiles, login, rows } from './support/embedded-cli.js'
 import { type ServiceProcess, startService } from '../support/service.js'
@@ -57,4 +58,26 @@ t.test('with the service stopped or killed', async (t) => {
     t.same(rows(list), ['alice\tlocal\tenabled'])
     t.same(await lockFiles(dataDir), [], 'and gives it up when it is done')
   })
+
+  t.test('--verbose says which database a command used', async (t) => {
+    const list = await cli(env, ['user', 'list', '--verbose'])
+    t.equal(list.code, 0, list.stderr)
+    t.equal(list.stderr, `auth-token-service: using the embedded database in ${dataDir}\n`)
+    t.same(rows(list), ['alice\tlocal\tenabled'], 'and does its work as without')
+  })
+})
+
+t.test('where there is no database, an account command refuses and makes none (issue 32)', async (t) => {
+  // What `npx --prefix <clone> auth-token-service user list` from another directory did: exit 0,
+  // no output, and a new empty ./data there.
+  const elsewhere = join(await tempDir(t, 'ats-cli-elsewhere-'), 'data')
+  for (const args of [['user', 'list'], ['user', 'disable', 'alice'], ['events'], ['sessions', 'list', 'alice']]) {
+    const run = await cli({ AUTH_DATA_DIR: elsewhere, LOG_LEVEL: 'warn' }, args)
+    t.equal(run.code, 1, `${args.join(' ')}: exit 1`)
+    t.equal(run.stderr, `auth-token-service: no database in ${elsewhere}: run the command in the directory the service runs in, or set AUTH_DATA_DIR (or DATABASE_URL); only serve and migrate create one\n`, 'one line naming the directory')
+    t.notOk(existsSync(elsewhere), 'and no directory was made')
+  }
+  const migrate = await cli({ AUTH_DATA_DIR: elsewhere, LOG_LEVEL: 'warn' }, ['migrate'])
+  t.equal(migrate.code, 0, 'migrate creates one, as it should')
+  t.equal((await cli({ AUTH_DATA_DIR: elsewhere, LOG_LEVEL: 'warn' }, ['user', 'list'])).code, 0, 'then the commands work there')
 })

@@ -12,8 +12,11 @@ t.test('defaults follow the contract', async (t) => {
     dataDir: './data',
     tokenTtlSeconds: 43200,
     federatedTokenTtlSeconds: 86400,
-    cookieSecure: false,
+    cookieSecure: true,
     cookieDomain: undefined,
+    publicInternals: false,
+    internalHostnames: [],
+    originalUriHeader: 'x-forwarded-uri',
     bootstrapUsername: undefined,
     bootstrapReset: false,
     legacyPathLogin: true,
@@ -82,9 +85,22 @@ t.test('AUTH_BOOTSTRAP_RESET: off unless asked for, and only beside a bootstrap 
   t.equal(message, 'AUTH_BOOTSTRAP_RESET: expected true or false, got "yes please"', 'one line naming the variable')
 })
 
-t.test('the cookie is Secure by default in production', async (t) => {
-  t.equal(loadConfig({ NODE_ENV: 'production' }).cookieSecure, true)
-  t.equal(loadConfig({ NODE_ENV: 'production', AUTH_COOKIE_SECURE: 'false' }).cookieSecure, false)
+t.test('NODE_ENV decides nothing about security: Secure cookies, no internals on the public port (issue 30 §4)', async (t) => {
+  for (const nodeEnv of [undefined, 'development', 'test', 'production', 'staging']) {
+    const env = nodeEnv === undefined ? {} : { NODE_ENV: nodeEnv }
+    const config = loadConfig(env)
+    t.equal(config.cookieSecure, true, `NODE_ENV=${String(nodeEnv)}: Secure`)
+    t.equal(config.publicInternals, false, `NODE_ENV=${String(nodeEnv)}: no internal surfaces on the public port`)
+    t.equal(loadConfig({ ...env, AUTH_COOKIE_SECURE: 'false' }).cookieSecure, false, `NODE_ENV=${String(nodeEnv)}: AUTH_COOKIE_SECURE=false opts out`)
+    t.equal(loadConfig({ ...env, AUTH_PUBLIC_INTERNALS: 'true' }).publicInternals, true, `NODE_ENV=${String(nodeEnv)}: AUTH_PUBLIC_INTERNALS=true opts in`)
+  }
+})
+
+t.test('INTERNAL_HOSTNAMES and AUTH_ORIGINAL_URI_HEADER', async (t) => {
+  t.same(loadConfig({ INTERNAL_HOSTNAMES: ' Auth-Internal , auth.svc.example ,[fd00::1]' }).internalHostnames, ['auth-internal', 'auth.svc.example', 'fd00::1'])
+  t.throws(() => loadConfig({ INTERNAL_HOSTNAMES: 'http://auth:3001' }), { name: 'ConfigError', variable: 'INTERNAL_HOSTNAMES' })
+  t.equal(loadConfig({ AUTH_ORIGINAL_URI_HEADER: 'X-Original-URI' }).originalUriHeader, 'x-original-uri')
+  t.throws(() => loadConfig({ AUTH_ORIGINAL_URI_HEADER: 'X-Rewrite-Url' }), { name: 'ConfigError', variable: 'AUTH_ORIGINAL_URI_HEADER' })
 })
 
 t.test('a bad value stops the start with one line naming the variable', async (t) => {
@@ -107,7 +123,10 @@ t.test('a bad value stops the start with one line naming the variable', async (t
     [{ AUTH_MAX_FAILED_LOGINS: '1000' }, 'AUTH_MAX_FAILED_LOGINS'],
     [{ AUTH_TRUST_PROXY: 'everyone' }, 'AUTH_TRUST_PROXY'],
     [{ AUTH_ARGON2_MEMORY_KIB: '1024' }, 'AUTH_ARGON2_MEMORY_KIB'],
-    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL']
+    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    [{ PORT: '3001' }, 'INTERNAL_PORT'],
+    [{ PORT: '4000', INTERNAL_PORT: '4000' }, 'INTERNAL_PORT'],
+    [{ HOST: '127.0.0.1', INTERNAL_HOST: '::', PORT: '4000', INTERNAL_PORT: '4000' }, 'INTERNAL_PORT']
   ]
   for (const [env, variable] of cases) {
     let caught: unknown
@@ -116,6 +135,11 @@ t.test('a bad value stops the start with one line naming the variable', async (t
     t.equal((caught as ConfigError).variable, variable)
     t.notMatch((caught as Error).message, /\n/, 'one line')
   }
+})
+
+t.test('INTERNAL_PORT may equal PORT only where the two listeners cannot meet', async (t) => {
+  t.equal(loadConfig({ HOST: '10.0.0.5', PORT: '4000', INTERNAL_PORT: '4000' }).internalPort, 4000, 'two specific hosts (the internal one 127.0.0.1 by default)')
+  t.equal(loadConfig({ PORT: '0', INTERNAL_PORT: '0' }).port, 0, 'both 0: each takes a free port')
 })
 
 t.test('a refused URL is not echoed (it may hold a password)', async (t) => {

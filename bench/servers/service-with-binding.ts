@@ -62,6 +62,6 @@ const hasher: PasswordHasher = {
 const silent = { info: () => {}, warn: () => {}, error: () => {} }
 const backends = await openBackends(config, silent)
 const app = await buildApp(config, { backends: { ...backends, hasher } })
-// Its hash queue, for the bench's quiesce step: this app has no internal listener, where /metrics lives in production.
+// Its hash queue, for the bench's quiesce step: this app has no internal listener, where /metrics lives.
 app.get('/bench/hash-queue-depth', { logLevel: 'silent' }, async () => ({ depth: hasher.queueDepth() }))
 await listen(app, async () => { await backends.close() })

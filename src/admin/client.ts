@@ -51,6 +51,8 @@ export interface AdminClientOptions {
 }
 
 export interface AdminClient {
+  /** The internal listener it talks to (no key in it). */
+  readonly url: string
   addUser (username: string, password: string | undefined, federated: boolean): Promise<AdminUser>
   changeUser (username: string, change: { disabled?: boolean, password?: string }): Promise<{ user: AdminUser, ended: number }>
   deleteUser (username: string): Promise<number>
@@ -110,6 +112,7 @@ export function createAdminClient ({ url, key, timeoutMs = 30_000 }: AdminClient
   }
 
   return {
+    url: base,
     addUser: async (username, password, federated) =>
       (await call<{ user: AdminUser }>('POST', '/admin/users', { username, ...(password === undefined ? {} : { password }), federated })).user,
     async changeUser (username, change) {

@@ -105,5 +105,6 @@ export const reasons = {
   usernameTaken: () => reason('username is taken'),
   // Log-only reasons of refusals whose answer carries no detail (a 403 or 401 is byte-identical).
   cookieGivenMoreThanOnce: () => reason('AuthToken1 cookie given more than once'),
-  originalUriNotTrusted: () => reason('X-Forwarded-Uri or X-Original-URI sent by an untrusted client, ignored')
+  originalUriNotTrusted: () => reason('X-Forwarded-Uri or X-Original-URI sent by an untrusted client, ignored'),
+  originalUrisDiffer: () => reason('X-Forwarded-Uri and X-Original-URI differ: no query token')
 } as const

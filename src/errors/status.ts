@@ -50,6 +50,8 @@ export const unauthorized = (): StatusError => new StatusError(403, 'Unauthorize
 export const notFound = (): StatusError => new StatusError(404, 'Not Found', 404)
 export const methodNotAllowed = (allow: readonly string[]): StatusError =>
   new StatusError(405, 'Method Not Allowed', 405, { allow: allow.join(', ') })
+/** RFC 9110 §15.5.20: a Host this listener does not answer (the internal listener's DNS-rebinding check). */
+export const misdirected = (): StatusError => new StatusError(421, 'Misdirected Request', 421)
 export const payloadTooLarge = (): StatusError => new StatusError(413, 'Payload Too Large', 413)
 export const unsupportedMediaType = (): StatusError => new StatusError(415, 'Unsupported Media Type', 415)
 export const tooManyRequests = (retryAfterSeconds: number): StatusError =>

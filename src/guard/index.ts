@@ -67,7 +67,7 @@ export interface HttpGuardOptions extends CommonGuardOptions {
   authenticateUrl: string | URL
   /**
    * The service's revocation stream, on its internal listener (INTERNAL_PORT); default the same
-   * origin's `/auth/revocations` (served there outside production only).
+   * origin's `/auth/revocations` (served there only with the service's AUTH_PUBLIC_INTERNALS=true).
    */
   revocationsUrl?: string | URL
   /** The service's AUTH_REVOCATIONS_KEY, sent as `Authorization: Bearer` to the stream. */

@@ -3,6 +3,7 @@ import type { Database } from '../db/database.js'
 import type { TokenStore } from '../stores/token-store.js'
 import { UnavailableError } from '../errors/status.js'
 import { EvictionPolicyError } from '../stores/redis/eviction.js'
+import { LossyPersistenceError } from '../stores/redis/persistence.js'
 import { refuseOtherMethods } from '../http/methods.js'
 import { withTimeout } from '../time-limit.js'
 
@@ -14,13 +15,22 @@ export interface HealthRoutesOptions {
   /** True once shutdown began: readiness fails first, so load balancers stop sending. */
   draining: () => boolean
   timeoutMs: number
+  /** What a restart of the token store can lose, in words (undefined: not known yet): the answer's `durability`. */
+  canLose: () => string | undefined
 }
 
-/** `evicting`: Redis answers but may evict keys (stores/redis/eviction.ts), so the service refuses to serve. */
-type CheckResult = 'ok' | 'down' | 'evicting'
+/**
+ * `evicting`: Redis answers but may evict keys (stores/redis/eviction.ts); `lossy`: it answers but
+ * a restart of it could bring ended tokens back (stores/redis/persistence.ts). The service refuses
+ * to serve on either.
+ */
+type CheckResult = 'ok' | 'down' | 'evicting' | 'lossy'
 
-const failed = (error: unknown): CheckResult =>
-  error instanceof UnavailableError && error.cause instanceof EvictionPolicyError ? 'evicting' : 'down'
+function failed (error: unknown): CheckResult {
+  if (!(error instanceof UnavailableError)) return 'down'
+  if (error.cause instanceof EvictionPolicyError) return 'evicting'
+  return error.cause instanceof LossyPersistenceError ? 'lossy' : 'down'
+}
 
 async function check (work: () => Promise<unknown>, timeoutMs: number): Promise<CheckResult> {
   return await withTimeout(work().then((): CheckResult => 'ok', failed), timeoutMs, (): CheckResult => 'down')
@@ -49,7 +59,8 @@ export const healthRoutes: FastifyPluginAsync<HealthRoutesOptions> = async (app,
     return await reply.code(ready ? 200 : 503).send({
       status: ready ? 0 : 503,
       message: ready ? 'Success' : 'Service Unavailable',
-      checks: { [options.names.tokens]: tokens, [options.names.database]: database, accepting: draining ? 'no' : 'yes' }
+      checks: { [options.names.tokens]: tokens, [options.names.database]: database, accepting: draining ? 'no' : 'yes' },
+      durability: { [options.names.tokens]: options.canLose() ?? 'not known yet' }
     })
   })
   refuseOtherMethods(app, '/health/live', ['GET'])

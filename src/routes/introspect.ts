@@ -114,6 +114,8 @@ export const introspectRoutes: FastifyPluginAsyncTypebox<IntrospectRoutesOptions
 
   app.post('/auth/introspect', {
     schema: {
+      // Off (no AUTH_INTROSPECTION_CLIENTS) it answers 404: the docs list what this configuration serves.
+      hide: off,
       tags: ['gateways'],
       summary: 'Introspection (RFC 7662): is this token active, and whose is it?',
       description: 'Form body `token` (and optional `token_type_hint`); the client authenticates with HTTP Basic as one of ' +

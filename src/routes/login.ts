@@ -47,7 +47,8 @@ export const loginRoutes: FastifyPluginAsyncTypebox<LoginRoutesOptions> = async 
     schema: {
       tags: ['tokens'],
       summary: 'Login: a username and password for a token',
-      description: 'username and password from the query string, a form body or a JSON body (a body value wins over the query). ' +
+      description: 'username and password in a form body or a JSON body. The query string works too, as the legacy way ' +
+        '(a body value wins over it), but puts the password in a URL, where proxies and access logs keep it: send a body. ' +
         'Presenting an active token of the same account (token parameter, Authorization: Bearer or AuthToken1 cookie) refreshes it. ' +
         'Sets the AuthToken1 cookie (in this page too: Authenticate and Logout then work without a token). ' +
         'Bad credentials: HTTP 401 with status 701; too many failures: 429 with Retry-After.',

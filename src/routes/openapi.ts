@@ -8,7 +8,7 @@ import { EXAMPLE_PASSWORD, EXAMPLE_TOKEN, EXAMPLE_USERNAME } from '../schemas.js
  * before the routes (it collects them as they are added); the 405 fallbacks are
  * hidden, being the absence of an operation rather than one.
  */
-type Schema = { type?: string, properties?: Record<string, unknown>, description?: string }
+type Schema = { type?: string, properties?: Record<string, unknown>, description?: string, required?: string[] }
 type Media = { schema?: Schema, example?: unknown, examples?: Record<string, { summary?: string, value: unknown }> }
 type Operation = {
   parameters?: Array<{ in: string, name: string }>
@@ -63,13 +63,43 @@ function documentBody (path: string, body: NonNullable<Operation['requestBody']>
 }
 
 /**
+ * Login as /docs offers it (issue 32): the credentials in a form body first, JSON second, and
+ * no query fields for them. The query string still works (the contract keeps it) but puts the
+ * password in a URL, where proxies and access logs keep it: the description names it as the
+ * legacy way, and the generated curl never shows it. The form's fields start empty.
+ */
+function documentLoginBody (operation: Operation): void {
+  const body = operation.requestBody
+  const json = body?.content?.['application/json']
+  const schema = json?.schema
+  if (body === undefined || json === undefined || schema === undefined) return
+  operation.parameters = operation.parameters?.filter((p) => !(p.in === 'query' && CREDENTIALS.has(p.name)))
+  // An empty example: without one Swagger UI fills each field with a sample made from its pattern.
+  const properties = Object.fromEntries([...CREDENTIALS].map((name) => {
+    const property = schema.properties?.[name]
+    return [name, { ...(typeof property === 'object' ? property : { type: 'string' }), examples: [''] }]
+  }))
+  body.required = true
+  json.examples = { pair: { summary: 'A JSON body with username and password', value: BODY_EXAMPLES['/auth/Login'] } }
+  delete json.example
+  body.content = {
+    'application/x-www-form-urlencoded': {
+      schema: { type: 'object', description: 'username and password, form-encoded (what an HTML form sends)', properties, required: [...CREDENTIALS] }
+    },
+    'application/json': json
+  }
+}
+const CREDENTIALS: ReadonlySet<string> = new Set(['username', 'password'])
+
+/**
  * What the route schemas cannot say by themselves: bodies are optional and may be a form or
  * JSON, Authenticate may answer as a padding function, readiness may answer 503.
  */
 function completeDocument (document: Document): Document {
   for (const [path, operations] of Object.entries(document.paths ?? {})) {
     for (const operation of Object.values(operations)) {
-      if (operation.requestBody !== undefined) documentBody(path, operation.requestBody)
+      if (path === '/auth/Login') documentLoginBody(operation)
+      else if (operation.requestBody !== undefined) documentBody(path, operation.requestBody)
       // A path segment wins over the query parameter of its name: no field for the one never read.
       const inPath = new Set(operation.parameters?.filter((p) => p.in === 'path').map((p) => p.name))
       operation.parameters = operation.parameters?.filter((p) => !(p.in === 'query' && inPath.has(p.name)))

@@ -10,7 +10,7 @@ export interface RevocationRoutesOptions {
   revocations: RevocationFeed
   /**
    * The key a subscriber sends as `Authorization: Bearer <key>` (AUTH_REVOCATIONS_KEY).
-   * Undefined: the feed is open (outside production, for a first run), or, with `open` false, off (404).
+   * Undefined: the feed is open (on a loopback-only listener, for a first run), or, with `open` false, off (404).
    */
   key?: string | undefined
   /** Without a key: serve the feed to anyone (true) or not at all (false). */

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest, HTTPMethods } from 'fastify'
 import { Type } from 'typebox'
 import type { AuthService } from '../auth.js'
-import type { TrustProxy } from '../config.js'
+import type { OriginalUriHeader, TrustProxy } from '../config.js'
 import { noteRefusal } from '../logging/refusal-log.js'
 import { bearerToken, cookieToken, TokenRefusal, type Presented } from '../http/token-source.js'
 import { reasons } from '../errors/reasons.js'
@@ -29,6 +29,8 @@ declare module 'fastify' {
 export interface VerifyRoutesOptions {
   auth: AuthService
   trustProxy: TrustProxy
+  /** The one header the original URI is read from (AUTH_ORIGINAL_URI_HEADER); default X-Forwarded-Uri. */
+  originalUriHeader?: OriginalUriHeader
 }
 
 /** The same bytes for every refusal: missing, unknown, expired, ended, ambiguous or malformed alike. */
@@ -74,8 +76,9 @@ function queryToken (uri: string): Presented {
 }
 
 const AMBIGUOUS_QUERY = new TokenRefusal('malformed-parameter', reasons.givenMoreThanOnce('token'))
+const ORIGINAL_URIS_DIFFER = new TokenRefusal('malformed-parameter', reasons.originalUrisDiffer())
 
-function header (request: FastifyRequest, name: 'x-forwarded-uri' | 'x-original-uri'): string | undefined {
+function header (request: FastifyRequest, name: OriginalUriHeader): string | undefined {
   const value = request.headers[name]
   return typeof value === 'string' && value !== '' ? value : undefined
 }
@@ -85,24 +88,31 @@ export function userHeaderValue (username: string): string {
   return encodeURIComponent(username)
 }
 
-export const verifyRoutes: FastifyPluginAsyncTypebox<VerifyRoutesOptions> = async (app, { auth, trustProxy }) => {
+export const verifyRoutes: FastifyPluginAsyncTypebox<VerifyRoutesOptions> = async (app, { auth, trustProxy, originalUriHeader = 'x-forwarded-uri' }) => {
   const trusted = callerTrusted(trustProxy)
+  const otherHeader: OriginalUriHeader = originalUriHeader === 'x-forwarded-uri' ? 'x-original-uri' : 'x-forwarded-uri'
 
   /**
-   * Bearer, then the cookie, then the `token` query parameter of the original URL: the gateway's
-   * X-Forwarded-Uri (Traefik, Caddy) or X-Original-URI (nginx) when the caller is a trusted
-   * proxy, else the URL of this request itself (its query, which Envoy and nginx carry over).
-   * A malformed Bearer header or two cookie values are no token (401), noted for the log.
+   * Bearer, then the cookie, then the `token` query parameter of the original URL: the one
+   * header the gateway sets (AUTH_ORIGINAL_URI_HEADER, X-Forwarded-Uri by default) when the
+   * caller is a trusted proxy, else the URL of this request itself (its query, which Caddy and
+   * Envoy carry over). Only that one header: a gateway passes on whatever else the client sent,
+   * so the other name could be the client's (issue 30 §6: a client's X-Forwarded-Uri through
+   * nginx won over nginx's own X-Original-URI). A malformed Bearer header or two cookie values
+   * are no token (401), noted for the log.
    */
   function presented (request: FastifyRequest): string | undefined {
     let found = bearerToken(request.headers.authorization) ?? cookieToken(request.headers.cookie)
     if (found === undefined) {
-      const forwarded = header(request, 'x-forwarded-uri') ?? header(request, 'x-original-uri')
+      const forwarded = header(request, originalUriHeader)
       if (forwarded !== undefined && trusted(request.socket.remoteAddress)) {
-        found = queryToken(forwarded)
+        // The other name is never read, but one that differs beside it is a sign: a gateway
+        // file of before (nginx setting X-Original-URI) passing a client's X-Forwarded-Uri on.
+        const other = header(request, otherHeader)
+        found = other !== undefined && other !== forwarded ? ORIGINAL_URIS_DIFFER : queryToken(forwarded)
       } else {
         found = queryToken(request.url)
-        if (found === undefined && forwarded !== undefined) noteRefusal(request, reasons.originalUriNotTrusted())
+        if (found === undefined && (forwarded ?? header(request, otherHeader)) !== undefined) noteRefusal(request, reasons.originalUriNotTrusted())
       }
     }
     if (found instanceof TokenRefusal) {
@@ -146,7 +156,7 @@ export const verifyRoutes: FastifyPluginAsyncTypebox<VerifyRoutesOptions> = asyn
     summary: 'Forward-auth for gateways: is the request\'s token active, and whose is it?',
     description: 'Any method, on /auth/verify and any path below it; the body is never read. The token comes from ' +
       'Authorization: Bearer, then the AuthToken1 cookie, then the token query parameter of the original URL ' +
-      '(X-Forwarded-Uri or X-Original-URI from a trusted proxy, else this request\'s own query). Active: 200, empty body, ' +
+      '(X-Forwarded-Uri, or X-Original-URI when AUTH_ORIGINAL_URI_HEADER names it, from a trusted proxy; else this request\'s own query). Active: 200, empty body, ' +
       'the identity in X-Auth-* headers for the gateway to pass upstream. Anything else: 401 with WWW-Authenticate: Bearer. ' +
       'Never a redirect.',
     response: {

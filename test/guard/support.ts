@@ -38,7 +38,9 @@ export interface RunningService extends TestApp {
 
 /** The service on the shared Redis, or on the given topology (a throwaway Cluster or Sentinel setup). */
 export async function startTokenService (t: Test, overrides: Partial<Config> = {}, redis?: RedisTopology): Promise<RunningService> {
-  const service = await buildTestApp(t, 'real', overrides, redis === undefined ? {} : { redis })
+  // The HTTP mode's cache follows the feed at the service's own origin by default: served there
+  // when AUTH_PUBLIC_INTERNALS asks, and without a key only on a loopback-only port (issue 30 §4).
+  const service = await buildTestApp(t, 'real', { host: '127.0.0.1', publicInternals: true, ...overrides }, redis === undefined ? {} : { redis })
   await service.addUser(USER.username, USER.password)
   await service.app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = service.app.server.address() as AddressInfo

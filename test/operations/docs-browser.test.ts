@@ -34,7 +34,9 @@ async function run (t: Test): Promise<void> {
     AUTH_DATA_DIR: await seedMigratedDataDir(await tempDir(t, 'ats-docs-data-')),
     AUTH_BOOTSTRAP_USERNAME: account.username,
     AUTH_BOOTSTRAP_PASSWORD: account.password,
-    LOG_LEVEL: 'warn'
+    LOG_LEVEL: 'warn',
+    // Try it out sends to the page's own origin: the public port, which serves /docs only when asked (issue 30 §4).
+    AUTH_PUBLIC_INTERNALS: 'true'
   })
 
   const context: BrowserContext = await chromium.launchPersistentContext(await tempDir(t, 'ats-docs-chromium-'), {
@@ -60,15 +62,21 @@ async function run (t: Test): Promise<void> {
 
   let token = ''
 
-  await t.test('Login: Try it out, fill username and password, Execute: Success', async (t) => {
+  await t.test('Login: Try it out, fill the form\'s username and password, Execute: Success, the password in no URL', async (t) => {
     const login = await tryItOut(page, 'operations-tokens-post_auth_Login')
-    await login.locator('tr[data-param-name="username"] input[type=text]').fill(account.username)
-    await login.locator('tr[data-param-name="password"] input[type=text]').fill(account.password)
+    t.equal(await login.locator('tr[data-param-name="password"]').count(), 0, 'no query field for the password')
+    const fields = login.locator('tr[data-property-name="username"] input[type=text], tr[data-property-name="password"] input[type=text]')
+    t.same(await fields.evaluateAll((inputs) => inputs.map((input) => (input as unknown as { value: string }).value)), ['', ''], 'the form starts empty')
+    await login.locator('tr[data-property-name="username"] input[type=text]').fill(account.username)
+    await login.locator('tr[data-property-name="password"] input[type=text]').fill(account.password)
     const answer = await execute(login)
     await snap(login, 'login')
     t.equal(answer.code, '200', 'the page shows HTTP 200')
     t.match(answer.body, { status: 0, message: 'Success', token: /^2[A-Za-z0-9_-]{45}$/ }, 'the page shows Success and a token')
     token = typeof answer.body.token === 'string' ? answer.body.token : ''
+    const curl = await login.locator('.curl-command').innerText()
+    t.match(curl, /-d ['"]username=/, 'the generated curl sends a form body')
+    t.notMatch(curl, /Login\?[^'" ]*password/, 'and no password in its URL')
   })
 
   await t.test('Authenticate with that token: Success', async (t) => {
@@ -93,22 +101,19 @@ async function run (t: Test): Promise<void> {
   })
 
   await t.test('a bad request shows what is wrong', async (t) => {
-    // The JSON body shown first is {}: the query fields are what is sent, and one is missing.
+    // A JSON body without the password (the form's fields are required: the page itself asks for them).
     const login = page.locator('#operations-tokens-post_auth_Login')
-    await login.locator('tr[data-param-name="password"] input[type=text]').fill('')
+    await login.locator('.opblock-section-request-body select').first().selectOption('application/json')
+    await login.locator('.opblock-section-request-body textarea').first().fill(JSON.stringify({ username: account.username }))
     const answer = await execute(login)
     await snap(login, 'bad-request')
     t.equal(answer.code, '400', 'the page shows HTTP 400')
     t.same(answer.body, { status: 400, message: 'Bad Request', detail: 'password is required' }, 'and what is wrong')
   })
 
-  await t.test('Login by the form body\'s fields, then Authenticate by the cookie Login set', async (t) => {
+  await t.test('Login by a JSON body, then Authenticate by the cookie Login set', async (t) => {
     const login = page.locator('#operations-tokens-post_auth_Login')
-    await login.locator('tr[data-param-name="username"] input[type=text]').fill('')
-    await login.locator('tr[data-param-name="password"] input[type=text]').fill('')
-    await login.locator('.opblock-section-request-body select').first().selectOption('application/x-www-form-urlencoded')
-    await login.locator('tr[data-property-name="username"] input[type=text]').fill(account.username)
-    await login.locator('tr[data-property-name="password"] input[type=text]').fill(account.password)
+    await login.locator('.opblock-section-request-body textarea').first().fill(JSON.stringify(account))
     const answer = await execute(login)
     await snap(login, 'login-form')
     t.equal(answer.code, '200', 'the page shows HTTP 200')

@@ -22,6 +22,9 @@ import { freePort } from '../../support/processes.js'
  * log; every other request is one JSON line with its request id.
  */
 
+/** What readiness says a restart of the test Redis (no persistence: `.ci/run`) can lose. */
+const NO_PERSISTENCE = 'every token on a restart (all sessions end; no revocation is undone) (save "", appendonly no)'
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 
 /** A live Postgres database (fresh, migrated) and a live Redis store under a prefix of its own. */
@@ -71,12 +74,17 @@ t.test('/health/ready: 200 with every check on real and on embedded backends', a
   const real = await buildTestApp(t, 'real')
   const onReal = await ready(real.app)
   t.equal(onReal.status, 200)
-  t.same(onReal.body, { status: 0, message: 'Success', checks: { redis: 'ok', postgres: 'ok', accepting: 'yes' } })
+  t.same(onReal.body, { status: 0, message: 'Success', checks: { redis: 'ok', postgres: 'ok', accepting: 'yes' }, durability: { redis: NO_PERSISTENCE } })
 
   const embedded = await buildTestApp(t, 'embedded')
   const onEmbedded = await ready(embedded.app)
   t.equal(onEmbedded.status, 200)
-  t.same(onEmbedded.body, { status: 0, message: 'Success', checks: { 'in-process': 'ok', pglite: 'ok', accepting: 'yes' } })
+  t.same(onEmbedded.body, {
+    status: 0,
+    message: 'Success',
+    checks: { 'in-process': 'ok', pglite: 'ok', accepting: 'yes' },
+    durability: { 'in-process': 'every token when the process ends (all sessions end; no revocation is undone)' }
+  })
 })
 
 t.test('/health/ready: 503 naming Redis when Redis is gone, within the health timeout', async (t) => {
@@ -85,7 +93,7 @@ t.test('/health/ready: 503 naming Redis when Redis is gone, within the health ti
   for (let i = 0; i < 3; i++) {
     const answer = await ready(app)
     t.equal(answer.status, 503, `poll ${i + 1}: 503`)
-    t.same(answer.body, { status: 503, message: 'Service Unavailable', checks: { redis: 'down', postgres: 'ok', accepting: 'yes' } }, 'names redis as the one down')
+    t.same(answer.body, { status: 503, message: 'Service Unavailable', checks: { redis: 'down', postgres: 'ok', accepting: 'yes' }, durability: { redis: 'not known yet' } }, 'names redis as the one down')
     t.ok(answer.ms < 1500, `answered in ${Math.round(answer.ms)} ms (< 1.5 s)`)
   }
 })
@@ -98,7 +106,7 @@ t.test('/health/ready: 503 naming Postgres when Postgres is gone, within the hea
   for (let i = 0; i < 3; i++) {
     const answer = await ready(app)
     t.equal(answer.status, 503, `poll ${i + 1}: 503`)
-    t.same(answer.body, { status: 503, message: 'Service Unavailable', checks: { redis: 'ok', postgres: 'down', accepting: 'yes' } }, 'names postgres as the one down')
+    t.same(answer.body, { status: 503, message: 'Service Unavailable', checks: { redis: 'ok', postgres: 'down', accepting: 'yes' }, durability: { redis: NO_PERSISTENCE } }, 'names postgres as the one down')
     t.ok(answer.ms < 1500, `answered in ${Math.round(answer.ms)} ms (< 1.5 s)`)
   }
 })
@@ -127,14 +135,15 @@ t.test('/health/ready: 503 once shutdown begins (draining), with the backends st
   app.lifecycle.draining = true
   const answer = await ready(app)
   t.equal(answer.status, 503)
-  t.same(answer.body, { status: 503, message: 'Service Unavailable', checks: { redis: 'ok', postgres: 'ok', accepting: 'no' } })
+  t.same(answer.body, { status: 503, message: 'Service Unavailable', checks: { redis: 'ok', postgres: 'ok', accepting: 'no' }, durability: { redis: NO_PERSISTENCE } })
   const authenticate = await app.inject({ url: '/auth/Authenticate' })
   t.equal(authenticate.statusCode, 403, 'requests are still served while draining: only readiness fails')
 })
 
 t.test('access log: health and metrics are silent; every other request is one JSON line', async (t) => {
   const capture = new LogCapture()
-  const config = testConfig({ logLevel: 'info', redisKeyPrefix: await freshRedisPrefix(t) })
+  // /metrics on the public port, as AUTH_PUBLIC_INTERNALS=true serves it (off by default, issue 30 §4).
+  const config = testConfig({ logLevel: 'info', redisKeyPrefix: await freshRedisPrefix(t), publicInternals: true })
   const app = await appOn(t, config, await liveDatabase(t), await liveRedis(t, config), capture)
   await app.ready()
 

@@ -6,6 +6,9 @@ import { buildInternalApp } from '../../src/internal-listener.js'
 import { generateToken, hashToken } from '../../src/tokens/token.js'
 import { followRevocations } from '../../src/guard/sse-feed.js'
 import { buildTestApp } from '../support/app.js'
+import { rawRequest } from '../support/raw-http.js'
+import { hostOf } from '../../src/http/allowed-hosts.js'
+import { networkInterfaces } from 'node:os'
 
 /*
  * Issue 19 §4: the revocation feed needed no credential, had no cap (2,000 streams from one
@@ -16,7 +19,7 @@ import { buildTestApp } from '../support/app.js'
 const KEY = 'k'.repeat(20) + '-revocations-key-0123456789'
 
 async function internalListener (t: Test, maxSubscribers = 2): Promise<{ app: FastifyInstance, port: number }> {
-  const { app, config } = await buildTestApp(t, 'embedded', { nodeEnv: 'production', revocationsKey: KEY, revocationsMaxSubscribers: maxSubscribers })
+  const { app, config } = await buildTestApp(t, 'embedded', { revocationsKey: KEY, revocationsMaxSubscribers: maxSubscribers })
   await app.ready()
   const internal = await buildInternalApp(app, config)
   await internal.listen({ host: '127.0.0.1', port: 0 })
@@ -138,4 +141,84 @@ t.test('the guard\'s feed client sends the key, and follows revocations on the i
   await app.backends.tokens.terminate(hashToken(token))
   await until('the revocation', () => withKey.revoked.includes(hashToken(token)))
   t.pass('delivered')
+})
+
+/*
+ * Issue 30 §5: the internal listener answered any Host, so a page on a DNS-rebinding domain
+ * (a name its owner points at 127.0.0.1) could read /metrics, /docs and the feed. Now only the
+ * names it is reached by are answered, 421 otherwise; and no answer of it is for a cache.
+ */
+
+async function hostProbe (port: number, path: string, host: string | undefined, extra = ''): Promise<{ status: number, head: string, body: string }> {
+  const hostLine = host === undefined ? '' : `Host: ${host}\r\n`
+  const version = host === undefined ? 'HTTP/1.0' : 'HTTP/1.1'
+  const text = await rawRequest(port, `GET ${path} ${version}\r\n${hostLine}${extra}Connection: close\r\n\r\n`)
+  const split = text.indexOf('\r\n\r\n')
+  return { status: Number(/^HTTP\/1\.[01] (\d{3})/.exec(text)?.[1]), head: text.slice(0, split).toLowerCase(), body: text.slice(split + 4) }
+}
+
+t.test('the internal listener answers only the Host names it is reached by (DNS rebinding)', async (t) => {
+  const { port } = await internalListener(t)
+  const keyed = `Authorization: Bearer ${KEY}\r\n`
+  for (const host of ['evil.example', `evil.example:${port}`, 'localhost.evil.example', '127.0.0.1.nip.io', `attacker.test:${port}`, '127.0.0.1:x', '']) {
+    for (const path of ['/metrics', '/docs', '/openapi.json', '/auth/revocations', '/admin/users']) {
+      const answer = await hostProbe(port, path, host, keyed)
+      t.equal(answer.status, 421, `Host "${host}" ${path}: 421`)
+      t.same(JSON.parse(answer.body), { status: 421, message: 'Misdirected Request' }, `Host "${host}" ${path}: the status object`)
+      t.match(answer.head, /\r\ncache-control: no-store\r\n/, `Host "${host}" ${path}: no-store`)
+    }
+  }
+  t.equal((await hostProbe(port, '/metrics', undefined)).status, 421, 'no Host at all (HTTP/1.0): 421')
+  for (const host of [`127.0.0.1:${port}`, '127.0.0.1', `localhost:${port}`, 'LocalHost', `[::1]:${port}`]) {
+    t.equal((await hostProbe(port, '/metrics', host)).status, 200, `Host ${host}: answered`)
+  }
+})
+
+t.test('INTERNAL_HOSTNAMES adds names; a wildcard binding answers its interfaces\' addresses', async (t) => {
+  const { app, config } = await buildTestApp(t, 'embedded', { internalHost: '0.0.0.0', internalHostnames: ['auth-internal'], revocationsKey: KEY })
+  await app.ready()
+  const internal = await buildInternalApp(app, config)
+  await internal.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(async () => { await internal.close() })
+  const { port } = internal.server.address() as AddressInfo
+  t.equal((await hostProbe(port, '/metrics', `auth-internal:${port}`)).status, 200, 'a configured name')
+  t.equal((await hostProbe(port, '/metrics', 'AUTH-INTERNAL')).status, 200, 'in any case')
+  t.equal((await hostProbe(port, '/metrics', 'auth-internal.evil.example')).status, 421, 'not a name that merely starts with it')
+  t.equal((await hostProbe(port, '/metrics', '0.0.0.0')).status, 421, 'the wildcard itself is no Host')
+  const addresses = Object.values(networkInterfaces()).flatMap((entries) => entries ?? []).filter((entry) => entry.family === 'IPv4')
+  t.ok(addresses.length > 0, 'this machine has an IPv4 interface')
+  for (const { address } of addresses) t.equal((await hostProbe(port, '/metrics', `${address}:${port}`)).status, 200, `an interface's address, ${address}`)
+  t.equal((await hostProbe(port, '/metrics', '203.0.113.9')).status, 421, 'an address of no interface here')
+})
+
+t.test('no AUTH_REVOCATIONS_KEY: the feed answers on a loopback-only internal listener, never on a wider one (issue 30 §4)', async (t) => {
+  for (const [internalHost, expected] of [['127.0.0.1', 200], ['0.0.0.0', 404], ['::', 404]] as const) {
+    const { app, config } = await buildTestApp(t, 'embedded', { internalHost })
+    await app.ready()
+    const internal = await buildInternalApp(app, config)
+    await internal.listen({ host: '127.0.0.1', port: 0 })
+    t.teardown(async () => { await internal.close() })
+    const { port } = internal.server.address() as AddressInfo
+    const probe = subscribe(port, {})
+    const head = await probe.head
+    probe.socket.destroy()
+    t.match(head, new RegExp(`^HTTP/1\\.1 ${expected} `), `INTERNAL_HOST=${internalHost}: ${expected}`)
+  }
+})
+
+t.test('every answer of the internal listener carries Cache-Control: no-store', async (t) => {
+  const { port } = await internalListener(t)
+  for (const path of ['/metrics', '/openapi.json', '/docs', '/docs/', '/docs/static/swagger-ui.css', '/nowhere', '/admin/users', '/auth/revocations']) {
+    const answer = await hostProbe(port, path, `127.0.0.1:${port}`)
+    t.match(answer.head, /\r\ncache-control: no-store\r\n/, `${path} (${answer.status}): no-store`)
+    t.notMatch(answer.head, /cache-control: (?!no-store\r\n)/, `${path}: no other Cache-Control`)
+  }
+})
+
+t.test('hostOf: the host name of a Host header', async (t) => {
+  const cases: Array<[string | undefined, string | undefined]> = [
+    ['127.0.0.1:3001', '127.0.0.1'], ['LOCALHOST', 'localhost'], ['[::1]:3001', '::1'], ['[::1]', '::1'],
+    ['a.example:80', 'a.example'], ['a.example:', undefined], ['a:b:c', undefined], ['[::1]x', undefined], ['', undefined], [undefined, undefined]
+  ]
+  for (const [header, host] of cases) t.equal(hostOf(header), host, String(header))
 })

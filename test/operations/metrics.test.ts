@@ -29,8 +29,11 @@ async function scrape (app: FastifyInstance): Promise<string> {
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' }
 
+// These tests scrape the app in process: its public port serves /metrics only when asked (issue 30 §4).
+const SCRAPED = { publicInternals: true }
+
 t.test('counts requests, login outcomes, tokens and hashing, beside the default metrics', async (t) => {
-  const { app, addUser } = await buildTestApp(t, 'real', { maxFailedLogins: 2, maxFailedLoginsPerIp: 3 })
+  const { app, addUser } = await buildTestApp(t, 'real', { ...SCRAPED, maxFailedLogins: 2, maxFailedLoginsPerIp: 3 })
   await addUser('ann', 'pw of ann')
   await addUser('bob', 'pw of bob')
 
@@ -153,7 +156,7 @@ t.test('every request is counted once, whatever logger the app has', async (t) =
   ]
   for (const [name, logging] of loggers) {
     // Level info: the access log writes its lines, and the metrics are counted beside them.
-    const config = testConfig({ logLevel: 'info' })
+    const config = testConfig({ ...SCRAPED, logLevel: 'info' })
     const database = await freshPglite()
     await migrate(database)
     const app = await buildApp(config, { backends: backendsOf(t, config, database, createMemoryTokenStore({ denyTtlMs: 60_000 })), ...logging })
@@ -176,7 +179,7 @@ t.test('every request is counted once, whatever logger the app has', async (t) =
 })
 
 t.test('the hash queue depth shows logins waiting for argon2', async (t) => {
-  const { app, addUser } = await buildTestApp(t, 'real', { hashing: { concurrency: 1, maxQueued: 64 } })
+  const { app, addUser } = await buildTestApp(t, 'real', { ...SCRAPED, hashing: { concurrency: 1, maxQueued: 64 } })
   await addUser('cat', 'pw of cat')
   const logins = Array.from({ length: 8 }, async () => await app.inject({
     method: 'POST', url: '/auth/Login', headers: FORM, payload: 'username=cat&password=pw%20of%20cat'
@@ -189,20 +192,39 @@ t.test('the hash queue depth shows logins waiting for argon2', async (t) => {
   t.equal(sample(await scrape(app), 'auth_password_hash_queue_depth'), 0, 'back to 0')
 })
 
-t.test('with NODE_ENV=production the public app serves none of the internal surfaces', async (t) => {
-  const { app } = await buildTestApp(t, 'real', { nodeEnv: 'production' })
-  for (const path of ['/metrics', '/docs', '/docs/json', '/openapi.json', '/auth/revocations']) {
-    const response = await app.inject({ url: path })
-    t.equal(response.statusCode, 404, path)
-    t.same(response.json(), { status: 404, message: 'Not Found' }, `${path}: the usual 404`)
+t.test('whatever NODE_ENV says, the public app serves none of the internal surfaces unless asked (issue 30 §4)', async (t) => {
+  for (const nodeEnv of ['development', 'test', 'production']) {
+    const { app } = await buildTestApp(t, 'embedded', { nodeEnv })
+    for (const path of ['/metrics', '/docs', '/docs/json', '/openapi.json', '/auth/revocations']) {
+      const response = await app.inject({ url: path })
+      t.equal(response.statusCode, 404, `NODE_ENV=${nodeEnv}: ${path}`)
+      t.same(response.json(), { status: 404, message: 'Not Found' }, `NODE_ENV=${nodeEnv}: ${path}: the usual 404`)
+    }
+    t.equal((await app.inject({ url: '/auth/Authenticate' })).statusCode, 403, `NODE_ENV=${nodeEnv}: the operations are there`)
   }
-  t.equal((await app.inject({ url: '/auth/Authenticate' })).statusCode, 403, 'the operations are there')
 })
 
-t.test('the built service in production serves /metrics on the internal listener only', async (t) => {
+t.test('AUTH_PUBLIC_INTERNALS=true serves them on the public port; the feed there needs its key unless the port is loopback only', async (t) => {
+  const KEY = 'r'.repeat(40)
+  const wildcard = await buildTestApp(t, 'embedded', { publicInternals: true })
+  for (const path of ['/metrics', '/docs/json', '/openapi.json']) {
+    t.equal((await wildcard.app.inject({ url: path })).statusCode, 200, `${path}: served`)
+  }
+  t.equal((await wildcard.app.inject({ url: '/auth/revocations' })).statusCode, 404, 'HOST=0.0.0.0, no key: the feed is off, never open')
+  const keyed = await buildTestApp(t, 'embedded', { publicInternals: true, revocationsKey: KEY })
+  t.equal((await keyed.app.inject({ url: '/auth/revocations' })).statusCode, 401, 'with a key: a subscriber without it is refused')
+  // Open without a key only where this machine alone reaches it: read the head, then hang up.
+  const loopback = await buildTestApp(t, 'embedded', { publicInternals: true, host: '127.0.0.1' })
+  const origin = await loopback.app.listen({ host: '127.0.0.1', port: 0 })
+  const controller = new AbortController()
+  const feed = await fetch(`${origin}/auth/revocations`, { signal: controller.signal })
+  t.equal(feed.status, 200, 'HOST=127.0.0.1, no key: the first-run feed answers')
+  controller.abort()
+})
+
+t.test('the built service, NODE_ENV unset, serves /metrics on the internal listener only', async (t) => {
   const metricsPort = await freePort()
   const service = await startService(t, {
-    NODE_ENV: 'production',
     DATABASE_URL: await migratedDatabaseUrl(t),
     REDIS_URL: await requireRedis(),
     AUTH_REDIS_KEY_PREFIX: await freshRedisPrefix(t),
@@ -234,8 +256,12 @@ t.test('the built service in production serves /metrics on the internal listener
   t.equal(document.status, 200, 'the API document is on the internal listener')
   t.ok('/auth/Login' in (await document.json() as { paths: Record<string, unknown> }).paths, 'describing the public operations')
   t.equal((await fetch(`${metricsBase}/docs`)).status, 200, 'and /docs')
-  t.equal((await fetch(`${metricsBase}/auth/revocations`)).status, 404, 'no AUTH_REVOCATIONS_KEY in production: the feed is off')
-  t.match(service.output(), /AUTH_REVOCATIONS_KEY is not set/)
+  // No AUTH_REVOCATIONS_KEY: the feed answers on the loopback-only internal listener (a first run), and only there.
+  const controller = new AbortController()
+  const feed = await fetch(`${metricsBase}/auth/revocations`, { signal: controller.signal })
+  t.equal(feed.status, 200, 'no key, INTERNAL_HOST=127.0.0.1: the feed answers on the internal listener')
+  controller.abort()
+  t.notMatch(service.output(), /AUTH_REVOCATIONS_KEY is not set/, 'nothing to warn about on the loopback')
 
   service.kill('SIGTERM')
   t.equal((await service.exited).code, 0, 'SIGTERM ends it cleanly')

@@ -27,8 +27,9 @@ async function buildRecording (t: Test): Promise<{ testApp: TestApp, routes: Reg
   }
   diagnostics.subscribe('fastify.initialization', onInit)
   try {
-    // With an introspection client, so that endpoint is on (off, every method of it is a 404).
-    return { testApp: await buildTestApp(t, 'real', { introspectionClients: [{ id: 'docs', secret: '0123456789abcdef' }] }), routes }
+    // With an introspection client, so that endpoint is on (off, every method of it is a 404), and
+    // with the internal surfaces on the public port as AUTH_PUBLIC_INTERNALS=true serves them.
+    return { testApp: await buildTestApp(t, 'real', { publicInternals: true, introspectionClients: [{ id: 'docs', secret: '0123456789abcdef' }] }), routes }
   } finally {
     diagnostics.unsubscribe('fastify.initialization', onInit)
   }
@@ -131,9 +132,13 @@ t.test('Login documents its parameters (query, body, path) and answers', async (
   t.ok(login?.summary, 'a summary')
   t.same(login?.tags, ['tokens'])
   for (const name of ['username', 'password', 'token']) {
-    t.ok(param(login, 'query', name), `query ${name}`)
-    t.ok(login?.requestBody?.content['application/json']?.schema.properties?.[name], `body ${name}`)
+    t.ok(login?.requestBody?.content['application/json']?.schema.properties?.[name], `JSON body ${name}`)
   }
+  // The credentials in a body: the query form (legacy, the password in a URL) gets no field, so
+  // Try it out's request and its generated curl never put the password in the URL (issue 32).
+  t.same(login?.parameters?.filter((p) => p.in === 'query').map((p) => p.name), ['token'], 'the query offers only token (a refresh)')
+  t.same(Object.keys(login?.requestBody?.content['application/x-www-form-urlencoded']?.schema.properties ?? {}), ['username', 'password'], 'a form body with both')
+  t.match(login?.description, /query string works too, as the legacy way/, 'the query form is named as the legacy way')
   assertAnswers(t, login, 'Login', ['status', 'message', 'token', 'AuthToken', 'expiration_date'])
 
   const legacy = doc.paths['/auth/Login/{username}/{password}']?.post
@@ -225,16 +230,20 @@ t.test('Try it out starts from fields a person fills: nothing pre-filled that wo
         t.notOk('example' in parameter || 'examples' in parameter, `${method} ${path}: ${parameter.in} ${parameter.name} is not pre-filled`)
       }
       const content = operation.requestBody?.content as Record<string, Media> | undefined
-      if (content === undefined) continue
+      if (content === undefined || path === '/auth/Login') continue
       t.same(Object.keys(content), ['application/json', 'application/x-www-form-urlencoded'], `${method} ${path}: JSON first, then a form`)
       const examples = Object.values(content['application/json']?.examples ?? {})
       t.same(examples[0]?.value, {}, `${method} ${path}: the body first shown adds nothing to the query fields`)
     }
   }
-  const pair = Object.values((doc.paths['/auth/Login']?.post?.requestBody?.content as Record<string, Media>)['application/json']?.examples ?? {})[1]?.value
-  t.match(pair, { username: /^[a-z]+$/, password: /^[a-z ]{8,}$/ }, 'Login\'s second body example is a real-looking pair')
-  const form = (doc.paths['/auth/Login']?.post?.requestBody?.content as Record<string, Media>)['application/x-www-form-urlencoded']?.schema?.properties
+  // Login: a form first, its fields empty (what is sent is what the person typed), then JSON.
+  const login = doc.paths['/auth/Login']?.post?.requestBody?.content as Record<string, Media>
+  t.same(Object.keys(login), ['application/x-www-form-urlencoded', 'application/json'], 'Login: a form first, then JSON')
+  const form = login['application/x-www-form-urlencoded']?.schema?.properties as Record<string, object> | undefined
   t.same(Object.keys(form ?? {}), ['username', 'password'], 'Login\'s form: a username field and a password field')
+  for (const [name, property] of Object.entries(form ?? {})) t.match(property, { examples: [''] }, `Login's form ${name} starts empty`)
+  const pair = Object.values(login['application/json']?.examples ?? {})[0]?.value
+  t.match(pair, { username: /^[a-z]+$/, password: /^[a-z ]{8,}$/ }, 'Login\'s JSON example is a real-looking pair')
 })
 
 t.test('the limits in the document are README\'s and the code\'s', async (t) => {
@@ -245,9 +254,11 @@ t.test('the limits in the document are README\'s and the code\'s', async (t) => 
   t.equal(passwordMax, PASSWORD_MAX_BYTES, 'README\'s password limit is the code\'s')
   const login = doc.paths['/auth/Login']?.post
   const legacy = doc.paths['/auth/Login/{username}/{password}']?.post
-  const body = (login?.requestBody?.content as Record<string, Media> | undefined)?.['application/json']?.schema?.properties
+  const content = login?.requestBody?.content as Record<string, Media> | undefined
+  const body = content?.['application/json']?.schema?.properties
+  const form = content?.['application/x-www-form-urlencoded']?.schema?.properties as typeof body
   const places: Array<[string, { maxLength?: number, minLength?: number } | undefined, { maxLength?: number, minLength?: number } | undefined]> = [
-    ['query', param(login, 'query', 'username')?.schema as object, param(login, 'query', 'password')?.schema as object],
+    ['form body', form?.username, form?.password],
     ['JSON body', body?.username, body?.password],
     ['path', param(legacy, 'path', 'username')?.schema as object, param(legacy, 'path', 'password')?.schema as object]
   ]
@@ -259,7 +270,7 @@ t.test('the limits in the document are README\'s and the code\'s', async (t) => 
     // A password over 1024 characters is over 1024 bytes; the byte limit itself is the code's, before hashing.
     t.match(password, { minLength, maxLength: passwordMax }, `${where}: password at most ${passwordMax} characters`)
   }
-  t.match(param(login, 'query', 'password'), { description: new RegExp(`1–${passwordMax} bytes`) }, 'the password\'s byte limit is said')
+  t.match(form?.password, { description: new RegExp(`1–${passwordMax} bytes`) }, 'the password\'s byte limit is said')
 })
 
 t.test('forward-auth is documented: any method, its identity headers, 401 with a challenge, 503', async (t) => {
@@ -302,4 +313,12 @@ t.test('/docs answers the interactive reference as HTML, with its assets', async
     t.equal(answer.statusCode, 200, asset)
     t.ok(answer.rawPayload.length > 1000, `${asset}: served whole`)
   }
+})
+
+t.test('the document lists what the configuration serves: no introspection when it is off', async (t) => {
+  const { app: off } = await buildTestApp(t, 'embedded', { publicInternals: true, introspectionClients: [] })
+  const paths = Object.keys((await off.inject({ url: '/openapi.json' })).json<Document>().paths)
+  t.notOk(paths.includes('/auth/introspect'), 'off (it answers 404): not listed')
+  t.equal((await off.inject({ method: 'POST', url: '/auth/introspect' })).statusCode, 404, 'and it is indeed a 404')
+  t.ok(doc.paths['/auth/introspect'], 'on: listed')
 })

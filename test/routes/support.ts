@@ -167,7 +167,8 @@ export function assertTokenCookie (t: Test, res: Reply, token: string, expiratio
   t.equal(expires === undefined ? NaN : Date.parse(expires), parseExpiration(expirationDate), `${what}: Expires is the expiration_date`)
   const maxAge = Number(a.get('max-age'))
   t.ok(Number.isInteger(maxAge) && maxAge <= ttlSeconds && maxAge >= ttlSeconds - 5, `${what}: Max-Age ${String(a.get('max-age'))} is the lifetime`)
-  t.equal(a.has('secure'), expect.secure ?? false, `${what}: Secure ${expect.secure === true ? 'set' : 'not set'}`)
+  // Secure by default (issue 30 §4); AUTH_COOKIE_SECURE=false turns it off.
+  t.equal(a.has('secure'), expect.secure ?? true, `${what}: Secure ${expect.secure === false ? 'not set' : 'set'}`)
   t.equal(a.get('domain'), expect.domain, `${what}: Domain ${expect.domain ?? 'not set'}`)
 }
 
@@ -183,7 +184,7 @@ export function assertClearedCookie (t: Test, res: Reply, what: string, expect: 
   t.equal(a.get('path'), '/', `${what}: same Path=/`)
   t.ok(a.has('httponly'), `${what}: same HttpOnly`)
   t.equal(a.get('samesite')?.toLowerCase(), 'lax', `${what}: same SameSite=Lax`)
-  t.equal(a.has('secure'), expect.secure ?? false, `${what}: same Secure`)
+  t.equal(a.has('secure'), expect.secure ?? true, `${what}: same Secure`)
   t.equal(a.get('domain'), expect.domain, `${what}: same Domain`)
 }
 

@@ -116,12 +116,25 @@ t.test('X-Forwarded-Uri and X-Original-URI only from a trusted proxy', async (t)
   const trusting = await buildTestApp(t, 'real', { trustProxy: ['127.0.0.1'] })
   await trusting.addUser('alice', 'pw')
   const theirs = await tokenFor(t, trusting.app, 'alice', 'pw')
-  for (const name of ['x-forwarded-uri', 'x-original-uri']) {
-    const res = await trusting.app.inject({ method: 'GET', url: '/auth/verify', headers: { [name]: `/orders/1?x=%20&token=${theirs}#top` } })
+  // AUTH_ORIGINAL_URI_HEADER names the one header believed: X-Forwarded-Uri by default, or X-Original-URI.
+  const original = await buildTestApp(t, 'real', { trustProxy: ['127.0.0.1'], originalUriHeader: 'x-original-uri' }, {})
+  await original.addUser('alice', 'pw')
+  const originals = await tokenFor(t, original.app, 'alice', 'pw')
+  for (const [name, other, service, token] of [['x-forwarded-uri', 'x-original-uri', trusting.app, theirs], ['x-original-uri', 'x-forwarded-uri', original.app, originals]] as const) {
+    const res = await service.inject({ method: 'GET', url: '/auth/verify', headers: { [name]: `/orders/1?x=%20&token=${token}#top` } })
     t.equal(res.statusCode, 200, `${name} from a trusted proxy: its token counts`)
     t.equal(res.headers['x-auth-user'], 'alice', `${name}: the identity`)
     // A trusted proxy's original URL is the original: the verify URL's own query is not looked at.
-    assertRefused(t, await trusting.app.inject({ method: 'GET', url: `/auth/verify?token=${theirs}`, headers: { [name]: '/orders' } }), `${name} without a token: none, whatever the verify URL says`)
+    assertRefused(t, await service.inject({ method: 'GET', url: `/auth/verify?token=${token}`, headers: { [name]: '/orders' } }), `${name} without a token: none, whatever the verify URL says`)
+    // Issue 30 §6: a gateway passes on what else the client sent; the other name is the client's, never believed.
+    assertRefused(t, await service.inject({ method: 'GET', url: '/auth/verify', headers: { [other]: `/?token=${token}` } }), `believing ${name}: a lone ${other} is not believed`)
+    assertRefused(t, await service.inject({ method: 'GET', url: '/auth/verify', headers: { [name]: '/?token=garbage', [other]: `/?token=${token}` } }),
+      `believing ${name}: a ${other} beside it does not win`)
+    // A gateway file of before set the other name and passed a client's of this one on: two that differ are no token.
+    assertRefused(t, await service.inject({ method: 'GET', url: '/auth/verify', headers: { [name]: `/?token=${token}`, [other]: '/orders?token=garbage' } }),
+      `believing ${name}: a different ${other} beside it makes the query token ambiguous`)
+    const same = await service.inject({ method: 'GET', url: '/auth/verify', headers: { [name]: `/o?token=${token}`, [other]: `/o?token=${token}` } })
+    t.equal(same.statusCode, 200, `believing ${name}: the same URI under both names passes`)
   }
   assertRefused(t, await trusting.app.inject({ method: 'GET', url: '/auth/verify', headers: { 'x-forwarded-uri': '/a?token=%zz' } }), 'an undecodable original query: no token')
   const elsewhere = await trusting.app.inject({ method: 'GET', url: '/auth/verify', remoteAddress: '10.9.8.7', headers: { 'x-forwarded-uri': `/orders?token=${theirs}` } })

@@ -140,6 +140,9 @@ function problems (route: Route | undefined, method: string, statusCode: number,
     if (keys.slice(0, 3).join() !== 'status,message,expiration_date' || !keys.slice(3).every((k) => AUTHENTICATE_EXTRAS.has(k))) {
       found.push(`Authenticate success keys ${keys.join()}`)
     }
+  } else if (statusCode === 200 && route === undefined && 'service' in record) {
+    // GET / (and `GET *`, which the router takes for it): the pointer to the docs and health checks.
+    if (keys.join() !== 'status,message,service,version,docs,health') found.push(`pointer keys ${keys.join()}`)
   } else if (statusCode !== 400 && keys.join() !== 'status,message') {
     found.push(`keys ${keys.join()} (HTTP ${statusCode})`)
   }

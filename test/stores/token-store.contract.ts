@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Test } from 'tap'
 import { waitFor } from '../../support/processes.js'
 import { hashToken, generateToken } from '../../src/tokens/token.js'
+import { expiryInstant } from '../../src/tokens/time.js'
 import type { RevocationFeed } from '../../src/stores/revocation-feed.js'
 import type { TokenStore } from '../../src/stores/token-store.js'
 import type { TokenRecord } from '../../src/tokens/record.js'
@@ -217,6 +218,41 @@ export function tokenStoreContract (t: Test, makeStore: MakeTokenStore): void {
     await until(() => watcher.events.flat().length === 2)
     t.same(watcher.events.flat().sort(), hashes.slice(0, 2).sort(), 'each ended one announced to the watchers')
     t.same([...await store.terminateAccount('5')].sort(), hashes.slice(2).sort(), 'the index holds exactly the three')
+  })
+
+  t.test('the cap ends the oldest-issued tokens first and never the one just issued: 8 issues in one second at cap 5 leave 00011111 (issue 29 §3)', async (t) => {
+    const store = await makeStore(t, { denyTtlMs: 5000, maxTokensPerAccount: 5 })
+    // As a Login issues: the expiry truncated to the whole second, the time to live counted to it,
+    // so tokens issued within one second name the same expiry. Begun just past a second's start,
+    // so that all eight fall in it; three accounts, as an arbitrary order among ties is right 1 time in 56.
+    await sleep(1000 - (Date.now() % 1000) + 5)
+    const patterns: string[] = []
+    for (const accountId of ['21', '22', '23']) {
+      const hashes: string[] = []
+      for (let i = 0; i < 8; i++) {
+        const issuedAt = Date.now()
+        const expiresAt = expiryInstant(issuedAt, 3600)
+        const hash = newHash(accountId)
+        hashes.push(hash)
+        t.equal(await store.issue(hash, record(accountId, { expiresAt }), expiresAt - issuedAt), true)
+        t.ok(await store.find(hash), `issue ${i + 1} of account ${accountId}: the token just issued is active`)
+      }
+      patterns.push((await Promise.all(hashes.map(async (hash) => await store.find(hash)))).map((found) => found === null ? '0' : '1').join(''))
+    }
+    t.same(patterns, ['00011111', '00011111', '00011111'], 'active, oldest first')
+  })
+
+  t.test('the cap goes by issue, not expiry: a later token with a shorter life (a lowered lifetime) is kept, and a refresh counts as the latest issue (issue 29 §3)', async (t) => {
+    const store = await makeStore(t, { denyTtlMs: 5000, maxTokensPerAccount: 3 })
+    const [a, b, c, d, e] = Array.from({ length: 5 }, () => newHash('24'))
+    for (const [i, hash] of [a, b, c].entries()) await store.issue(hash as string, record('24'), 60_000 - i * 10_000)
+    t.equal(await store.refresh(a as string, record('24'), 60_000), true)
+    await store.issue(d as string, record('24'), 20_000)
+    t.same([await store.find(b as string), await store.isDenied(b as string)], [null, true], 'the oldest issue (not the earliest expiry) ended')
+    for (const hash of [a, c, d]) t.ok(await store.find(hash as string), 'the refreshed one, the next, and the one just issued stay')
+    await store.issue(e as string, record('24'), 10_000)
+    t.same([await store.find(a as string), await store.find(c as string)].map((found) => found === null), [false, true], 'then c, issued before a\'s refresh')
+    t.same([...await store.terminateAccount('24')].sort(), [a, d, e].sort(), 'the index holds exactly the three')
   })
 
   t.test('terminateAccount skips tokens that expired on their own', async (t) => {

@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis'
 import t from 'tap'
 import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
 import { buildTestApp } from '../support/app.js'
@@ -18,6 +19,20 @@ for (const [name, start] of [['Redis Cluster (3 masters)', startRedisCluster], [
         await store.ready()
         return store
       })
+    })
+
+    t.test('the persistence rule reads every master: one that persists by snapshots makes the whole store lossy (issue 29 §2)', async (t) => {
+      const store = createRedisTokenStore({ topology, keyPrefix: `{${uniqueName('p')}}:`, denyTtlMs: 1000 })
+      t.teardown(async () => { await store.close() })
+      await store.ready()
+      t.equal((await store.persistence()).durability, 'none', 'no persistence anywhere: served')
+      if (topology.kind !== 'cluster') return
+      const last = topology.nodes.at(-1)
+      if (last === undefined) throw new Error('a cluster has nodes')
+      const node = new Redis(last.port, last.host)
+      t.teardown(async () => { await node.config('SET', 'save', ''); await node.quit() })
+      await node.config('SET', 'save', '3600 1')
+      t.match(await store.persistence(), { durability: 'lossy', settings: 'save "3600 1", appendonly no' }, 'one master with snapshots: lossy')
     })
 
     t.test('the service on it: login, authenticate, refresh, revoke-all, logout, lockout', async (t) => {

@@ -61,13 +61,14 @@ export async function buildTestApp (t: Test, kind: BackendKind = 'real', overrid
     redisStore = createRedisTokenStore({
       topology: options.redis ?? { kind: 'single', url: await requireRedis() },
       keyPrefix: config.redisKeyPrefix,
-      denyTtlMs: config.denyTtlSeconds * 1000
+      denyTtlMs: config.denyTtlSeconds * 1000,
+      maxTokensPerAccount: config.maxTokensPerAccount
     })
     await redisStore.ready()
     tokens = redisStore
   } else {
     database = await freshPglite()
-    tokens = createMemoryTokenStore({ denyTtlMs: config.denyTtlSeconds * 1000 })
+    tokens = createMemoryTokenStore({ denyTtlMs: config.denyTtlSeconds * 1000, maxTokensPerAccount: config.maxTokensPerAccount })
   }
   await migrate(database)
   const backends = assembleBackends(config, { database, tokens })

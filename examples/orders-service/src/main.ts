@@ -35,7 +35,7 @@ function settings (env: NodeJS.ProcessEnv): Settings {
     throw new Error(`AUTH_SERVICE_URL: not a URL: "${env.AUTH_SERVICE_URL ?? ''}"`)
   }
   const authenticateUrl = new URL('/auth/Authenticate', base)
-  // The revocation feed is on the service's internal listener (in production only there), behind its key.
+  // The revocation feed is on the service's internal listener (only there unless AUTH_PUBLIC_INTERNALS), behind its key.
   const internal = env.AUTH_INTERNAL_URL?.trim()
   const revocationsKey = env.AUTH_REVOCATIONS_KEY?.trim()
   const feed = {

@@ -91,8 +91,8 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Memor
       let index = accounts.get(record.accountId)
       if (index === undefined) accounts.set(record.accountId, index = new Set())
       index.add(tokenHash)
-      // The cap: the index is in order of issue or refresh, which for one account's equal lifetimes
-      // is the order of expiry, so its first entries are the tokens that end first anyway.
+      // The cap: the index is in order of issue (a refresh re-inserts), so its first entries are the
+      // oldest-issued, and the one just added is last: never ended while the cap is at least 1.
       const ended: string[] = []
       for (const hash of index) {
         if (index.size <= maxTokens) break

@@ -11,7 +11,8 @@
  * Bucket layout (prefix `{atsAb}`, no separators: keys.ts; members are token digests, hashes
  * are bucket + digest):
  *   <b>t<digest>         string  encodeRecord(...), PX = the token's remaining life
- *   <b>a<accountId>      zset    the account's index: digest scored by its key's expiry (Redis ms)
+ *   <b>a<accountId>      zset    the account's index, in order of issue: digest scored by its key's
+ *                                expiry (Redis ms), raised past the newest entry's (issueScore)
  *   <b>r<accountId>      zset    an index a revoke-all has set aside and is draining
  *   <b>e<accountId>      string  the account's revocation epoch (as <p>e: below)
  *   <b>deny              zset    digest scored by the Redis-clock ms until which it is denied
@@ -24,7 +25,8 @@
 /*
  *   <p>t:<tokenHash>   string  encodeRecord(...), PX = the token's remaining life
  *   <p>a:<accountId>   zset    the account's index: tokenHash scored by the Redis-clock ms its
- *                              key expires at (listpack-encoded while small). Bounded by the
+ *                              key expires at, raised past the newest entry's to keep the order of
+ *                              issue (issueScore; listpack-encoded while small). Bounded by the
  *                              per-account cap; expired entries pruned a few at a time
  *   <p>a:<accountId>:legacy    hash  an index written by a version before the zset (set aside
  *                              with a RENAME when the account next logs in; drained by revoke-all)
@@ -53,6 +55,16 @@ end
 -- Keep a key alive as long as the longest token it lists.
 local function extendKey(key, ttl)
   if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
+end
+-- An index entry's score: the key's expiry (Redis ms), or just past the account's newest entry
+-- when that is as late. So the index stays in order of issue (a refresh counts as one) with no
+-- two scores equal: expiries are whole seconds (tokens/time.ts), and tokens of one second would
+-- tie, leaving the cap to end any of them, the one just issued too. A score is never below its
+-- key's expiry, so pruning by score never drops an entry whose token still lives.
+local function issueScore(index, expiry)
+  local newest = redis.call('ZRANGE', index, -1, -1, 'WITHSCORES')
+  if #newest == 2 and tonumber(newest[2]) >= expiry then return tonumber(newest[2]) + 1 end
+  return expiry
 end
 -- A hash index of an earlier version: set aside in O(1), for revocations to drain.
 local function setAsideLegacy(index)
@@ -97,11 +109,11 @@ local now = nowMs()
 local ttl = tonumber(ARGV[2])
 local batch = tonumber(ARGV[9])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
-redis.call('ZADD', KEYS[2], now + ttl, ARGV[3])
+redis.call('ZADD', KEYS[2], issueScore(KEYS[2], now + ttl), ARGV[3])
 -- A few entries of tokens that expired on their own, at every Login: never a walk of the index.
 local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, batch)
 if #expired > 0 then redis.call('ZREM', KEYS[2], unpack(expired)) end
--- The cap: beyond it the account's oldest tokens (earliest expiry) end, a few at most per Login.
+-- The cap: beyond it the account's oldest-issued tokens (lowest scores) end, a few at most per Login.
 local over = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[6])
 if over > 0 then
   local popped = redis.call('ZPOPMIN', KEYS[2], math.min(over, batch))
@@ -125,7 +137,7 @@ if account ~= ARGV[4] then return 0 end
 setAsideLegacy(KEYS[2])
 local ttl = tonumber(ARGV[2])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
-redis.call('ZADD', KEYS[2], nowMs() + ttl, ARGV[3])
+redis.call('ZADD', KEYS[2], issueScore(KEYS[2], nowMs() + ttl), ARGV[3])
 extendKey(KEYS[2], ttl)
 return 1`
   },
@@ -248,6 +260,16 @@ end
 local function extendKey(key, ttl)
   if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
 end
+-- An index entry's score: the key's expiry (Redis ms), or just past the account's newest entry
+-- when that is as late. So the index stays in order of issue (a refresh counts as one) with no
+-- two scores equal: expiries are whole seconds (tokens/time.ts), and tokens of one second would
+-- tie, leaving the cap to end any of them, the one just issued too. A score is never below its
+-- key's expiry, so pruning by score never drops an entry whose token still lives.
+local function issueScore(index, expiry)
+  local newest = redis.call('ZRANGE', index, -1, -1, 'WITHSCORES')
+  if #newest == 2 and tonumber(newest[2]) >= expiry then return tonumber(newest[2]) + 1 end
+  return expiry
+end
 local function overtaken(key, epoch)
   if epoch == '' then return false end
   local current = redis.call('GET', key)
@@ -279,7 +301,7 @@ local now = nowMs()
 local ttl = tonumber(ARGV[2])
 local batch = tonumber(ARGV[6])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
-redis.call('ZADD', KEYS[2], now + ttl, ARGV[3])
+redis.call('ZADD', KEYS[2], issueScore(KEYS[2], now + ttl), ARGV[3])
 local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, batch)
 if #expired > 0 then redis.call('ZREM', KEYS[2], unpack(expired)) end
 extendKey(KEYS[2], ttl)
@@ -301,7 +323,7 @@ local _, _, account = string.find(current, '^[^|]*|[^|]*|([^|]*)|')
 if account ~= ARGV[4] then return 0 end
 local ttl = tonumber(ARGV[2])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
-redis.call('ZADD', KEYS[2], nowMs() + ttl, ARGV[3])
+redis.call('ZADD', KEYS[2], issueScore(KEYS[2], nowMs() + ttl), ARGV[3])
 extendKey(KEYS[2], ttl)
 return 1`
   },

@@ -1,8 +1,10 @@
 import { createRedisClient, DEFAULT_KEY_PREFIX, type RedisClient, type RedisTopology } from './client.js'
 import { createFinder } from './batched-find.js'
 import { evictingPolicy, EvictionPolicyError } from './eviction.js'
+import { LossyPersistenceError, readPersistence, undoesRevocations, type Persistence } from './persistence.js'
 import { createRevocationFeed } from './revocation-feed.js'
 import { keyLayout, type Place } from './keys.js'
+import { createReplicaAcks, type MinReplicaAcks } from './replica-acks.js'
 import { PRUNE_BATCH, REVOKE_BATCH, SCRIPTS, SCRIPTS_V2, type ScriptCommands, type ScriptCommandsV2 } from './scripts.js'
 import { serviceUnavailable, StatusError, UnavailableError } from '../../errors/status.js'
 import { decodeRecord, encodeRecord, type TokenRecord } from '../../tokens/record.js'
@@ -35,6 +37,14 @@ export interface RedisTokenStoreOptions {
   /** Told once each time Redis is found with an evicting policy (for a clear log line). */
   onEvictionPolicy?: (error: EvictionPolicyError) => void
   /**
+   * Refuse every token operation (503; readiness fails) while Redis persists in a way that can
+   * undo an acknowledged revocation on a restart (persistence.ts), unless `acceptLossyPersistence`.
+   * Read with the eviction policy; off with `requireNoEviction: false` (a guard only reads).
+   */
+  acceptLossyPersistence?: boolean
+  /** Told of Redis's persistence whenever it changes from an earlier reading (for a clear log line; the start reads it itself). */
+  onPersistence?: (persistence: Persistence, refused: LossyPersistenceError | undefined) => void
+  /**
    * Refuse a found record whose `expiresAt` has come by this process's wall clock (default
    * true: the service's answers). A guard on another machine turns it off: its clock may be
    * wrong, and the key's own expiry (Redis's clock, a few ms past the named second) bounds it.
@@ -47,6 +57,12 @@ export interface RedisTokenStoreOptions {
    * failover could undo (issue 23).
    */
   replicaAckTimeoutMs?: number
+  /**
+   * Replica acknowledgements every revocation needs, or 'auto' (default): one wherever the
+   * topology says the master is meant to have a replica, connected now or not (issue 29 §1,
+   * replica-acks.ts).
+   */
+  minReplicaAcks?: MinReplicaAcks
 }
 
 /** No replica acknowledged a revocation in time: it holds on the master, but a failover could lose it. */
@@ -63,6 +79,10 @@ export interface RedisTokenStore extends TokenStore, RevocationFeed {
   readonly redis: RedisClient
   /** The key Authenticate GETs for a token hash (its bucket's, or the legacy place's). */
   tokenKey (tokenHash: string): string
+  /** Reads Redis's persistence now (and refuses or serves by it, as the periodic check does). */
+  persistence (): Promise<Persistence>
+  /** The persistence last read (at a (re)connection, a readiness check, every 10 s); undefined before the first. */
+  readonly lastPersistence: Persistence | undefined
 }
 
 export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTokenStore {
@@ -85,11 +105,13 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
   const denyTtlMs = options.denyTtlMs
   const keys = keyLayout(prefix)
   const ackTimeoutMs = options.replicaAckTimeoutMs ?? Math.min(250, Math.floor((options.commandTimeoutMs ?? 500) / 2))
+  const acks = createReplicaAcks(redis, options.minReplicaAcks ?? 'auto', { commandTimeoutMs: options.commandTimeoutMs })
 
   /**
    * A revocation acknowledged to a client must survive a failover: when the master that took
-   * it (the node serving `key`'s slot) has replicas, WAIT on the connection that wrote it until
-   * one has it. `replicas`: as the script counted them; undefined: ask the node (INFO).
+   * it (the node serving `key`'s slot) has or is meant to have replicas (replica-acks.ts: a
+   * cut-off replica counts), WAIT on the connection that wrote it until enough have it.
+   * `replicas`: connected ones, as the script counted them; undefined: ask the node (INFO).
    */
   async function replicated (key: string, replicas: number | undefined): Promise<void> {
     if (replicas === undefined) {
@@ -97,11 +119,15 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
       const info = asked?.[1]?.[1]
       replicas = Number(/connected_slaves:(\d+)/.exec(typeof info === 'string' ? info : '')?.[1] ?? 0)
     }
-    if (replicas === 0) return
+    const needed = await acks.required(key, replicas)
+    if (needed === 0) return
     // The PTTL routes the pipeline (and the keyless WAIT in it) to that node's connection.
-    const waited = await redis.pipeline().pttl(key).wait(1, ackTimeoutMs).exec()
+    const waited = await redis.pipeline().pttl(key).wait(needed, ackTimeoutMs).exec()
     const acknowledged = waited?.[1]?.[1]
-    if (typeof acknowledged !== 'number' || acknowledged < 1) throw new UnavailableError('redis', new ReplicaAckTimeout(ackTimeoutMs))
+    if (typeof acknowledged !== 'number' || acknowledged < needed) {
+      acks.stale()
+      throw new UnavailableError('redis', new ReplicaAckTimeout(ackTimeoutMs), { 'retry-after': '1' })
+    }
   }
 
   const bucketOf = (place: Place): string => place.bucket ?? ''
@@ -196,14 +222,27 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
   // Checked when the connection is (re)established, at every readiness ping and every 10 s.
   const requireNoEviction = options.requireNoEviction ?? true
   let evicting: EvictionPolicyError | undefined
+  let persisting: Persistence | undefined
+  let lossy: LossyPersistenceError | undefined
+  const checkPersistence = async (): Promise<Persistence> => {
+    const found = await readPersistence(redis)
+    const before = persisting
+    persisting = found
+    lossy = undoesRevocations(found) && options.acceptLossyPersistence !== true ? new LossyPersistenceError(found) : undefined
+    if (before !== undefined && before.settings !== found.settings) options.onPersistence?.(found, lossy)
+    return found
+  }
   const checkPolicy = async (): Promise<void> => {
-    const policy = await evictingPolicy(redis)
+    const [policy] = await Promise.all([evictingPolicy(redis), checkPersistence()])
     const before = evicting
     evicting = policy === undefined ? undefined : new EvictionPolicyError(policy)
     if (evicting !== undefined && before?.policy !== evicting.policy) options.onEvictionPolicy?.(evicting)
   }
-  const refuseWhileEvicting = (): void => {
-    if (evicting !== undefined) throw new UnavailableError('redis', evicting)
+  /** Either refusal: an evicting Redis may drop what revocations rely on; a lossy one may bring ended tokens back. */
+  const refusal = (): Error | undefined => evicting ?? lossy
+  const refuseWhileUnsafe = (): void => {
+    const refused = refusal()
+    if (refused !== undefined) throw new UnavailableError('redis', refused)
   }
   let policyTimer: NodeJS.Timeout | undefined
   if (requireNoEviction) {
@@ -217,6 +256,8 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
     kind: 'redis',
     redis,
     tokenKey: keys.tokenKey,
+    persistence: async () => await guarded(checkPersistence),
+    get lastPersistence () { return persisting },
     async ready () {
       if (redis.status === 'ready') return
       if (redis.status === 'wait') await redis.connect()
@@ -230,17 +271,20 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
       }
     },
     issue: async (tokenHash, record, ttlMs, epoch) => await guarded(async () => {
-      refuseWhileEvicting()
+      refuseWhileUnsafe()
       const place = keys.placeOf(tokenHash)
       if (place.bucket !== undefined) return await issueInBucket(place, record, ttlMs, epoch)
       return await commands.atsIssue(tokenPrefix + tokenHash, indexPrefix + record.accountId, epochPrefix + record.accountId, denyKey,
         encodeRecord(record), ttl(ttlMs), tokenHash, tokenPrefix, epochArg(epoch), maxTokens, denyTtlMs, channel, PRUNE_BATCH) === 1
     }),
     find: requireNoEviction
-      ? (tokenHash) => evicting === undefined ? finder(tokenHash) : Promise.reject(new UnavailableError('redis', evicting))
+      ? (tokenHash) => {
+          const refused = refusal()
+          return refused === undefined ? finder(tokenHash) : Promise.reject(new UnavailableError('redis', refused))
+        }
       : finder,
     refresh: async (tokenHash, record, ttlMs, epoch) => await guarded(async () => {
-      refuseWhileEvicting()
+      refuseWhileUnsafe()
       const place = keys.placeOf(tokenHash)
       if (place.bucket !== undefined) {
         const p = place.prefix
@@ -251,6 +295,8 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
         encodeRecord(record), ttl(ttlMs), tokenHash, record.accountId, epochArg(epoch)) === 1
     }),
     terminate: async (tokenHash) => await guarded(async () => {
+      // A Logout acknowledged on a Redis that may bring the token back is a promise not kept: 503.
+      if (lossy !== undefined) throw new UnavailableError('redis', lossy)
       const place = keys.placeOf(tokenHash)
       if (place.bucket !== undefined) return await terminateInBucket(tokenHash, place)
       const ended = await commands.atsTerminate(tokenPrefix + tokenHash, denyKey, tokenHash, denyTtlMs, indexPrefix, channel)
@@ -259,6 +305,7 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
       return decodeRecord(ended)
     }),
     terminateAccount: async (accountId, epoch, exceptTokenHash) => await guarded(async () => {
+      if (lossy !== undefined) throw new UnavailableError('redis', lossy)
       // The account's bucket, then the legacy place (tokens issued before issue 23, until they expire).
       const ended: string[] = []
       try {
@@ -290,10 +337,11 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
         await redis.ping()
         if (requireNoEviction) await checkPolicy()
       })
-      refuseWhileEvicting()
+      refuseWhileUnsafe()
     },
     async close () {
       clearInterval(policyTimer)
+      acks.close()
       await feed.close()
       // Never close a client we were handed.
       if (owned) await redis.quit().catch(() => { redis.disconnect() })

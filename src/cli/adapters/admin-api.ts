@@ -1,0 +1,30 @@
+import type { AdminClient } from '../../admin/client.js'
+import type { AdminOperations } from '../operations.js'
+
+/**
+ * The operations over the admin API of a running service (admin/client.ts), for when one runs
+ * (cli/admin-route.ts): the service changes its accounts itself, so nothing is lost to a copy
+ * and its tokens end at once. Its refusals arrive as AdminApiError (exit-codes.ts).
+ */
+export function createAdminApiOperations (client: AdminClient): AdminOperations {
+  return {
+    // The service has the database; nothing here can refuse before the request does.
+    async beforePassword () {},
+    addUser: async (username, password, federated) => await client.addUser(username, password, federated),
+    async setPassword (username, password) {
+      const { user, ended } = await client.changeUser(username, { password })
+      return { username: user.username, ended }
+    },
+    async setDisabled (username, disabled) {
+      const { user, ended } = await client.changeUser(username, { disabled })
+      return { username: user.username, ended }
+    },
+    unlockUser: async (username) => await client.unlockUser(username),
+    // The answer names no account (it is gone): the name as the operator gave it.
+    deleteUser: async (username) => ({ username, ended: await client.deleteUser(username) }),
+    users: () => client.users(),
+    sessions: async (username) => await client.sessions(username),
+    revokeSessions: async (username) => ({ username, ended: await client.revokeSessions(username) }),
+    events: ({ user, since }) => client.events({ user, since })
+  }
+}

@@ -1,0 +1,118 @@
+import type { AccountAdmin } from '../../accounts.js'
+import { eventView, sessionView } from '../../admin/views.js'
+import type { Backends, ServiceTokenStore } from '../../backends.js'
+import type { Config } from '../../config.js'
+import { normalizeUsername } from '../../credentials.js'
+import { assertDataDirFree } from '../../db/data-dir-lock.js'
+import type { Database } from '../../db/database.js'
+import { withTimeout } from '../../time-limit.js'
+import { Failure, unreachable } from '../exit-codes.js'
+import type { AdminOperations } from '../operations.js'
+
+// The drivers (PGlite, pg, ioredis, ldapts, the argon2 binding) are loaded when an operation runs,
+// so `--help` and a usage error stay cheap.
+
+const quietLog = {
+  info: () => {},
+  warn: (o: unknown, message?: string) => { process.stderr.write(`warning: ${message ?? String(o)}\n`) },
+  error: (o: unknown, message?: string) => { process.stderr.write(`error: ${message ?? String(o)}\n`) }
+}
+
+/**
+ * The token store for commands that end tokens, connected before anything changes:
+ * the Redis client does not queue commands while it connects, so acting first would
+ * change the account and then fail to end its tokens (or fail a revoke outright).
+ */
+async function openConnectedTokenStore (config: Config, database: Database): Promise<ServiceTokenStore> {
+  const { openTokenStore } = await import('../../backends.js')
+  if (config.redis === undefined) {
+    // On the embedded database this process holds the data directory, so no service runs on these
+    // accounts and their in-process tokens ended with it; on Postgres one may run, out of reach.
+    if (database.kind === 'postgres') {
+      process.stderr.write('warning: REDIS_URL is not set: tokens live inside the serving process, which this command cannot reach; ' +
+        'restart a running service to end them\n')
+    }
+    return openTokenStore(config, quietLog)
+  }
+  const store = openTokenStore(config, quietLog)
+  const waitMs = Math.max(2000, 4 * config.redisCommandTimeoutMs)
+  try {
+    await withTimeout(store.ready(), waitMs, () => { throw new Error('timeout') })
+  } catch {
+    await store.close()
+    throw new Failure(`Redis cannot be reached (${config.redis.kind}) within ${waitMs} ms; nothing was changed`)
+  }
+  return store
+}
+
+/**
+ * Runs `work` on the accounts. The database is opened first: on the embedded one that takes
+ * its directory, or refuses at once (exit 1) while the service or another command has it.
+ */
+async function withAccounts<T> (config: Config, command: string, endsTokens: boolean, work: (admin: AccountAdmin, backends: Backends) => Promise<T>): Promise<T> {
+  const [{ openDatabase }, { migrateOrCheck }, { assembleBackends, openAuditLog }, { createMemoryTokenStore }, { createAccountAdmin, LOCAL_CLI_ACTOR }, { configuredPasswordPolicy }] = await Promise.all([
+    import('../../db/open.js'), import('../../db/migrate.js'), import('../../backends.js'), import('../../stores/memory/token-store.js'), import('../../accounts.js'),
+    import('../../passwords/policy.js')
+  ])
+  const database = await openDatabase(config, { command })
+  let backends: Backends | undefined
+  try {
+    try {
+      await migrateOrCheck(database)
+    } catch (error) {
+      throw unreachable('the database (DATABASE_URL)', error)
+    }
+    // Commands that end no tokens get an empty in-process store: nothing to connect to, nothing to end.
+    const tokens = endsTokens ? await openConnectedTokenStore(config, database) : createMemoryTokenStore({ denyTtlMs: 1000 })
+    // The service's own assembly: the same stores, and the hasher at the configured argon2 policy.
+    backends = assembleBackends(config, { database, tokens, audit: openAuditLog(config, database, quietLog) })
+    const { audit } = backends
+    try {
+      return await work(createAccountAdmin({ ...backends, actor: LOCAL_CLI_ACTOR, passwordPolicy: configuredPasswordPolicy(config.passwordMinLength) }), backends)
+    } finally {
+      await audit.close()
+    }
+  } finally {
+    if (backends === undefined) await database.close()
+    else await backends.close()
+  }
+}
+
+/**
+ * The operations on the database and stores themselves, for when no service runs to ask
+ * (cli/admin-route.ts): each one opens them for `command`, the one command this process runs.
+ * Those that end tokens or lift a lock connect the token store first (locks live beside the
+ * tokens: in Redis, or, embedded with no service running, nowhere any more).
+ */
+export function createInProcessOperations (config: Config, command: string): AdminOperations {
+  const accounts = <T>(endsTokens: boolean, work: (admin: AccountAdmin, backends: Backends) => Promise<T>): Promise<T> =>
+    withAccounts(config, command, endsTokens, work)
+  const ended = ({ account, ended }: { account: { username: string }, ended: number }) => ({ username: account.username, ended })
+  return {
+    async beforePassword () {
+      // On the embedded database: refuses at once while another process has its directory.
+      if (config.databaseUrl === undefined) await assertDataDirFree(config.dataDir, command)
+    },
+    addUser: async (username, password, federated) => await accounts(false, async (admin) => await admin.add(username, password, federated)),
+    setPassword: async (username, password) => await accounts(true, async (admin) => ended(await admin.setPassword(username, password))),
+    setDisabled: async (username, disabled) => await accounts(disabled, async (admin) => ended(await admin.setDisabled(username, disabled))),
+    unlockUser: async (username) => await accounts(true, async (admin) => await admin.unlock(username)),
+    deleteUser: async (username) => await accounts(true, async (admin) => ended(await admin.remove(username))),
+    async * users () {
+      yield * await accounts(false, async (admin) => await admin.list())
+    },
+    async sessions (username) {
+      const { createSqlSessions } = await import('../../sessions/sql-sessions.js')
+      return await accounts(true, async (admin, backends) => {
+        const account = await admin.show(username)
+        const sessions = createSqlSessions({ db: backends.database, tokens: backends.tokens, audit: backends.audit })
+        return (await sessions.list(account.id)).map(sessionView)
+      })
+    },
+    revokeSessions: async (username) => await accounts(true, async (admin) => ended(await admin.revokeSessions(username))),
+    async * events ({ user, since }) {
+      const found = await accounts(false, async (_admin, { audit }) => await audit.list({ username: user === undefined ? undefined : normalizeUsername(user), since, limit: 100_000 }))
+      yield * found.map(eventView)
+    }
+  }
+}

@@ -1,0 +1,102 @@
+import { EXIT } from './exit-codes.js'
+import type { AdminOperations } from './operations.js'
+import { accountLine, eventLine, sessionLine } from './output.js'
+import { UsageError, type AccountInvocation } from './parse.js'
+import { readPassword } from './read-password.js'
+
+/**
+ * The account and session commands, each written once against AdminOperations: what it reads,
+ * what it asks of the service, what it prints. Which adapter answers is main.ts's choice.
+ * Listings go to stdout (one line per item, output.ts); what a change did goes to stderr.
+ */
+
+type Invocations = { [I in AccountInvocation as I['command']]: I }
+type CommandTable = { [C in keyof Invocations]: (operations: AdminOperations, invocation: Invocations[C], terminal: Terminal) => Promise<void> }
+
+/** Where a command reads its password and writes what it did: the process's own streams, or a test's. */
+export interface Terminal {
+  /** To stdout: the listings. */
+  out (text: string): void
+  /** To stderr, one line: what a change did. */
+  say (text: string): void
+  /** The first line of stdin (typed without echo at a terminal); undefined when there is none. */
+  readPassword (): Promise<string | undefined>
+  /** Whether stdin is a terminal rather than a pipe. */
+  isTTY (): boolean
+}
+
+export const processTerminal: Terminal = {
+  out: (text) => { process.stdout.write(text) },
+  say: (text) => { process.stderr.write(`${text}\n`) },
+  readPassword: async () => await readPassword(),
+  isTTY: () => process.stdin.isTTY === true
+}
+
+async function passwordFromStdin (terminal: Terminal): Promise<string> {
+  const password = await terminal.readPassword()
+  if (password === undefined || password === '') throw new UsageError('a password is required on the first line of standard input')
+  return password
+}
+
+/** A federated account may have no local password (the directory checks it): stdin is read only when piped. */
+async function optionalPasswordFromStdin (terminal: Terminal): Promise<string | undefined> {
+  if (terminal.isTTY()) return undefined
+  const password = await terminal.readPassword()
+  return password === undefined || password === '' ? undefined : password
+}
+
+const COMMANDS: CommandTable = {
+  async 'user add' (operations, { username, federated }, terminal) {
+    // Read before the service is asked: an empty stdin is a usage error that touches nothing.
+    // But not typed in vain: a target that cannot take the command refuses first.
+    await operations.beforePassword()
+    const password = federated ? await optionalPasswordFromStdin(terminal) : await passwordFromStdin(terminal)
+    const account = await operations.addUser(username, password, federated)
+    terminal.say(`created ${account.federated ? 'federated ' : ''}account ${account.username}`)
+  },
+  async 'user passwd' (operations, { username }, terminal) {
+    await operations.beforePassword()
+    const password = await passwordFromStdin(terminal)
+    const { username: name, ended } = await operations.setPassword(username, password)
+    terminal.say(`password changed for ${name}; ${ended} active token(s) ended`)
+  },
+  async 'user disable' (operations, { username }, { say }) {
+    const { username: name, ended } = await operations.setDisabled(username, true)
+    say(`${name} disabled; ${ended} active token(s) ended`)
+  },
+  async 'user enable' (operations, { username }, { say }) {
+    const { username: name } = await operations.setDisabled(username, false)
+    say(`${name} enabled`)
+  },
+  async 'user unlock' (operations, { username }, { say }) {
+    const { username: name } = await operations.unlockUser(username)
+    say(`${name} unlocked`)
+  },
+  async 'user delete' (operations, { username }, { say }) {
+    const { username: name, ended } = await operations.deleteUser(username)
+    say(`${name} deleted; ${ended} active token(s) ended`)
+  },
+  async 'user list' (operations, _invocation, { out }) {
+    for await (const account of operations.users()) out(accountLine(account))
+  },
+  async 'sessions list' (operations, { username }, { out }) {
+    for (const session of await operations.sessions(username)) out(sessionLine(session))
+  },
+  async 'sessions revoke' (operations, { username }, { say }) {
+    const { username: name, ended } = await operations.revokeSessions(username)
+    say(`${ended} active token(s) of ${name} ended`)
+  },
+  async events (operations, { username, since }, { out }) {
+    for await (const event of operations.events({ user: username, since })) out(eventLine(event))
+  }
+}
+
+async function dispatch<C extends keyof Invocations> (operations: AdminOperations, command: C, invocation: Invocations[C], terminal: Terminal): Promise<void> {
+  await COMMANDS[command](operations, invocation, terminal)
+}
+
+/** Runs one account or session command; a refusal is thrown (exit-codes.ts says how it ends). */
+export async function runAccountCommand (operations: AdminOperations, invocation: AccountInvocation, terminal: Terminal = processTerminal): Promise<number> {
+  await dispatch(operations, invocation.command, invocation, terminal)
+  return EXIT.success
+}

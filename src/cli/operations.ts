@@ -1,0 +1,38 @@
+import type { AdminEvent, AdminSession } from '../admin/client.js'
+
+/**
+ * What the account and session commands need of the service, whoever answers: the running
+ * service's admin API (adapters/admin-api.ts) or the database and stores opened in this process
+ * (adapters/in-process.ts). Sessions and events come in the admin API's shapes (admin/views.ts
+ * makes them from the stores for both), so each command prints them one way (commands.ts).
+ */
+export interface AdminOperations {
+  /** Refuses before a password is read when the command cannot run, so it is not typed in vain. */
+  beforePassword (): Promise<void>
+  /** No password: a federated account only the directory can check. */
+  addUser (username: string, password: string | undefined, federated: boolean): Promise<AccountSummary>
+  setPassword (username: string, password: string): Promise<Ended>
+  setDisabled (username: string, disabled: boolean): Promise<Ended>
+  unlockUser (username: string): Promise<{ username: string }>
+  deleteUser (username: string): Promise<Ended>
+  /** Every account, in username order. */
+  users (): AsyncIterable<AccountSummary>
+  /** The account's active sessions, newest first. */
+  sessions (username: string): Promise<AdminSession[]>
+  revokeSessions (username: string): Promise<Ended>
+  /** The audit trail, oldest first. */
+  events (filter: { user: string | undefined, since: Date | undefined }): AsyncIterable<AdminEvent>
+}
+
+/** An account as the commands show it. */
+export interface AccountSummary {
+  username: string
+  federated: boolean
+  disabled: boolean
+}
+
+/** What a change did: the account's name as the answer gives it, and how many of its tokens ended. */
+export interface Ended {
+  username: string
+  ended: number
+}

@@ -1,0 +1,27 @@
+import type { AdminEvent, AdminSession } from '../admin/client.js'
+import { escapeControlCharacters } from '../logging/log-escape.js'
+import type { AccountSummary } from './operations.js'
+
+/*
+ * What the listing commands print, one line per item, the same whichever adapter answered,
+ * so scripts read either alike.
+ */
+
+/** Tab-separated cells, each escaped: a name with a newline or a tab in it forges no line or cell. */
+export function line (cells: readonly string[]): string {
+  return `${cells.map((cell) => escapeControlCharacters(cell).replaceAll('\t', ' ')).join('\t')}\n`
+}
+
+export function accountLine (account: AccountSummary): string {
+  return line([account.username, account.federated ? 'federated' : 'local', account.disabled ? 'disabled' : 'enabled'])
+}
+
+/** One session: id, created, last refresh (- when none), client IP, user agent (- when none), expiry. */
+export function sessionLine (session: AdminSession): string {
+  return line([session.id, session.created, session.refreshed ?? '-', session.ip, session.user_agent === '' ? '-' : session.user_agent, session.expiration_date])
+}
+
+/** One audit event: time, event, username, outcome, client IP, user agent (- for each one missing). */
+export function eventLine (event: AdminEvent): string {
+  return line([event.time, event.event, event.username ?? '-', event.outcome, event.client_ip ?? '-', event.user_agent ?? '-'])
+}

@@ -1,0 +1,123 @@
+import { parseArgs } from 'node:util'
+
+export const USAGE = `usage: auth-token-service <command>
+
+commands:
+  serve                               start the service (what npm start runs)
+  migrate                             apply the SQL migrations in sql/ (idempotent)
+  user add <username> [--federated]   create an account; password: first line of stdin
+                                      (optional with --federated: the directory checks it)
+  user passwd <username>              set a new password from stdin; ends the account's tokens
+  user disable <username>             disable the account; ends its tokens
+  user enable <username>              enable the account again
+  user list                           one account per line
+  user unlock <username>              lift the lock that failed logins put on the account
+  user delete <username>              delete the account; ends its tokens (its audit events stay)
+  sessions list <username>            the account's active sessions, one per line:
+                                      id, created, last refresh, IP, user agent, expiry
+  sessions revoke <username>          end all active tokens of the account
+  events [--user NAME] [--since ISO]  print the audit events, oldest first
+
+options:
+  --verbose, -v                       say (on stderr) which database or running service was used
+
+Account and session commands go through the admin API of a running service when
+AUTH_ADMIN_URL (with AUTH_ADMIN_KEY or AUTH_ADMIN_KEY_FILE) is set, or when the service
+holding the embedded data directory runs; otherwise they open the database themselves.
+
+Configuration comes from the environment (DATABASE_URL, REDIS_URL, ...; see README).
+Exit status: 0 success, 1 failure, 2 usage error.`
+
+/** A command line that names no command this program has (exit 2, with the usage). */
+export class UsageError extends Error {}
+
+/** The account and session commands: the ones written once against AdminOperations (commands.ts). */
+export type AccountInvocation =
+  | { command: 'user list' }
+  | { command: 'user add', username: string, federated: boolean }
+  | { command: 'events', username: string | undefined, since: Date | undefined }
+  | { command: 'user passwd', username: string }
+  | { command: 'user disable' | 'user enable' | 'user unlock' | 'user delete' | 'sessions revoke' | 'sessions list', username: string }
+
+export type Invocation = (
+  | { command: 'help' }
+  | { command: 'serve' }
+  | { command: 'migrate' }
+  | AccountInvocation
+) & {
+  /** --verbose: say on stderr which database (or which running service) the command used. */
+  verbose?: true
+}
+
+function oneName (positionals: string[], command: string): string {
+  if (positionals.length !== 1 || positionals[0] === undefined) throw new UsageError(`${command} takes exactly one <username>`)
+  return positionals[0]
+}
+
+/**
+ * The whole command line is checked before anything else happens, so a usage error
+ * (exit 2) never depends on the configuration, never opens a database and never
+ * creates the embedded one under ./data.
+ */
+export function parseCommandLine (argv: string[]): Invocation {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      federated: { type: 'boolean' },
+      user: { type: 'string' },
+      since: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+      verbose: { type: 'boolean', short: 'v' }
+    }
+  })
+  if (values.help === true) return { command: 'help' }
+  const invocation = parseCommand(values, positionals)
+  return values.verbose === true ? { ...invocation, verbose: true } : invocation
+}
+
+interface Options { federated?: boolean, user?: string, since?: string }
+
+function parseCommand (values: Options, positionals: string[]): Invocation {
+  const [command, sub, ...rest] = positionals
+  if (command === undefined) throw new UsageError('a command is required')
+  if (values.federated === true && !(command === 'user' && sub === 'add')) throw new UsageError('--federated belongs to `user add`')
+  if ((values.user !== undefined || values.since !== undefined) && command !== 'events') throw new UsageError('--user and --since belong to `events`')
+  switch (command) {
+    case 'events': {
+      if (sub !== undefined) throw new UsageError('events takes no positional arguments')
+      let since: Date | undefined
+      if (values.since !== undefined) {
+        since = new Date(values.since)
+        if (Number.isNaN(since.getTime())) throw new UsageError(`--since wants an ISO 8601 date or date-time, got "${values.since}"`)
+      }
+      return { command: 'events', username: values.user, since }
+    }
+    case 'serve':
+    case 'migrate':
+      if (sub !== undefined) throw new UsageError(`${command} takes no arguments`)
+      return { command }
+    case 'user':
+      switch (sub) {
+        case 'add':
+          return { command: 'user add', username: oneName(rest, 'user add'), federated: values.federated === true }
+        case 'passwd':
+        case 'disable':
+        case 'enable':
+        case 'unlock':
+        case 'delete':
+          return sub === 'passwd' ? { command: 'user passwd', username: oneName(rest, 'user passwd') } : { command: `user ${sub}`, username: oneName(rest, `user ${sub}`) }
+        case 'list':
+          if (rest.length !== 0) throw new UsageError('user list takes no arguments')
+          return { command: 'user list' }
+        default:
+          throw new UsageError(`unknown user command: ${sub ?? '(none)'}`)
+      }
+    case 'sessions':
+      if (sub !== 'revoke' && sub !== 'list') throw new UsageError(`unknown sessions command: ${sub ?? '(none)'}`)
+      return { command: `sessions ${sub}`, username: oneName(rest, `sessions ${sub}`) }
+    default:
+      throw new UsageError(`unknown command: ${command}`)
+  }
+}

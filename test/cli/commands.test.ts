@@ -1,0 +1,226 @@
+import t, { type Test } from 'tap'
+import type { FastifyInstance } from 'fastify'
+import { createAdminClient } from '../../src/admin/client.js'
+import { buildApp } from '../../src/app.js'
+import { createAdminApiOperations } from '../../src/cli/adapters/admin-api.js'
+import { createInProcessOperations } from '../../src/cli/adapters/in-process.js'
+import { runAccountCommand, type Terminal } from '../../src/cli/commands.js'
+import { describe } from '../../src/cli/exit-codes.js'
+import type { AdminOperations } from '../../src/cli/operations.js'
+import { parseCommandLine, type AccountInvocation } from '../../src/cli/parse.js'
+import { loadConfig } from '../../src/config.js'
+import { buildInternalApp } from '../../src/internal-listener.js'
+import { migratedDatabaseUrl } from '../../support/postgres.js'
+import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
+
+/*
+ * The command table's contract: the same account and session commands, run as main.ts runs
+ * them (parse, the table, the error's line and exit status), against both adapters, on Postgres
+ * and Redis: the in-process one (this process opens the database and stores) and the admin API
+ * of a running service over HTTP (admin/client.ts). Each case asserts what either must print,
+ * and the two adapters' transcripts are compared line for line at the end. Their one intended
+ * difference is who the audit trail says made the change ('cli' or 'admin-api').
+ */
+
+const KEY = 'contract-admin-key-0123456789-abcdefghijkl'
+const PASSWORD = 'a long enough passphrase 1'
+const NEW_PASSWORD = 'another long passphrase 2'
+const BOB_PASSWORD = 'bob has a passphrase 3'
+
+interface Run {
+  code: number
+  stdout: string
+  stderr: string
+}
+
+interface Service {
+  /** What `auth-token-service <args>` would do, with `stdin` as its piped lines. */
+  run (args: string[], stdin?: string[]): Promise<Run>
+  login (username: string, password: string, userAgent?: string): Promise<{ status: number, token?: string }>
+  authenticate (token: string | undefined): Promise<number>
+}
+
+type Adapter = 'in-process' | 'admin API'
+
+async function serviceFor (t: Test, adapter: Adapter): Promise<Service> {
+  const config = loadConfig({
+    DATABASE_URL: await migratedDatabaseUrl(t),
+    REDIS_URL: await requireRedis(),
+    AUTH_REDIS_KEY_PREFIX: await freshRedisPrefix(t),
+    AUTH_ADMIN_KEY: KEY,
+    LOG_LEVEL: 'silent',
+    NODE_ENV: 'test'
+  })
+  // The service, on the same database and Redis prefix: it sees what either adapter did.
+  const app: FastifyInstance = await buildApp(config)
+  await app.ready()
+  const internal = await buildInternalApp(app, config)
+  t.teardown(async () => {
+    await internal.close()
+    await app.close()
+  })
+  await app.backends.tokens.ready()
+  let operations: (invocation: AccountInvocation) => AdminOperations
+  if (adapter === 'admin API') {
+    const url = await internal.listen({ host: '127.0.0.1', port: 0 })
+    const api = createAdminApiOperations(createAdminClient({ url, key: KEY }))
+    operations = () => api
+  } else {
+    operations = (invocation) => createInProcessOperations(config, invocation.command)
+  }
+  return {
+    async run (args, stdin = []) {
+      let stdout = ''
+      let stderr = ''
+      const terminal: Terminal = {
+        out: (text) => { stdout += text },
+        say: (text) => { stderr += `${text}\n` },
+        readPassword: async () => stdin.shift(),
+        isTTY: () => false
+      }
+      try {
+        const invocation = parseCommandLine(args)
+        if (invocation.command === 'help' || invocation.command === 'serve' || invocation.command === 'migrate') throw new Error(`not an account command: ${args.join(' ')}`)
+        return { code: await runAccountCommand(operations(invocation), invocation, terminal), stdout, stderr }
+      } catch (error) {
+        const { message, code } = describe(error)
+        return { code, stdout, stderr: `${stderr}auth-token-service: ${message}\n` }
+      }
+    },
+    async login (username, password, userAgent = 'contract/1') {
+      const response = await app.inject({ method: 'POST', url: '/auth/Login', headers: { 'user-agent': userAgent }, payload: { username, password } })
+      return response.json()
+    },
+    async authenticate (token) {
+      return (await app.inject({ method: 'GET', url: `/auth/Authenticate?token=${encodeURIComponent(token ?? '')}` })).statusCode
+    }
+  }
+}
+
+const lines = (text: string): string[] => text.split('\n').filter((line) => line !== '')
+const SESSION_DATE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$/
+
+/**
+ * The cases, in order, each with what any adapter must do. Returns the transcript: every run's
+ * exit status and output, with what differs by nature (times, session ids, the actor) masked.
+ */
+async function commandCases (t: Test, service: Service, actor: string): Promise<string[]> {
+  const transcript: string[] = []
+  const run = async (args: string[], stdin?: string[]): Promise<Run> => {
+    const result = await service.run(args, stdin)
+    const masked = (text: string): string => text
+      .replace(/\d{4}-\d{2}-\d{2}T[\d:.]+Z?/g, '<time>')
+      .replace(/^[A-Za-z0-9_-]{22}\t/gm, '<session>\t')
+      .replace(new RegExp(`\t${actor}$`, 'gm'), '\t<actor>')
+    transcript.push(`${args.join(' ')} -> ${result.code}\n${masked(result.stdout)}--\n${masked(result.stderr)}`)
+    return result
+  }
+  const succeeded = (t: Test, result: Run, stderr: string): void => {
+    t.same([result.code, result.stderr], [0, stderr], 'exit 0, says what it did')
+  }
+
+  await t.test('user add: the password from stdin; federated without one; an empty stdin is a usage error', async (t) => {
+    const added = await run(['user', 'add', 'alice'], [PASSWORD])
+    succeeded(t, added, 'created account alice\n')
+    t.equal(added.stdout, '')
+    succeeded(t, await run(['user', 'add', 'bob'], [BOB_PASSWORD]), 'created account bob\n')
+    succeeded(t, await run(['user', 'add', 'carol', '--federated'], []), 'created federated account carol\n')
+    const empty = await run(['user', 'add', 'dave'], [''])
+    t.equal(empty.code, 2, 'a usage error')
+    t.match(empty.stderr, /^auth-token-service: a password is required on the first line of standard input\nusage: /)
+    t.equal((await service.login('alice', PASSWORD)).status, 0, 'alice logs in with it')
+  })
+
+  await t.test('user list: one account per line, username order', async (t) => {
+    const list = await run(['user', 'list'])
+    t.same([list.code, list.stderr], [0, ''])
+    t.same(lines(list.stdout), ['alice\tlocal\tenabled', 'bob\tlocal\tenabled', 'carol\tfederated\tenabled'])
+  })
+
+  await t.test('refusals: exit 1 and one line, the same for either adapter', async (t) => {
+    const taken = await run(['user', 'add', 'alice'], [PASSWORD])
+    t.equal(taken.code, 1)
+    t.match(taken.stderr, /^auth-token-service: (that )?username is taken\n$/)
+    t.same(await run(['user', 'disable', 'nobody']), { code: 1, stdout: '', stderr: 'auth-token-service: no such account\n' })
+    t.same(await run(['sessions', 'list', 'nobody']), { code: 1, stdout: '', stderr: 'auth-token-service: no such account\n' })
+    t.same(await run(['user', 'passwd', 'alice'], ['short']), { code: 1, stdout: '', stderr: 'auth-token-service: password is shorter than 8 characters\n' })
+    t.equal((await service.login('alice', PASSWORD)).status, 0, 'the refused password changed nothing')
+  })
+
+  await t.test('sessions list: id, created, last refresh, IP, user agent (escaped), expiry', async (t) => {
+    await service.login('bob', BOB_PASSWORD, 'curl/8\tx')
+    const list = await run(['sessions', 'list', 'bob'])
+    t.same([list.code, list.stderr], [0, ''])
+    const rows = lines(list.stdout)
+    t.equal(rows.length, 1, 'one session')
+    const [id, created, refreshed, ip, userAgent, expires] = rows[0]?.split('\t') ?? []
+    t.match(id, /^[A-Za-z0-9_-]{22}$/)
+    t.match(created, SESSION_DATE)
+    t.equal(refreshed, '-', 'never refreshed')
+    t.equal(ip, '127.0.0.1')
+    t.equal(userAgent, 'curl/8\\u0009x', 'its tab forges no cell')
+    t.match(expires, SESSION_DATE)
+  })
+
+  await t.test('user passwd, disable, enable, sessions revoke: end the tokens at once', async (t) => {
+    const first = await service.login('alice', PASSWORD)
+    succeeded(t, await run(['user', 'passwd', 'alice'], [NEW_PASSWORD]), 'password changed for alice; 3 active token(s) ended\n')
+    t.equal(await service.authenticate(first.token), 403)
+    t.equal((await service.login('alice', PASSWORD)).status, 701)
+    const second = await service.login('alice', NEW_PASSWORD)
+    t.equal(second.status, 0)
+    succeeded(t, await run(['user', 'disable', 'alice']), 'alice disabled; 1 active token(s) ended\n')
+    t.equal(await service.authenticate(second.token), 403)
+    t.same(lines((await run(['user', 'list'])).stdout)[0], 'alice\tlocal\tdisabled')
+    succeeded(t, await run(['user', 'enable', 'alice']), 'alice enabled\n')
+    const third = await service.login('alice', NEW_PASSWORD)
+    t.equal(third.status, 0)
+    succeeded(t, await run(['sessions', 'revoke', 'alice']), '1 active token(s) of alice ended\n')
+    t.equal(await service.authenticate(third.token), 403)
+  })
+
+  await t.test('user unlock lifts the lock failed logins put; user delete ends the tokens', async (t) => {
+    for (let i = 0; i < 10; i++) await service.login('bob', 'wrong password')
+    t.equal((await service.login('bob', BOB_PASSWORD)).status, 429, 'locked')
+    succeeded(t, await run(['user', 'unlock', 'bob']), 'bob unlocked\n')
+    const bob = await service.login('bob', BOB_PASSWORD)
+    t.equal(bob.status, 0, 'unlocked')
+    succeeded(t, await run(['user', 'delete', 'bob']), 'bob deleted; 2 active token(s) ended\n')
+    t.equal(await service.authenticate(bob.token), 403)
+    t.same(lines((await run(['user', 'list'])).stdout), ['alice\tlocal\tenabled', 'carol\tfederated\tenabled'])
+  })
+
+  await t.test('events: oldest first, filtered by user and time, with who made each change', async (t) => {
+    const events = await run(['events', '--user', 'BOB'])
+    t.same([events.code, events.stderr], [0, ''])
+    const rows = lines(events.stdout).map((line) => line.split('\t'))
+    t.ok(rows.every((row) => row.length === 6 && row[2] === 'bob'), 'time, event, username, outcome, client IP, user agent; bob\'s only')
+    const administration = rows.filter((row) => row[1]?.startsWith('user.'))
+    t.same(administration.map((row) => [row[1], row[3], row[4], row[5]]), [
+      ['user.add', 'created', '-', actor],
+      ['user.unlock', 'unlocked', '-', actor],
+      ['user.delete', 'tokens-ended-2', '-', actor]
+    ], 'made by this adapter\'s actor')
+    t.ok(rows.some((row) => row[1] === 'login.success' && row[4] === '127.0.0.1' && row[5] === 'curl/8\\u0009x'), 'a Login: its client, escaped')
+    t.match(rows[0]?.[0], /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/, 'ISO 8601 UTC')
+    t.notOk(events.stdout.includes(BOB_PASSWORD), 'no password in the trail')
+    const none = await run(['events', '--since', '2999-01-01'])
+    t.same(none, { code: 0, stdout: '', stderr: '' }, 'nothing after --since')
+  })
+
+  return transcript
+}
+
+t.test('both adapters run the same commands alike', async (t) => {
+  const transcripts: Partial<Record<Adapter, string[]>> = {}
+  for (const [adapter, actor] of [['in-process', 'cli'], ['admin API', 'admin-api']] as const) {
+    await t.test(`through the ${adapter} adapter`, async (t) => {
+      transcripts[adapter] = await commandCases(t, await serviceFor(t, adapter), actor)
+    })
+  }
+  const [inProcess, adminApi] = [transcripts['in-process'] ?? [], transcripts['admin API'] ?? []]
+  t.ok(inProcess.length >= 20, `${inProcess.length} runs`)
+  // The duplicate's wording is the one line the two still say differently (exit 1 both).
+  const alike = (text: string): string => text.replace('auth-token-service: that username is taken', 'auth-token-service: username is taken')
+  t.same(adminApi.map(alike), inProcess.map(alike), 'the same exit statuses and output, run for run')
+})
