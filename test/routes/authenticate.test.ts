@@ -93,7 +93,7 @@ t.test('a 43-character token of before 0.2.0 is malformed (issue 31 §2): a 403 
   const redis = testApp.redisStore?.redis
   if (redis === undefined) throw new Error('the real app has Redis')
   const prefix = testApp.redisPrefix ?? ''
-  // Where 0.1.x kept such a token: the bare digest under the prefix itself, holding an active record of alice's.
+  // Where the earlier layout kept such a token: the bare digest under the prefix itself, holding an active record of alice's.
   const old = 'B'.repeat(43)
   const oldKey = `${prefix}t:${sha256(old).slice(0, 22)}`
   const value = await redis.get(keyLayout(prefix).tokenKey(hashToken(good)))

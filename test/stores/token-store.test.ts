@@ -45,7 +45,7 @@ t.test('Redis token store', async (t) => {
     t.teardown(async () => { await store.close() })
     await store.ready()
     const record = { accountId: '5', username: 'u', federated: false, expiresAt: Date.now() + 60_000 }
-    // A 43-character token's hash as 0.1.x stored it: the bare digest, under the prefix itself.
+    // A 43-character token's hash where the earlier layout kept it: the bare digest, under the prefix itself.
     const old = sha256('A'.repeat(43)).slice(0, 22)
     await store.redis.set(`${keyPrefix}t:${old}`, '9999999999999|0|5|u', 'PX', 60_000)
     await store.redis.zadd(`${keyPrefix}a:5`, Date.now() + 60_000, old)
