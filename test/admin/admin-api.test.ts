@@ -4,6 +4,7 @@ import type { FastifyInstance, InjectOptions } from 'fastify'
 import { buildInternalApp } from '../../src/internal-listener.js'
 import type { Config } from '../../src/config.js'
 import { buildTestApp, type BackendKind } from '../support/app.js'
+import { waitFor } from '../../support/processes.js'
 
 /*
  * The admin API (issue 21; api-contract.md "Admin API") on the internal app as the service
@@ -66,7 +67,12 @@ function adminContract (t: Test, kind: BackendKind): void {
     t.match((created.body.user as { created: string }).created, DATE, 'created in the expiration_date form')
     t.same(Object.keys(created.body.user as object).sort(), ['created', 'disabled', 'federated', 'last_login', 'locked_until', 'username'])
     t.equal((await admin.login('ann', PASSWORD)).status, 0, 'Login works at once')
-    const shown = await admin.call('GET', '/admin/users/ann')
+    // The Login writes last_login off its answer's path (auth.ts): wait for it, a busy machine may be slow.
+    let shown = await admin.call('GET', '/admin/users/ann')
+    await waitFor('last_login written', async () => {
+      shown = await admin.call('GET', '/admin/users/ann')
+      return (shown.body.user as { last_login: string | null } | undefined)?.last_login !== null
+    }, { timeoutMs: 10_000, everyMs: 50 }).catch(() => {})
     t.equal(shown.status, 200)
     t.match((shown.body.user as { last_login: string }).last_login, DATE, 'last_login written by the Login')
 
