@@ -34,7 +34,7 @@ async function startPiped (t: Test, env: Record<string, string> = {}): Promise<P
   const port = await freePort()
   const service = spawn(process.execPath, [CLI, 'serve'], {
     cwd: pipe.dir,
-    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), INTERNAL_PORT: '0', AUTH_BOOTSTRAP_USERNAME: 'admin', AUTH_BOOTSTRAP_PASSWORD: PASSWORD, ...env },
+    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), INTERNAL_PORT: '0', AUTH_PUBLIC_INTERNALS: 'true', AUTH_BOOTSTRAP_USERNAME: 'admin', AUTH_BOOTSTRAP_PASSWORD: PASSWORD, ...env },
     stdio: ['ignore', pipe.writeFd, 'pipe']
   })
   // The write end now lives in the service only: the reader sees the end of the pipe when the service ends.
