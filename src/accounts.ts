@@ -48,6 +48,27 @@ export interface AccountAdmin {
   ensure (username: string, password: string, options?: { reset?: boolean }): Promise<EnsureResult>
 }
 
+/**
+ * Who makes an account change, for its audit event: the admin API's caller (address, user agent,
+ * the credential it presented), or the command line working on the database itself.
+ */
+export interface AdminActor {
+  clientIp?: string | undefined
+  userAgent: string | undefined
+  /** `key:<fingerprint>` (admin/admin-key.ts), `local-cli`; never a key. */
+  credential?: string | undefined
+}
+
+/**
+ * How the audit trail names the command line on this host: with the database open itself (the
+ * embedded one while the service is stopped, or DATABASE_URL), or through the running service's
+ * admin API with the key it generated (a new one each start, so no fingerprint would mean anything).
+ */
+export const LOCAL_CLI_CREDENTIAL = 'local-cli'
+
+/** The command line with the database open itself. */
+export const LOCAL_CLI_ACTOR: AdminActor = Object.freeze({ userAgent: 'cli', credential: LOCAL_CLI_CREDENTIAL })
+
 export type EnsureResult =
   | { outcome: 'created' | 'exists', account: UserRecord }
   | { outcome: 'reset', account: UserRecord, ended: number }
@@ -61,18 +82,19 @@ export interface AccountAdminDeps {
   limiter: LoginLimiter
   /** Wall clock in epoch ms, for `lockedUntil`. */
   now?: () => number
-  /** Who makes the changes, for the audit trail (the command line, the bootstrap). */
-  actor?: string
+  /** Who makes the changes, for the audit trail (the admin API's caller, the command line, the bootstrap). */
+  actor?: AdminActor
   /** What a new password must be (passwords/policy.ts); NIST SP 800-63B's defaults when absent. */
   passwordPolicy?: PasswordPolicy
 }
 
 type AdminEvent = 'user.add' | 'user.passwd' | 'user.disable' | 'user.enable' | 'sessions.revoke' | 'user.unlock' | 'user.delete'
 
-export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now = Date.now, actor = 'admin', passwordPolicy = DEFAULT_PASSWORD_POLICY }: AccountAdminDeps): AccountAdmin {
+export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now = Date.now, actor = { userAgent: 'admin' }, passwordPolicy = DEFAULT_PASSWORD_POLICY }: AccountAdminDeps): AccountAdmin {
+  const by = { clientIp: actor.clientIp, userAgent: actor.userAgent, credential: actor.credential }
   const outcomes: Partial<Record<AdminEvent, string>> = { 'user.add': 'created', 'user.unlock': 'unlocked' }
   const record = (event: AdminEvent, account: UserRecord, ended: number): void => {
-    audit.record({ event, username: account.username, accountId: account.id, userAgent: actor, outcome: outcomes[event] ?? `tokens-ended-${ended}`, tokensEnded: ended })
+    audit.record({ event, username: account.username, accountId: account.id, ...by, outcome: outcomes[event] ?? `tokens-ended-${ended}`, tokensEnded: ended })
   }
   const view = async (account: AccountDetails): Promise<AccountView> => {
     const lockedMs = await limiter.lockedForMs(account.username)
@@ -104,7 +126,7 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now
       return (await tokens.terminateAccount(account.id, account.tokenEpoch)).length
     } catch (error) {
       if (error instanceof RevocationIncomplete) {
-        audit.record({ event, username: account.username, accountId: account.id, userAgent: actor, outcome: `tokens-ended-${error.ended}-incomplete`, tokensEnded: error.ended })
+        audit.record({ event, username: account.username, accountId: account.id, ...by, outcome: `tokens-ended-${error.ended}-incomplete`, tokensEnded: error.ended })
       }
       throw error
     }

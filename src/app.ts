@@ -2,13 +2,14 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { createAccountAdmin, type AccountAdmin } from './accounts.js'
 import { createAuthService, type AuthService } from './auth.js'
-import { canLose, openBackends, type Backends } from './backends.js'
+import { canLose, openBackends, openLoginLimiter, type Backends } from './backends.js'
 import type { Config } from './config.js'
 import { protectCookieRoutes } from './http/cross-site.js'
 import { answerClientError, answerFrameworkError, registerErrorHandlers } from './http/errors.js'
 import { serviceLogging, type LoggingOptions } from './logging/logging.js'
 import { MAX_PATH_SEGMENT, parseQuery, registerBodyParsing } from './http/parsing.js'
 import { everyRequest } from './http/request-hook.js'
+import { serverTimeouts } from './http/server-timeouts.js'
 import { publicServesInternals, revocationsOpen } from './internal-surfaces.js'
 import { createMetrics, type Metrics } from './metrics/metrics.js'
 import { registerMetricsRoute } from './metrics/route.js'
@@ -67,7 +68,8 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   const app = Fastify({
     ...logging.fastifyOptions(metrics.observeRequest),
     // A request without Host is answered like any other bad request (our body, not Node's empty 400).
-    http: { requireHostHeader: false },
+    // The request timeout holds for a client that sends its headers slowly too (server-timeouts.ts).
+    http: { requireHostHeader: false, ...serverTimeouts(config.requestTimeoutMs) },
     bodyLimit: config.bodyLimitBytes,
     requestTimeout: config.requestTimeoutMs,
     trustProxy: typeof config.trustProxy === 'number' ? hopsTrusted(config.trustProxy) : config.trustProxy,
@@ -107,7 +109,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   await app.register(sessionRoutes, { auth, sessions, config })
   await app.register(passwordRoutes, { auth })
   await app.register(verifyRoutes, { auth, trustProxy: config.trustProxy, originalUriHeader: config.originalUriHeader })
-  await app.register(introspectRoutes, { auth, config })
+  await app.register(introspectRoutes, { auth, config, limiter: openLoginLimiter(config, backends.tokens, 'introspect:'), audit: observed.audit })
   // The public port serves the internal surfaces only when AUTH_PUBLIC_INTERNALS asks for it.
   const internals = publicServesInternals(config)
   if (internals) {

@@ -24,6 +24,8 @@ import type { UserRecord, UserStore } from './stores/user-store.js'
 export interface ClientContext {
   ip: string
   userAgent?: string | undefined
+  /** The admin credential acting for the account (the admin API); absent for the account's own requests. */
+  credential?: string | undefined
 }
 
 export interface LoginRequest {

@@ -127,6 +127,10 @@ export function openTokenStore (config: Config, log: Log, hook?: BackendErrorHoo
  */
 export async function openMigratedDatabase (config: Config, options: OpenDatabaseOptions, log?: Log): Promise<Database> {
   const database = await openDatabase(config, options)
+  const tightened = database.dataDirLock?.tightened ?? 0
+  if (tightened > 0) {
+    log?.warn({ dataDir: database.dataDirLock?.owner.dataDir, tightened }, 'the embedded database\'s directory was open to other users: group and other access removed from it and everything in it')
+  }
   try {
     const usernames = await migrateOrCheck(database)
     const unresolved = usernames === undefined ? 0 : usernames.collisions.length + usernames.refused.length

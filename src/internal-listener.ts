@@ -4,13 +4,17 @@ import Fastify, { type FastifyError, type FastifyInstance } from 'fastify'
 import type { Config } from './config.js'
 import { internalError, misdirected, notFound, StatusError } from './errors/status.js'
 import { statusErrorForHttp } from './http/status-for-http.js'
+import { internalListenerLogging } from './logging/logging.js'
+import { serverTimeouts } from './http/server-timeouts.js'
+import { registerStrictJson } from './http/parsing.js'
 import { registerMetricsRoute } from './metrics/route.js'
 import { revocationRoutes } from './routes/revocations.js'
 import { docsLocation } from './routes/pointer.js'
 import { revocationsOpen } from './internal-surfaces.js'
 import { allowedHosts } from './http/allowed-hosts.js'
-import { createAccountAdmin } from './accounts.js'
-import { adminApi, ADMIN_API_ACTOR } from './admin/plugin.js'
+import { createAccountAdmin, LOCAL_CLI_CREDENTIAL } from './accounts.js'
+import { adminApi } from './admin/plugin.js'
+import { keyFingerprint, type AdminKey } from './admin/admin-key.js'
 import { generateLocalAdminKey, removeLocalAdminAccess, writeLocalAdminAccess } from './admin/local-access.js'
 import { openLoginLimiter } from './backends.js'
 import { localUrl } from './http/local-url.js'
@@ -33,12 +37,22 @@ export interface InternalAppOptions {
 /** The internal app over the main app's metrics, document and revocation feed. The main app must be ready (its document complete). */
 export async function buildInternalApp (app: FastifyInstance, config: Config, options: InternalAppOptions = {}): Promise<FastifyInstance> {
   // The admin API's bodies are checked as sent: an unknown field is refused, not dropped unseen.
-  const internal = Fastify({ logger: false, exposeHeadRoutes: false, return503OnClosing: false, ajv: { customOptions: { removeAdditional: false } } })
+  const internal = Fastify({
+    ...internalListenerLogging(app.log),
+    // A slow client holds an internal connection no longer than a public one.
+    http: serverTimeouts(config.requestTimeoutMs),
+    requestTimeout: config.requestTimeoutMs,
+    exposeHeadRoutes: false,
+    return503OnClosing: false,
+    ajv: { customOptions: { removeAdditional: false } }
+  })
   internal.setErrorHandler((error: FastifyError | StatusError, _request, reply) => {
     const status = error instanceof StatusError ? error : typeof error.statusCode === 'number' ? statusErrorForHttp(error.statusCode) : internalError()
     return reply.code(status.httpStatus).headers(status.headers).header('cache-control', 'no-store').send(status.toBody())
   })
   internal.setNotFoundHandler(async (_request, reply) => await reply.code(404).send(notFound().toBody()))
+  // Admin bodies are JSON: raw invalid UTF-8 is refused as on the public port, never turned into U+FFFD.
+  registerStrictJson(internal, config.bodyLimitBytes)
   // DNS rebinding: a page on a name pointed at this address sends that name as Host; it is
   // refused before any route, the feed's and the admin API's included.
   const hostAllowed = allowedHosts(config.internalHost, config.internalHostnames)
@@ -65,17 +79,16 @@ export async function buildInternalApp (app: FastifyInstance, config: Config, op
     onCut: (remoteAddress) => { app.log.warn({ remoteAddress }, 'revocation subscriber cut: its socket took nothing for too long') }
   })
   const { backends, metrics } = app
+  const keys: AdminKey[] = []
+  if (config.adminKey !== undefined) keys.push({ key: config.adminKey, credential: keyFingerprint(config.adminKey) })
+  if (options.localAdminKey !== undefined) keys.push({ key: options.localAdminKey, credential: LOCAL_CLI_CREDENTIAL })
+  const passwordPolicy = configuredPasswordPolicy(config.passwordMinLength)
+  // Observed as the app's own admin is (app.ts): metrics count the tokens its changes end.
+  const observed = { ...backends, audit: metrics.countEvents(backends.audit), hasher: metrics.timeHashing(backends.hasher) }
   await internal.register(adminApi, {
     prefix: '/admin',
-    keys: [config.adminKey, options.localAdminKey].filter((key) => key !== undefined),
-    // Observed as the app's own admin is (app.ts): metrics count the tokens its changes end.
-    accounts: createAccountAdmin({
-      ...backends,
-      audit: metrics.countEvents(backends.audit),
-      hasher: metrics.timeHashing(backends.hasher),
-      actor: ADMIN_API_ACTOR,
-      passwordPolicy: configuredPasswordPolicy(config.passwordMinLength)
-    }),
+    keys,
+    accountsFor: (actor) => createAccountAdmin({ ...observed, actor, passwordPolicy }),
     audit: backends.audit,
     limiter: openLoginLimiter(config, backends.tokens, 'admin:'),
     sessions: { sessions: app.sessions, accountOf: sessionOwner(backends.database) }
@@ -91,7 +104,8 @@ export async function startInternalListener (app: FastifyInstance, config: Confi
   const localAdminKey = embedded ? generateLocalAdminKey() : undefined
   const internal = await buildInternalApp(app, config, { localAdminKey })
   if (localAdminKey !== undefined) internal.addHook('onClose', async () => { await removeLocalAdminAccess(config.dataDir) })
-  await internal.listen({ host: config.internalHost, port: config.internalPort })
+  // Not Fastify's "Server listening at": that line names the public port, which scripts and people look for.
+  await internal.listen({ host: config.internalHost, port: config.internalPort, listenTextResolver: (address) => `internal listener at ${address}` })
   const address = internal.server.address()
   const url = localUrl(address)
   if (localAdminKey !== undefined && url !== null) await writeLocalAdminAccess(config.dataDir, { url, key: localAdminKey })

@@ -6,6 +6,10 @@
  */
 
 import type { SessionItem } from '../schemas.js'
+import { PACKAGE_VERSION } from '../version.js'
+
+/** What the audit trail records as the user agent of the changes this client makes. */
+export const ADMIN_CLIENT_USER_AGENT = `auth-token-service-admin-client/${PACKAGE_VERSION}`
 
 export interface AdminUser {
   username: string
@@ -24,6 +28,8 @@ export interface AdminEvent {
   client_ip: string | null
   user_agent: string | null
   outcome: string
+  /** Which credential made an administrative change (`key:<fingerprint>`, `local-cli`); null otherwise. */
+  credential: string | null
 }
 
 /** A session as the admin API lists it: the self-service list's item (schemas.ts), `current` false. */
@@ -71,7 +77,7 @@ export function createAdminClient ({ url, key, timeoutMs = 30_000 }: AdminClient
     try {
       response = await fetch(`${base}${path}`, {
         method,
-        headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        headers: { authorization: `Bearer ${key}`, 'user-agent': ADMIN_CLIENT_USER_AGENT, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.timeout(timeoutMs),
         redirect: 'error'

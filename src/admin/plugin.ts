@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import type { AccountAdmin } from '../accounts.js'
+import type { AccountAdmin, AdminActor } from '../accounts.js'
 import { reasons } from '../errors/reasons.js'
 import { notFound, StatusError, tooManyRequests } from '../errors/status.js'
 import type { AuditLog } from '../stores/audit-log.js'
 import type { LoginLimiter } from '../stores/login-limiter.js'
-import { adminKeyCheck, bearerCredential } from './admin-key.js'
+import { adminKeyCheck, bearerCredential, type AdminKey } from './admin-key.js'
 import { adminError } from './errors.js'
 import { eventRoutes } from './event-routes.js'
 import { createAdminDocument } from './openapi.js'
@@ -15,15 +15,17 @@ import { userRoutes } from './user-routes.js'
 /**
  * The admin API (api-contract.md, "Admin API"), registered under /admin on the internal
  * listener. Off (every /admin route 404, as if absent) when no key is configured. Each request
- * needs `Authorization: Bearer <key>`; a missing or wrong key is a 401, counted per client
- * address by the login limiter's rules in a namespace of its own (backends.ts openLoginLimiter),
- * so a guessing client is refused (429) like one guessing passwords.
+ * needs `Authorization: Bearer <key>`; a missing or wrong key is a 401. Wrong keys are counted
+ * per client address by the login limiter's rules in a namespace of its own (backends.ts
+ * openLoginLimiter), so a guessing client is refused (429) like one guessing passwords; the right
+ * key is never refused.
  */
 
 export interface AdminApiOptions {
   /** The keys that open it: AUTH_ADMIN_KEY, and the local key of the embedded default (local-access.ts). None: off. */
-  keys: readonly string[]
-  accounts: AccountAdmin
+  keys: readonly AdminKey[]
+  /** The account administration acting for a caller: its changes are recorded with the caller's address, user agent and credential. */
+  accountsFor: (actor: AdminActor) => AccountAdmin
   audit: AuditLog
   /** The admin namespace's limiter: its "account" is the client address. */
   limiter: LoginLimiter
@@ -38,10 +40,18 @@ const unauthorized = (missing: boolean): StatusError =>
   new StatusError(401, 'Unauthorized', 401, { 'www-authenticate': 'Bearer realm="admin"' },
     { detail: missing ? reasons.adminKeyRequired() : reasons.adminKeyWrong() })
 
-export const adminApi: FastifyPluginAsyncTypebox<AdminApiOptions> = async (app, { keys, accounts, audit, limiter, sessions }) => {
+export const adminApi: FastifyPluginAsyncTypebox<AdminApiOptions> = async (app, { keys, accountsFor, audit, limiter, sessions }) => {
   // Off: nothing registered, so the listener's own 404 answers every /admin path alike.
   if (keys.length === 0) return
   const accepted = adminKeyCheck(keys)
+  // Who each authenticated request is, for the audit events of the changes it makes.
+  const actors = new WeakMap<FastifyRequest, AdminActor>()
+  const accounts = (request: FastifyRequest): AccountAdmin => {
+    const actor = actors.get(request)
+    // The onRequest hook below lets no request through without one.
+    if (actor === undefined) throw new Error('admin request without an authenticated caller')
+    return accountsFor(actor)
+  }
   const doc = createAdminDocument()
   doc.collect(app)
 
@@ -52,25 +62,33 @@ export const adminApi: FastifyPluginAsyncTypebox<AdminApiOptions> = async (app, 
   app.setNotFoundHandler(async () => { throw notFound() })
 
   // Before anything is parsed: an unauthenticated request gets nothing read but its headers.
+  // The right key is never refused, and only a wrong key counts: a request with no key (any
+  // local process, a browser's no-cors GET) must not be able to lock the administrator out.
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     reply.header('cache-control', 'no-store')
-    const ip = request.ip
-    const verdict = await limiter.check(ip, ip)
-    if (!verdict.allowed) throw tooManyRequests(verdict.retryAfterMs / 1000)
     const { authorization } = request.headers
-    if (accepted(authorization)) {
-      await limiter.recordSuccess(ip)
+    const credential = accepted(authorization)
+    if (credential !== undefined) {
+      actors.set(request, { clientIp: request.ip, userAgent: request.headers['user-agent'], credential })
       return
     }
-    const missing = bearerCredential(authorization) === undefined
+    if (bearerCredential(authorization) === undefined) throw unauthorized(true)
+    const ip = request.ip
+    const userAgent = request.headers['user-agent']
+    // A guesser over the limit is refused without counting: attempts while locked extend nothing.
+    const verdict = await limiter.check(ip, ip)
+    if (!verdict.allowed) {
+      audit.record({ event: 'admin.unauthorized', clientIp: ip, userAgent, outcome: 'wrong-key-limited' })
+      throw tooManyRequests(verdict.retryAfterMs / 1000)
+    }
     const failure = await limiter.recordFailure(ip, ip)
-    audit.record({ event: 'admin.unauthorized', clientIp: ip, userAgent: request.headers['user-agent'], outcome: missing ? 'no-key' : 'wrong-key' })
+    audit.record({ event: 'admin.unauthorized', clientIp: ip, userAgent, outcome: 'wrong-key' })
     if (!failure.counted) throw tooManyRequests(failure.retryAfterMs / 1000)
-    throw unauthorized(missing)
+    throw unauthorized(false)
   })
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => doc.document())
   await app.register(userRoutes, { accounts })
   await app.register(eventRoutes, { audit })
-  if (sessions !== undefined) await app.register(sessionRoutes, { ...sessions, accounts, actor: ADMIN_API_ACTOR })
+  if (sessions !== undefined) await app.register(sessionRoutes, { ...sessions, accounts, actor: ADMIN_API_ACTOR, credentialOf: (request) => actors.get(request)?.credential })
 }

@@ -53,7 +53,10 @@ export const EventSchema = Type.Object({
   account_id: Type.Union([Type.String(), Type.Null()]),
   client_ip: Type.Union([Type.String(), Type.Null()]),
   user_agent: Type.Union([Type.String(), Type.Null()]),
-  outcome: Type.String()
+  outcome: Type.String(),
+  credential: Type.Union([Type.String(), Type.Null()], {
+    description: 'Which credential made an administrative change: `key:` and the first 8 hex digits of the admin key\'s SHA-256, or `local-cli`; null for events of a person\'s own requests'
+  })
 })
 
 export const SessionSchema = Type.Object({

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
 import type { AccountAdmin } from '../accounts.js'
 import {
   AdminErrorSchema, DeletedAnswerSchema, DEFAULT_PAGE, EndedAnswerSchema, NewUserSchema, UserAnswerSchema, UserChangeSchema,
@@ -7,13 +8,13 @@ import {
 import { decodeUserCursor, encodeUserCursor, OK, userView } from './views.js'
 
 /** /admin/users: the accounts, over the same AccountAdmin the command line uses (accounts.ts). */
-export const userRoutes: FastifyPluginAsyncTypebox<{ accounts: AccountAdmin }> = async (app, { accounts }) => {
+export const userRoutes: FastifyPluginAsyncTypebox<{ accounts: (request: FastifyRequest) => AccountAdmin }> = async (app, { accounts: accountsOf }) => {
   const errors = { '4xx': AdminErrorSchema, '5xx': AdminErrorSchema }
 
   app.get('/users', {
     schema: { summary: 'List accounts, a page at a time (username order)', querystring: UserListQuerySchema, response: { 200: UserListAnswerSchema, ...errors } }
   }, async (request) => {
-    const { accounts: page, next } = await accounts.page(decodeUserCursor(request.query.cursor), request.query.limit ?? DEFAULT_PAGE)
+    const { accounts: page, next } = await accountsOf(request).page(decodeUserCursor(request.query.cursor), request.query.limit ?? DEFAULT_PAGE)
     return { ...OK, users: page.map(userView), next_cursor: next === undefined ? null : encodeUserCursor(next) }
   })
 
@@ -22,13 +23,13 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ accounts: AccountAdmin }> =
     schema: { summary: 'Create an account (the password policy applies)', body: NewUserSchema, response: { 200: UserAnswerSchema, ...errors } }
   }, async (request) => {
     const { username, password, federated = false } = request.body
-    const account = await accounts.add(username, password, federated)
-    return { ...OK, user: userView(await accounts.show(account.username)) }
+    const account = await accountsOf(request).add(username, password, federated)
+    return { ...OK, user: userView(await accountsOf(request).show(account.username)) }
   })
 
   app.get('/users/:username', {
     schema: { summary: 'One account', params: UsernamePathSchema, response: { 200: UserAnswerSchema, ...errors } }
-  }, async (request) => ({ ...OK, user: userView(await accounts.show(request.params.username)) }))
+  }, async (request) => ({ ...OK, user: userView(await accountsOf(request).show(request.params.username)) }))
 
   app.patch('/users/:username', {
     schema: {
@@ -43,26 +44,26 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ accounts: AccountAdmin }> =
     let ended = 0
     // The password first: a refused one (the policy) leaves the account as it was.
     if (password !== undefined) {
-      const changed = await accounts.setPassword(username, password)
+      const changed = await accountsOf(request).setPassword(username, password)
       username = changed.account.username
       ended += changed.ended
     }
     if (disabled !== undefined) {
-      const changed = await accounts.setDisabled(username, disabled)
+      const changed = await accountsOf(request).setDisabled(username, disabled)
       username = changed.account.username
       ended += changed.ended
     }
-    return { ...OK, user: userView(await accounts.show(username)), sessions_ended: ended }
+    return { ...OK, user: userView(await accountsOf(request).show(username)), sessions_ended: ended }
   })
 
   app.delete('/users/:username', {
     schema: { summary: 'Delete an account and end its sessions (its audit events stay)', params: UsernamePathSchema, response: { 200: DeletedAnswerSchema, ...errors } }
   }, async (request) => {
-    const { ended } = await accounts.remove(request.params.username)
+    const { ended } = await accountsOf(request).remove(request.params.username)
     return { ...OK, sessions_ended: ended }
   })
 
   app.post('/users/:username/unlock', {
     schema: { summary: 'Lift the lock that failed logins put on the account', params: UsernamePathSchema, response: { 200: UserAnswerSchema, ...errors } }
-  }, async (request) => ({ ...OK, user: userView(await accounts.unlock(request.params.username)) }))
+  }, async (request) => ({ ...OK, user: userView(await accountsOf(request).unlock(request.params.username)) }))
 }

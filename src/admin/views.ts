@@ -30,7 +30,8 @@ export function eventView (event: StoredAuditEvent) {
     account_id: event.accountId ?? null,
     client_ip: event.clientIp ?? null,
     user_agent: event.userAgent ?? null,
-    outcome: event.outcome
+    outcome: event.outcome,
+    credential: event.credential ?? null
   }
 }
 

@@ -1,8 +1,9 @@
-import { mkdir, readFile, rename, rmdir, stat, unlink, writeFile } from 'node:fs/promises'
+import { chmod, mkdir, readFile, rename, rmdir, stat, unlink, writeFile } from 'node:fs/promises'
 import { createConnection, createServer, type Server } from 'node:net'
 import { hostname } from 'node:os'
 import { join, relative, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { privateContents, privateDirectory } from './private-files.js'
 
 /**
  * PGlite is one process's Postgres: a second process that opens the same data directory
@@ -57,6 +58,8 @@ export interface DataDirOwner {
 
 export interface DataDirLock {
   readonly owner: Readonly<DataDirOwner>
+  /** Entries of the directory (itself included) that were open to group or other and were made private when it was taken. */
+  readonly tightened: number
   /** Records where the service listens (the socket answers it and the file says it from now on). */
   announce (listening: Partial<Pick<DataDirOwner, 'url' | 'internalUrl'>>): Promise<void>
   /** Gives the directory up; call it after the database is closed. */
@@ -164,7 +167,11 @@ async function listen (address: string, owner: () => DataDirOwner): Promise<Serv
       // nor end one: a failed accept (too many open files) only costs a probe its answer.
       server.unref()
       server.on('error', () => {})
-      resolve(server)
+      // Made as the umask says; the service's own only (the directory is 0700 as well).
+      chmod(address, 0o600).then(() => { resolve(server) }, (error: unknown) => {
+        server.close()
+        reject(new DataDirLockError(`cannot make the lock socket ${address} private (${errorCode(error)})`, { cause: error }))
+      })
     })
   })
 }
@@ -179,7 +186,7 @@ async function listen (address: string, owner: () => DataDirOwner): Promise<Serv
 export async function reapDeadSocket (dir: string, address: string): Promise<void> {
   const claim = join(dir, REAP_CLAIM_NAME)
   try {
-    await mkdir(claim)
+    await mkdir(claim, { mode: 0o700 })
   } catch (error) {
     if (errorCode(error) !== 'EEXIST') throw error
     const age = await stat(claim).then((s) => Date.now() - s.mtimeMs, () => 0)
@@ -207,7 +214,7 @@ async function readOwnerFile (dir: string): Promise<DataDirOwner | undefined> {
 async function writeOwnerFile (dir: string, owner: DataDirOwner): Promise<void> {
   // Readers never see half a record: a whole file replaces the last one.
   const temporary = join(dir, `${OWNER_FILE_NAME}.${process.pid}.tmp`)
-  await writeFile(temporary, `${JSON.stringify(owner, null, 2)}\n`, { mode: 0o644 })
+  await writeFile(temporary, `${JSON.stringify(owner, null, 2)}\n`, { mode: 0o600 })
   await rename(temporary, join(dir, OWNER_FILE_NAME))
 }
 
@@ -236,7 +243,7 @@ function busyMessage (dir: string, holder: DataDirOwner | undefined, command: st
  */
 export async function lockDataDir (dataDir: string, command: string): Promise<DataDirLock> {
   const dir = resolve(dataDir)
-  await mkdir(dir, { recursive: true })
+  const dirTightened = await privateDirectory(dir)
   const address = socketAddress(dir)
   let owner: DataDirOwner = {
     service: 'auth-token-service',
@@ -251,7 +258,10 @@ export async function lockDataDir (dataDir: string, command: string): Promise<Da
   for (let attempt = 0; attempt < 20; attempt++) {
     const server = await listen(address, () => owner)
     if (server !== 'taken') {
+      let tightened = dirTightened
       try {
+        // Only its owner walks the directory: another process's files are not changed under it.
+        tightened += await privateContents(dir)
         // A dead owner's admin key opens nothing (its listener is gone), but it is no one's to keep.
         await unlink(join(dir, ADMIN_ACCESS_FILE_NAME)).catch(() => {})
         await writeOwnerFile(dir, owner)
@@ -262,6 +272,7 @@ export async function lockDataDir (dataDir: string, command: string): Promise<Da
       let released = false
       return {
         get owner () { return owner },
+        tightened,
         async announce (listening) {
           owner = { ...owner, ...listening }
           if (!released) await writeOwnerFile(dir, owner)

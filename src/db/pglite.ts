@@ -1,5 +1,6 @@
 import { PGlite, type PGliteInterface } from '@electric-sql/pglite'
 import { lockDataDir, type DataDirLock } from './data-dir-lock.js'
+import { PrivateNodeFS } from './private-files.js'
 import type { Database, Transaction } from './database.js'
 import { inSpan, type SpanAttributes } from '../tracing/spans.js'
 
@@ -13,7 +14,7 @@ export async function createPgliteDatabase (dataDir: string | undefined, command
   if (dataDir === undefined) return wrapPglite(await PGlite.create())
   const lock = await lockDataDir(dataDir, command)
   try {
-    return wrapPglite(await PGlite.create(dataDir), lock)
+    return wrapPglite(await PGlite.create({ fs: new PrivateNodeFS(lock.owner.dataDir) }), lock)
   } catch (error) {
     await lock.release()
     throw error

@@ -69,6 +69,7 @@ export const reasons = {
   // secure-json-parse refuses a __proto__ key as it refuses a syntax error (Fastify keeps no cause).
   bodyNotJson: () => reason('body is not valid JSON, or holds a __proto__ key'),
   emptyJsonBody: () => reason('body is empty but Content-Type is application/json'),
+  bodyNotUtf8: () => reason('body is not valid UTF-8'),
   bodyNotObject: () => reason('body must be an object of parameters'),
   bodyLengthMismatch: () => reason('body length does not match Content-Length'),
   bodyUnreadable: () => reason('body could not be read'),

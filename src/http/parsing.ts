@@ -1,6 +1,7 @@
 import fastifyFormbody from '@fastify/formbody'
 import type { FastifyInstance, preValidationHookHandler } from 'fastify'
-import type { Reason } from '../errors/reasons.js'
+import { reasons, type Reason } from '../errors/reasons.js'
+import { badRequest } from '../errors/status.js'
 import { malformedFormReason } from './bad-request.js'
 import { MalformedFormError, parseFormEncoded, type FormParams } from './form-encoding.js'
 
@@ -33,6 +34,28 @@ export function refusedQuery (query: unknown): Reason | undefined {
 }
 
 /**
+ * JSON bodies as Fastify parses them (secure-json-parse: a __proto__ key refused), but read as
+ * bytes and decoded strictly: Fastify's own parser decodes invalid UTF-8 to U+FFFD, so
+ * `{"username":"\xc1\xa1lice"}` reached Login as another name (701) while the same bytes
+ * percent-encoded in a form were a 400. Both are a 400 now, with why.
+ */
+export function registerStrictJson (app: FastifyInstance, bodyLimit: number): void {
+  const parseJson = app.getDefaultJsonParser('error', 'error')
+  const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+  app.removeContentTypeParser('application/json')
+  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (request, body, done) => {
+    let text: string
+    try {
+      text = utf8.decode(body as Buffer)
+    } catch {
+      done(badRequest(reasons.bodyNotUtf8()), undefined)
+      return
+    }
+    parseJson(request, text, done)
+  })
+}
+
+/**
  * Bodies are form-encoded (by the same strict parser as queries) or JSON: Fastify's own
  * text/plain parser would let a third kind in (415 instead). A request without a body
  * validates as an empty parameter object where the route has a body schema; that hook is
@@ -40,6 +63,7 @@ export function refusedQuery (query: unknown): Reason | undefined {
  */
 export async function registerBodyParsing (app: FastifyInstance, bodyLimit: number): Promise<void> {
   app.removeContentTypeParser('text/plain')
+  registerStrictJson(app, bodyLimit)
   await app.register(fastifyFormbody, { bodyLimit, parser: parseFormEncoded })
   const emptyBodyAsObject: preValidationHookHandler = (request, _reply, done) => {
     if (request.body === undefined) request.body = EMPTY_BODY

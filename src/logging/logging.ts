@@ -53,6 +53,15 @@ class OneLinePerRequest extends LogController {
   }
 }
 
+/**
+ * The internal listener's logging: an access line per request like the public port's, written
+ * through the service's logger (so with its redacting `req` serializer, to its destination),
+ * marked `"listener":"internal"`. Its requests are not counted in the public request metrics.
+ */
+export function internalListenerLogging (log: FastifyBaseLogger): Pick<FastifyServerOptions, 'loggerInstance' | 'logController' | 'genReqId'> {
+  return { loggerInstance: log.child({ listener: 'internal' }), logController: new OneLinePerRequest(undefined, () => {}), genReqId: requestId }
+}
+
 /** A request's URL as the log shows it: the route template for a matched path, secret query values redacted. */
 function loggedUrl (request: FastifyRequest): string {
   return redactUrl(request.url, request.routeOptions?.url)

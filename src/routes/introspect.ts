@@ -5,7 +5,9 @@ import { Type } from 'typebox'
 import { lifetimeSeconds, type AuthService } from '../auth.js'
 import type { Config, IntrospectionClient } from '../config.js'
 import { reasons } from '../errors/reasons.js'
-import { badRequest, notFound, StatusError } from '../errors/status.js'
+import { badRequest, notFound, StatusError, tooManyRequests } from '../errors/status.js'
+import type { AuditLog } from '../stores/audit-log.js'
+import type { LoginLimiter } from '../stores/login-limiter.js'
 import { ERROR_ANSWERS, EXAMPLE_TOKEN, EXAMPLE_USERNAME } from '../schemas.js'
 import { refuseOtherMethods } from '../http/methods.js'
 
@@ -18,7 +20,13 @@ import { refuseOtherMethods } from '../http/methods.js'
 export interface IntrospectRoutesOptions {
   auth: AuthService
   config: Pick<Config, 'introspectionClients' | 'tokenTtlSeconds' | 'federatedTokenTtlSeconds'>
+  /** Failed client authentications, counted per client address as wrong admin keys are (a namespace of their own). */
+  limiter: LoginLimiter
+  audit: AuditLog
 }
+
+/** Whether the request presents HTTP Basic credentials at all: only those can be wrong, and count. */
+const presentsBasic = (authorization: string | undefined): boolean => authorization !== undefined && /^Basic(?:[ \t]|$)/i.test(authorization)
 
 const digest = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest()
 
@@ -59,17 +67,33 @@ export function clientAuthenticator (clients: readonly IntrospectionClient[]): (
 const INACTIVE = Object.freeze({ active: false as const })
 const INVALID_CLIENT = JSON.stringify({ status: 401, message: 'Unauthorized' })
 
-export const introspectRoutes: FastifyPluginAsyncTypebox<IntrospectRoutesOptions> = async (app, { auth, config }) => {
+export const introspectRoutes: FastifyPluginAsyncTypebox<IntrospectRoutesOptions> = async (app, { auth, config, limiter, audit }) => {
   const off = config.introspectionClients.length === 0
   const authenticated = clientAuthenticator(config.introspectionClients)
 
+  const refuse = async (reply: FastifyReply): Promise<FastifyReply> =>
+    await reply.code(401).header('www-authenticate', 'Basic realm="introspection", charset="UTF-8"').type('application/json; charset=utf-8').send(INVALID_CLIENT)
+
   // Before the body is read: an unknown client gets nothing parsed, an endpoint that is off says 404 to every method.
+  // As for the admin key: the right credentials are never refused, none at all is a plain 401, and
+  // only wrong ones count towards a lock of the client address (429), each an audit event.
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     if (off) throw notFound()
-    if (request.method === 'POST' && !authenticated(request.headers.authorization)) {
-      return await reply.code(401).header('www-authenticate', 'Basic realm="introspection", charset="UTF-8"')
-        .type('application/json; charset=utf-8').send(INVALID_CLIENT)
+    if (request.method !== 'POST') return
+    const { authorization } = request.headers
+    if (authenticated(authorization)) return
+    if (!presentsBasic(authorization)) return await refuse(reply)
+    const ip = request.ip
+    const userAgent = request.headers['user-agent']
+    const verdict = await limiter.check(ip, ip)
+    if (!verdict.allowed) {
+      audit.record({ event: 'introspect.unauthorized', clientIp: ip, userAgent, outcome: 'wrong-client-credentials-limited' })
+      throw tooManyRequests(verdict.retryAfterMs / 1000)
     }
+    const failure = await limiter.recordFailure(ip, ip)
+    audit.record({ event: 'introspect.unauthorized', clientIp: ip, userAgent, outcome: 'wrong-client-credentials' })
+    if (!failure.counted) throw tooManyRequests(failure.retryAfterMs / 1000)
+    return await refuse(reply)
   })
 
   const ActiveSchema = Type.Object({
@@ -109,6 +133,11 @@ export const introspectRoutes: FastifyPluginAsyncTypebox<IntrospectRoutesOptions
           headers: { 'WWW-Authenticate': { type: 'string', description: 'Basic realm="introspection"' } }
         }),
         404: ERROR_ANSWERS[404],
+        429: Type.Object({ status: Type.Integer(), message: Type.String() }, {
+          description: 'Too many wrong client credentials from this address (the right ones are never refused)',
+          examples: [{ status: 429, message: 'Too Many Requests' }],
+          headers: { 'Retry-After': { type: 'string', description: 'Seconds until this address may try again' } }
+        }),
         503: ERROR_ANSWERS[503]
       }
     }

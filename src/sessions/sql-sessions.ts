@@ -145,6 +145,7 @@ export function createSqlSessions ({ db, tokens, audit, now = Date.now, onError 
         accountId: ended.accountId,
         clientIp: client.ip,
         userAgent: client.userAgent,
+        credential: client.credential,
         outcome: actor === undefined ? 'terminated' : `terminated-by-${actor}`,
         tokensEnded: 1
       })
@@ -162,6 +163,7 @@ export function createSqlSessions ({ db, tokens, audit, now = Date.now, onError 
         accountId,
         clientIp: client.ip,
         userAgent: client.userAgent,
+        credential: client.credential,
         outcome: `tokens-ended-${ended.length}${exceptTokenHash === undefined ? '' : '-but-current'}${actor === undefined ? '' : `-by-${actor}`}`,
         tokensEnded: ended.length
       })

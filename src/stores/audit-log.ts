@@ -4,13 +4,13 @@ export type AuditEventName =
   | 'login.success' | 'login.failure' | 'login.refused' | 'login.lockout'
   | 'logout' | 'sessions.revoke' | 'user.add' | 'user.passwd' | 'user.disable' | 'user.enable'
   | 'session.end' | 'sessions.end' | 'password.change'
-  | 'user.unlock' | 'user.delete' | 'admin.unauthorized'
+  | 'user.unlock' | 'user.delete' | 'admin.unauthorized' | 'introspect.unauthorized'
 
 /** Every event name, for filters that must name one (the admin API's `event`). */
 export const AUDIT_EVENT_NAMES: readonly AuditEventName[] = [
   'login.success', 'login.failure', 'login.refused', 'login.lockout', 'logout', 'sessions.revoke',
   'user.add', 'user.passwd', 'user.disable', 'user.enable', 'session.end', 'sessions.end', 'password.change',
-  'user.unlock', 'user.delete', 'admin.unauthorized'
+  'user.unlock', 'user.delete', 'admin.unauthorized', 'introspect.unauthorized'
 ]
 
 export interface AuditEvent {
@@ -19,6 +19,8 @@ export interface AuditEvent {
   accountId?: string | undefined
   clientIp?: string | undefined
   userAgent?: string | undefined
+  /** The credential that made an administrative change (`key:<fingerprint>`, `local-cli`, …); never a secret. */
+  credential?: string | undefined
   /** What happened, in a word or two: success, wrong-password, unknown-user, account-locked, ... Never a secret. */
   outcome: string
   /** How many active tokens the event ended (logout: 1; revocations: any). Counted, not stored. */
@@ -82,11 +84,11 @@ export function createSqlAuditLog (db: Queryable, options: SqlAuditLogOptions = 
     const values: unknown[] = []
     const rows = batch.map(({ at, event }, i) => {
       values.push(at.toISOString(), event.event, event.username ?? null, event.accountId ?? null,
-        event.clientIp ?? null, event.userAgent?.slice(0, USER_AGENT_MAX) ?? null, event.outcome)
-      const b = i * 7
-      return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}, $${b + 7})`
+        event.clientIp ?? null, event.userAgent?.slice(0, USER_AGENT_MAX) ?? null, event.outcome, event.credential ?? null)
+      const b = i * 8
+      return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}, $${b + 7}, $${b + 8})`
     })
-    await db.query(`INSERT INTO auth_events (occurred_at, event, username, account_id, client_ip, user_agent, outcome) VALUES ${rows.join(', ')}`, values)
+    await db.query(`INSERT INTO auth_events (occurred_at, event, username, account_id, client_ip, user_agent, outcome, credential) VALUES ${rows.join(', ')}`, values)
   }
 
   async function drain (): Promise<void> {
@@ -144,8 +146,9 @@ export function createSqlAuditLog (db: Queryable, options: SqlAuditLogOptions = 
         account_id: string | null,
         client_ip: string | null,
         user_agent: string | null,
-        outcome: string
-      }>(`SELECT id::text AS id, occurred_at, event, username, account_id::text AS account_id, client_ip, user_agent, outcome FROM auth_events
+        outcome: string,
+        credential: string | null
+      }>(`SELECT id::text AS id, occurred_at, event, username, account_id::text AS account_id, client_ip, user_agent, outcome, credential FROM auth_events
           ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY occurred_at, id LIMIT $${params.length}`, params)
       return rows.map((row) => ({
         id: row.id,
@@ -155,7 +158,8 @@ export function createSqlAuditLog (db: Queryable, options: SqlAuditLogOptions = 
         accountId: row.account_id ?? undefined,
         clientIp: row.client_ip ?? undefined,
         userAgent: row.user_agent ?? undefined,
-        outcome: row.outcome
+        outcome: row.outcome,
+        credential: row.credential ?? undefined
       }))
     },
     close: flush

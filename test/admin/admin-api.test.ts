@@ -1,8 +1,10 @@
 import t, { type Test } from 'tap'
+import { createHash } from 'node:crypto'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import { buildInternalApp } from '../../src/internal-listener.js'
 import type { Config } from '../../src/config.js'
 import { buildTestApp, type BackendKind } from '../support/app.js'
+import { waitFor } from '../../support/processes.js'
 
 /*
  * The admin API (issue 21; api-contract.md "Admin API") on the internal app as the service
@@ -13,9 +15,12 @@ const KEY = 'admin-key-for-tests-0123456789-abcdefghij'
 const PASSWORD = 'a long enough passphrase 1'
 const OTHER_PASSWORD = 'another long passphrase 2'
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' }
+/** How the audit trail names KEY: `key:` and the first 8 hex digits of its SHA-256. */
+const KEY_FINGERPRINT = `key:${createHash('sha256').update(KEY).digest('hex').slice(0, 8)}`
 
 interface Admin {
   app: FastifyInstance
+  config: Config
   internal: FastifyInstance
   /** An admin request with the key, from 127.0.0.1 unless told. */
   call (method: InjectOptions['method'], url: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number, body: Record<string, unknown>, headers: Record<string, unknown> }>
@@ -30,6 +35,7 @@ async function adminFor (t: Test, kind: BackendKind, overrides: Partial<Config> 
   t.teardown(async () => { await internal.close() })
   return {
     app,
+    config,
     internal,
     async call (method, url, body, headers = {}) {
       const res = await internal.inject({
@@ -61,7 +67,12 @@ function adminContract (t: Test, kind: BackendKind): void {
     t.match((created.body.user as { created: string }).created, DATE, 'created in the expiration_date form')
     t.same(Object.keys(created.body.user as object).sort(), ['created', 'disabled', 'federated', 'last_login', 'locked_until', 'username'])
     t.equal((await admin.login('ann', PASSWORD)).status, 0, 'Login works at once')
-    const shown = await admin.call('GET', '/admin/users/ann')
+    // The Login writes last_login off its answer's path (auth.ts): wait for it, a busy machine may be slow.
+    let shown = await admin.call('GET', '/admin/users/ann')
+    await waitFor('last_login written', async () => {
+      shown = await admin.call('GET', '/admin/users/ann')
+      return (shown.body.user as { last_login: string | null } | undefined)?.last_login !== null
+    }, { timeoutMs: 10_000, everyMs: 50 }).catch(() => {})
     t.equal(shown.status, 200)
     t.match((shown.body.user as { last_login: string }).last_login, DATE, 'last_login written by the Login')
 
@@ -164,8 +175,10 @@ function adminContract (t: Test, kind: BackendKind): void {
       ['user.add', 'fay'], ['user.add', 'gus'], ['login.success', 'fay'], ['login.failure', 'fay'],
       ['user.passwd', 'gus'], ['user.disable', 'gus'], ['user.unlock', 'gus']
     ])
-    t.same(Object.keys(events[0] ?? {}).sort(), ['account_id', 'client_ip', 'event', 'outcome', 'time', 'user_agent', 'username'])
-    t.ok(events.filter((e) => e.event?.startsWith('user.')).every((e) => e.user_agent === 'admin-api'), 'admin actions name the admin API as actor')
+    t.same(Object.keys(events[0] ?? {}).sort(), ['account_id', 'client_ip', 'credential', 'event', 'outcome', 'time', 'user_agent', 'username'])
+    t.ok(events.filter((e) => e.event?.startsWith('user.')).every((e) => e.credential === KEY_FINGERPRINT && e.client_ip === '127.0.0.1'),
+      'admin actions name the caller\'s address and the key, by its fingerprint')
+    t.ok(events.filter((e) => e.event?.startsWith('login.')).every((e) => e.credential === null), 'a person\'s own requests name no credential')
     const text = JSON.stringify(all.body)
     t.notOk(text.includes(PASSWORD) || text.includes(OTHER_PASSWORD) || text.includes(KEY), 'no password or key in the trail')
     t.same(((await admin.call('GET', '/admin/events?user=FAY')).body.events as Array<{ event: string }>).map((e) => e.event),
@@ -188,7 +201,7 @@ function adminContract (t: Test, kind: BackendKind): void {
     t.match(await admin.call('GET', '/admin/events?cursor=abc'), { status: 400, body: { detail: 'cursor is not valid' } })
   })
 
-  t.test('the key: missing or wrong is a 401 with detail, counted per address and limited (429) like failed logins', async (t) => {
+  t.test('the key: missing or wrong is a 401 with detail; wrong keys are counted per address and limited (429); the right key is never refused', async (t) => {
     const admin = await adminFor(t, kind, { maxFailedLogins: 3, lockoutSeconds: 600, maxLockoutSeconds: 600 })
     const from = (remoteAddress: string, authorization?: string) =>
       admin.internal.inject({ method: 'GET', url: '/admin/users', remoteAddress, headers: authorization === undefined ? {} : { authorization } })
@@ -196,18 +209,59 @@ function adminContract (t: Test, kind: BackendKind): void {
     t.equal(missing.statusCode, 401)
     t.same(missing.json(), { status: 401, message: 'Unauthorized', detail: 'Authorization: Bearer with the admin key is required' })
     t.match(missing.headers['www-authenticate'], /^Bearer/)
+    // Any local process, or a browser's no-cors GET, can send these: they must not lock the administrator out.
+    for (let i = 0; i < 12; i++) t.equal((await from('192.0.2.10')).statusCode, 401, `no key ${i + 2}: a plain 401`)
+    t.equal((await from('192.0.2.10', `Bearer ${KEY}`)).statusCode, 200, 'after a dozen requests without a key, the right key works')
+    t.equal((await from('192.0.2.10', 'Basic abc')).statusCode, 401, 'not Bearer: no key either')
     const wrong = await from('192.0.2.10', `Bearer ${KEY}x`)
     t.same(wrong.json(), { status: 401, message: 'Unauthorized', detail: 'the admin key is not valid' })
-    t.equal((await from('192.0.2.10', `Basic ${Buffer.from(`a:${KEY}`).toString('base64')}`)).statusCode, 401, 'not Bearer')
-    const limited = await from('192.0.2.10', `Bearer ${KEY}`)
-    t.equal(limited.statusCode, 429, 'after 3 failures even the right key waits')
+    t.equal((await from('192.0.2.10', 'Bearer wrong-2')).statusCode, 401)
+    t.equal((await from('192.0.2.10', 'Bearer wrong-3')).statusCode, 401)
+    const limited = await from('192.0.2.10', 'Bearer wrong-4')
+    t.equal(limited.statusCode, 429, 'after 3 wrong keys the next wrong one waits')
     t.ok(Number(limited.headers['retry-after']) > 500, 'Retry-After says how long')
-    t.equal((await from('192.0.2.11', `Bearer ${KEY}`)).statusCode, 200, 'another address is not limited')
+    t.equal((await from('192.0.2.10', `Bearer ${KEY}`)).statusCode, 200, 'the right key is never refused, from that address too')
+    t.equal((await from('192.0.2.10')).statusCode, 401, 'no key from a limited address: still a plain 401')
+    t.equal((await from('192.0.2.11', 'Bearer wrong')).statusCode, 401, 'another address is counted apart')
     t.equal((await admin.login('nobody', 'x')).status, 701, 'failed logins and wrong keys are counted apart')
     t.equal((await admin.call('POST', '/admin/users', { username: 'hal', password: PASSWORD })).status, 200)
     const events = await admin.call('GET', '/admin/events?event=admin.unauthorized', undefined, {})
-    t.equal((events.body.events as unknown[]).length, 3, 'each refusal is an audit event')
+    const outcomes = (events.body.events as Array<{ outcome: string, client_ip: string }>).map((e) => `${e.client_ip} ${e.outcome}`)
+    t.same(outcomes, ['192.0.2.10 wrong-key', '192.0.2.10 wrong-key', '192.0.2.10 wrong-key', '192.0.2.10 wrong-key-limited', '192.0.2.11 wrong-key'],
+      'each wrong key is an audit event; requests without a key are not')
     t.notOk(JSON.stringify(events.body).includes(KEY), 'the key sent is nowhere')
+  })
+
+  t.test('every change names its caller: address, user agent, and which credential (the key by fingerprint, or the local CLI\'s)', async (t) => {
+    const admin = await adminFor(t, kind)
+    const localKey = 'local-key-of-the-embedded-cli-0123456789abcdef'
+    const local = await buildInternalApp(admin.app, admin.config, { localAdminKey: localKey })
+    t.teardown(async () => { await local.close() })
+    const by = { 'user-agent': 'curl/8.5.0' }
+    await admin.call('POST', '/admin/users', { username: 'ian', password: PASSWORD }, { ...by })
+    const { token } = await admin.login('ian', PASSWORD)
+    const sessions = (await admin.call('GET', '/admin/users/ian/sessions')).body.sessions as Array<{ id: string }>
+    const remote = await admin.internal.inject({ method: 'DELETE', url: `/admin/sessions/${sessions[0]?.id ?? ''}`, remoteAddress: '192.0.2.20', headers: { authorization: `Bearer ${KEY}`, ...by } })
+    t.equal(remote.statusCode, 200)
+    t.equal(await admin.authenticate(token), 403)
+    const passwd = await admin.internal.inject({
+      method: 'PATCH',
+      url: '/admin/users/ian',
+      remoteAddress: '192.0.2.21',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'user-agent': 'ops-script/2' },
+      payload: JSON.stringify({ password: OTHER_PASSWORD })
+    })
+    t.equal(passwd.statusCode, 200)
+    const unlocked = await local.inject({ method: 'POST', url: '/admin/users/ian/unlock', headers: { authorization: `Bearer ${localKey}`, 'user-agent': 'auth-token-service-admin-client/1' } })
+    t.equal(unlocked.statusCode, 200, 'the local key opens it too')
+    const events = (await admin.call('GET', '/admin/events?user=ian')).body.events as Array<Record<string, string | null>>
+    t.same(events.filter((e) => e.event !== 'login.success').map((e) => [e.event, e.client_ip, e.user_agent, e.credential]), [
+      ['user.add', '127.0.0.1', 'curl/8.5.0', KEY_FINGERPRINT],
+      ['session.end', '192.0.2.20', 'curl/8.5.0', KEY_FINGERPRINT],
+      ['user.passwd', '192.0.2.21', 'ops-script/2', KEY_FINGERPRINT],
+      ['user.unlock', '127.0.0.1', 'auth-token-service-admin-client/1', 'local-cli']
+    ])
+    t.notOk(JSON.stringify(events).includes(KEY) || JSON.stringify(events).includes(localKey), 'no key in the trail')
   })
 
   t.test('sessions: list an account\'s, end one by id as a Logout would, end all', async (t) => {

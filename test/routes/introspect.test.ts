@@ -110,3 +110,35 @@ t.test('AUTH_INTROSPECTION_CLIENTS', async (t) => {
   t.throws(() => loadConfig({ AUTH_INTROSPECTION_CLIENTS: 'g w:0123456789abcdef' }), /AUTH_INTROSPECTION_CLIENTS/, 'a bad id')
   t.throws(() => loadConfig({ AUTH_INTROSPECTION_CLIENTS: 'gw:0123456789abcdef,gw:0123456789abcdeg' }), /given twice/, 'an id twice')
 })
+
+t.test('wrong client credentials are limited per address and audited; none at all is a plain 401; the right ones are never refused', async (t) => {
+  const limited = await buildTestApp(t, 'real', { introspectionClients: clients, maxFailedLogins: 3, lockoutSeconds: 600, maxLockoutSeconds: 600 })
+  await limited.addUser('bea', 'pw')
+  const token = await tokenFor(t, limited.app, 'bea', 'pw')
+  const introspect = async (remoteAddress: string, authorization?: string) => await limited.app.inject({
+    method: 'POST',
+    url: '/auth/introspect',
+    remoteAddress,
+    headers: { ...FORM, 'user-agent': 'probe/1', ...(authorization === undefined ? {} : { authorization }) },
+    payload: form({ token })
+  })
+  for (let i = 0; i < 12; i++) t.equal((await introspect('192.0.2.30')).statusCode, 401, `no credentials ${i + 1}: a plain 401`)
+  t.equal((await introspect('192.0.2.30', basic('gateway', SECRET))).json<{ active: boolean }>().active, true, 'then the right ones work')
+  for (let i = 0; i < 3; i++) t.equal((await introspect('192.0.2.30', basic('gateway', `wrong secret ${i}`))).statusCode, 401, `wrong secret ${i + 1}: 401`)
+  const refused = await introspect('192.0.2.30', basic('gateway', 'wrong secret 3'))
+  t.equal(refused.statusCode, 429, 'past the limit: 429')
+  t.ok(Number(refused.headers['retry-after']) > 500, 'with Retry-After')
+  t.equal((await introspect('192.0.2.30', basic('gateway', SECRET))).json<{ active: boolean }>().active, true, 'the right credentials are never refused')
+  t.equal((await introspect('192.0.2.31', basic('nobody', SECRET))).statusCode, 401, 'another address is counted apart')
+  t.equal((await tokenFor(t, limited.app, 'bea', 'pw')).length > 0, true, 'logins are not counted with them')
+  await limited.app.backends.audit.flush()
+  const events = await limited.app.backends.audit.list({ event: 'introspect.unauthorized' })
+  t.same(events.map((e) => [e.clientIp, e.userAgent, e.outcome]), [
+    ['192.0.2.30', 'probe/1', 'wrong-client-credentials'],
+    ['192.0.2.30', 'probe/1', 'wrong-client-credentials'],
+    ['192.0.2.30', 'probe/1', 'wrong-client-credentials'],
+    ['192.0.2.30', 'probe/1', 'wrong-client-credentials-limited'],
+    ['192.0.2.31', 'probe/1', 'wrong-client-credentials']
+  ], 'each wrong attempt is an audit event; requests without credentials are not')
+  t.notOk(JSON.stringify(events).includes('wrong secret'), 'no secret in the trail')
+})

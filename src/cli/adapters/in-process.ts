@@ -50,7 +50,7 @@ async function openConnectedTokenStore (config: Config, database: Database): Pro
  * its directory, or refuses at once (exit 1) while the service or another command has it.
  */
 async function withAccounts<T> (config: Config, command: string, endsTokens: boolean, work: (admin: AccountAdmin, backends: Backends) => Promise<T>): Promise<T> {
-  const [{ openDatabase }, { migrateOrCheck }, { assembleBackends, openAuditLog }, { createMemoryTokenStore }, { createAccountAdmin }, { configuredPasswordPolicy }] = await Promise.all([
+  const [{ openDatabase }, { migrateOrCheck }, { assembleBackends, openAuditLog }, { createMemoryTokenStore }, { createAccountAdmin, LOCAL_CLI_ACTOR }, { configuredPasswordPolicy }] = await Promise.all([
     import('../../db/open.js'), import('../../db/migrate.js'), import('../../backends.js'), import('../../stores/memory/token-store.js'), import('../../accounts.js'),
     import('../../passwords/policy.js')
   ])
@@ -68,7 +68,7 @@ async function withAccounts<T> (config: Config, command: string, endsTokens: boo
     backends = assembleBackends(config, { database, tokens, audit: openAuditLog(config, database, quietLog) })
     const { audit } = backends
     try {
-      return await work(createAccountAdmin({ ...backends, actor: 'cli', passwordPolicy: configuredPasswordPolicy(config.passwordMinLength) }), backends)
+      return await work(createAccountAdmin({ ...backends, actor: LOCAL_CLI_ACTOR, passwordPolicy: configuredPasswordPolicy(config.passwordMinLength) }), backends)
     } finally {
       await audit.close()
     }
