@@ -49,7 +49,7 @@ export const LegacyLoginPathSchema = Type.Object({
   password: Password(1)
 })
 
-const TOKEN_GIVEN = 'The token Login gave (46 characters; tokens issued before version 2 of the format: 43).'
+const TOKEN_GIVEN = 'The token Login gave (46 characters).'
 
 export const TokenPathSchema = Type.Object({
   token: Token(TOKEN_GIVEN)

@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto'
 import { Agent, request as httpRequest } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { generateToken } from '../src/tokens/token.js'
 
 /**
  * Real HTTP load for the fault tests: keep-alive connections, every request's latency
@@ -35,7 +35,7 @@ export const UNAUTHORIZED = Object.freeze({ status: 403, message: 'Unauthorized'
 export const LOGIN_FAILED = Object.freeze({ status: 701, message: 'Login Failed' })
 
 /** A token the service never issued, shaped like one (so it does reach Redis). */
-export const strangerToken = (): string => randomBytes(32).toString('base64url')
+export const strangerToken = (): string => generateToken(String(Math.random()))
 
 export interface RequestOptions {
   form?: Record<string, string>

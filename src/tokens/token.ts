@@ -1,13 +1,13 @@
 import * as crypto from 'node:crypto'
 
 /*
- * Two token versions are accepted:
- *   v1: 43 base64url characters, 256 random bits (issued before issue 23; they keep working until
- *       they expire, looked up where they always lived).
- *   v2: `2` + a 2-character routing bucket + 43 random characters (46 characters, 258 random bits).
- *       The bucket is derived from the account id (accountBucket), so a token alone names the Redis
- *       Cluster slot its account's keys share; it is no secret and not trusted: the digest covers
- *       the whole token, so a token with another bucket is only an unknown token.
+ * A token is `2` (the format's version) + a 2-character routing bucket + 43 random characters
+ * (46 characters, 256 random bits). The bucket is derived from the account id (accountBucket),
+ * so a token alone names the Redis Cluster slot its account's keys share; it is no secret and
+ * not trusted: the digest covers the whole token, so a token with another bucket is only an
+ * unknown token. The 43-character tokens of before 0.2.0 are no longer accepted (issue 31 §2:
+ * they had all expired 24 hours after a 0.2.x rollout): one is a malformed token, answered as
+ * an unknown one.
  */
 
 const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
@@ -15,8 +15,8 @@ const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345678
 /** Buckets an account can be in: 1,024, named by two base64url characters (the first of them A to P). */
 export const BUCKET_COUNT = 1024
 
-/** The version character of a v2 token. */
-const V2 = '2'
+/** The version character of a token. */
+const VERSION = '2'
 
 /** Every bucket name, in order (listDenied walks them). */
 export const ALL_BUCKETS: readonly string[] = Array.from({ length: BUCKET_COUNT }, (_, n) => `${BASE64URL[n >> 6] ?? ''}${BASE64URL[n & 63] ?? ''}`)
@@ -29,14 +29,14 @@ export function accountBucket (accountId: string): string {
 }
 
 /**
- * A new token for the account: v2, 43 characters (256 bits) from the CSPRNG after the version
+ * A new token for the account: the version, the account's bucket, 43 characters (256 bits) from the CSPRNG after the version
  * and the account's bucket; URL- and cookie-safe.
  */
 export function generateToken (accountId: string): string {
-  return `${V2}${accountBucket(accountId)}${crypto.randomBytes(32).toString('base64url')}`
+  return `${VERSION}${accountBucket(accountId)}${crypto.randomBytes(32).toString('base64url')}`
 }
 
-const TOKEN_SHAPE = /^(?:[A-Za-z0-9_-]{43}|2[A-Za-z0-9_-]{45})$/
+const TOKEN_SHAPE = /^2[A-Za-z0-9_-]{45}$/
 
 /**
  * A presented value can only be one of our tokens if it has our shape. Anything
@@ -65,11 +65,11 @@ export const TOKEN_DIGEST_LENGTH = 22
  * digest is a 2^132 search) and no collision in any real store (2^66 tokens); the
  * shorter key and account-index field keep an active token under 300 bytes of Redis.
  *
- * A v2 token's hash starts with its bucket (24 characters: bucket + digest of the whole
- * token), so the one string a store is given names where the token lives; a v1 token's is
- * the bare digest (22). A pure function of the token: it may be kept and used later.
+ * The hash starts with the token's bucket (24 characters: bucket + digest of the whole
+ * token), so the one string a store is given names where the token lives. Only for a
+ * token-shaped value (isTokenShaped): of anything else it is no token's hash. A pure function
+ * of the token: it may be kept and used later.
  */
 export function hashToken (token: string): string {
-  const digest = sha256(token).slice(0, TOKEN_DIGEST_LENGTH)
-  return token.length === 46 && token.startsWith(V2) ? `${token.slice(1, 3)}${digest}` : digest
+  return `${token.slice(1, 3)}${sha256(token).slice(0, TOKEN_DIGEST_LENGTH)}`
 }

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
+import { generateToken } from '../../src/tokens/token.js'
 import { createAuthClient } from '../../src/client/index.js'
 import { startTokenService, USER } from '../guard/support.js'
 
@@ -78,7 +79,7 @@ t.test('against the real service', async (t) => {
     const login = await client.login('carol', 'x')
     t.match(login, { ok: false })
     service.redisStore?.redis.disconnect()
-    const token = 'A'.repeat(43)
+    const token = generateToken('1')
     t.same(await client.authenticate(token), { ok: false, error: { kind: 'status', status: 503, message: 'Service Unavailable', httpStatus: 503 } })
     t.same(await client.login(USER.username, USER.password), { ok: false, error: { kind: 'status', status: 503, message: 'Service Unavailable', httpStatus: 503 } })
   })

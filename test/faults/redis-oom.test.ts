@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis'
 import t from 'tap'
+import { generateToken } from '../../src/tokens/token.js'
 import { describe, HttpDriver, latencyOf, verdictOf, type Outcome } from '../../support/load.js'
 import { serviceEnv, startService } from '../../support/service.js'
 import { startThrowawayPostgres } from '../../support/postgres.js'
@@ -53,7 +54,7 @@ t.test('Redis out of memory (noeviction)', async (t) => {
     if (verdict !== 'success') t.fail(`an existing token answered ${verdict}`)
   }
   t.pass(`the ${tokens.length - 1} existing tokens still authenticate`)
-  t.equal(verdictOf(record(await driver.authenticate('A'.repeat(43)))), 'unauthorized', 'an unknown token is still 403')
+  t.equal(verdictOf(record(await driver.authenticate(generateToken('1')))), 'unauthorized', 'an unknown token is still 403')
 
   // A Logout only deletes: it may go through (and then the token is ended) or be a 503, never a 500.
   const first = tokens[0] ?? ''

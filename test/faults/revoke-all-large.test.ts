@@ -23,8 +23,7 @@ import { ACCOUNT } from '../support/checks.js'
  * Authenticate keeps answering, each script takes a fraction of a millisecond (Redis's own
  * statistics and slow log, on a Redis of this test's own), the CLI reports what it did, and the audit event is written.
  *
- * Half the tokens are in this version's index (a sorted set), half in an index of the
- * layout before it (a hash, as an upgrade leaves it), so both are drained.
+ * The tokens are written into the account's bucket (issue 23), its index holding them all.
  */
 
 const TOKENS = 150_000
@@ -53,26 +52,23 @@ t.test(`sessions revoke of an account holding ${TOKENS.toLocaleString('en')} tok
   const admin = new Redis(redis.url)
   t.teardown(async () => { await admin.quit() })
   const prefix = DEFAULT_KEY_PREFIX
-  const index = `${prefix}a:${accountId}`
+  const bucketPrefix = keyLayout(prefix).bucketPrefix(accountBucket(accountId))
+  const index = `${bucketPrefix}a${accountId}`
   const expiresAt = Date.now() + 3_600_000
   const value = encodeRecord({ accountId, username: ALICE.username, federated: false, expiresAt })
   const seeded: string[] = []
   for (let done = 0; done < TOKENS; done += 5000) {
     const pipeline = admin.pipeline()
     for (let i = done; i < done + 5000; i++) {
-      const hash = randomBytes(16).toString('base64url').slice(0, 22)
-      seeded.push(hash)
-      pipeline.set(`${prefix}t:${hash}`, value, 'PX', 3_600_000)
-      if (i % 2 === 0) pipeline.zadd(index, expiresAt, hash)
-      else pipeline.hset(`${index}:legacy`, hash, '')
+      // A digest (22 characters): what a bucket's keys and index name a token by.
+      const member = randomBytes(16).toString('base64url').slice(0, 22)
+      seeded.push(member)
+      pipeline.set(`${bucketPrefix}t${member}`, value, 'PX', 3_600_000)
+      pipeline.zadd(index, expiresAt, member)
     }
     await pipeline.exec()
   }
-  // The seeded tokens are in the legacy place (tokens issued before issue 23's buckets); the real one is in its account's bucket.
-  t.equal(await admin.zcard(index), TOKENS / 2, 'the sorted-set index')
-  const bucketIndex = `${keyLayout(prefix).bucketPrefix(accountBucket(accountId))}a${accountId}`
-  t.equal(await admin.zcard(bucketIndex), 1, 'the real token, in its account\'s bucket')
-  t.equal(await admin.hlen(`${index}:legacy`), TOKENS / 2, 'the earlier layout\'s index')
+  t.equal(await admin.zcard(index), TOKENS + 1, 'the seeded tokens and the real one, in the account\'s index')
 
   // Every command of 2 ms or more goes to the slow log of this Redis (nobody else's), and the script calls are counted.
   await admin.config('SET', 'slowlog-log-slower-than', '2000')
@@ -120,9 +116,9 @@ t.test(`sessions revoke of an account holding ${TOKENS.toLocaleString('en')} tok
   t.ok(Math.max(0, ...slow) < 300, 'none as long as the 300 ms a command may take before it is a 503 (the one script of before: 1,490 ms)')
 
   t.equal(verdictOf(await driver.authenticate(real)), 'unauthorized', 'the account\'s real token is ended')
-  const sample = seeded.filter((_hash, i) => i % 1000 === 0).map((hash) => `${prefix}t:${hash}`)
-  t.equal(await admin.exists(...sample), 0, 'and the seeded ones, of both indexes')
-  t.equal(await admin.exists(index, `${index}:legacy`, `${index}:revoking`, bucketIndex), 0, 'no index left behind')
+  const sample = seeded.filter((_member, i) => i % 1000 === 0).map((member) => `${bucketPrefix}t${member}`)
+  t.equal(await admin.exists(...sample), 0, 'and the seeded ones')
+  t.equal(await admin.exists(index, `${bucketPrefix}r${accountId}`), 0, 'no index or drain left behind')
   t.equal(verdictOf(await driver.authenticate(bystander)), 'success', 'another user\'s token is untouched')
 
   const events = await runCli(['events', '--user', ALICE.username], env)

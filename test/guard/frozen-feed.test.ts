@@ -45,7 +45,8 @@ server.listen(0, '127.0.0.1', () => { process.stdout.write(server.address().port
 function optionsThrough (service: RunningService, mode: GuardMode, proxyPort: number): AuthTokenGuardOptions {
   const cache = { maxEntries: 100, ttlMs: 120_000 }
   return mode === 'direct'
-    ? { redisUrl: `redis://127.0.0.1:${proxyPort}`, keyPrefix: service.keyPrefix, cache }
+    // The service's database number too (TEST_REDIS_URL may name one): the proxy only forwards bytes.
+    ? { redisUrl: `redis://127.0.0.1:${proxyPort}${new URL(service.redisUrl).pathname}`, keyPrefix: service.keyPrefix, cache }
     : { authenticateUrl: `http://127.0.0.1:${proxyPort}/auth/Authenticate`, cache }
 }
 

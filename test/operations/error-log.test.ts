@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap'
+import { generateToken } from '../../src/tokens/token.js'
 import type { FastifyInstance } from 'fastify'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { buildApp } from '../../src/app.js'
@@ -73,7 +74,7 @@ t.test('Redis that cannot be reached: one error line naming Redis and why, no st
   const { app, capture } = await appOn(t, config, noDatabase(), deadRedis)
   const from = capture.mark()
   for (let i = 0; i < 5; i++) {
-    t.equal((await app.inject({ url: `/auth/Authenticate/${'A'.repeat(43)}` })).statusCode, 503)
+    t.equal((await app.inject({ url: `/auth/Authenticate/${generateToken('1')}` })).statusCode, 503)
   }
   const lines = unavailableLines(capture, from)
   t.equal(lines.length, 1, 'five 503s, one line')

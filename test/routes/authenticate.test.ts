@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import { keyLayout } from '../../src/stores/redis/keys.js'
-import { hashToken } from '../../src/tokens/token.js'
+import { hashToken, sha256 } from '../../src/tokens/token.js'
 import { buildTestApp } from '../support/app.js'
 import {
   assertPrivacyHeaders, assertStatus, BODIES, badRequestBody, expiredToken, form, FORM, headerNames, JSON_HEADERS, JSON_TYPE,
@@ -86,6 +86,33 @@ t.test('missing, unknown, expired, terminated and malformed tokens: byte-identic
     t.equal(res.rawPayload.compare(first.rawPayload), 0, `${cases[i]?.[0] ?? ''}: same bytes as a missing token`)
     t.same(headerNames(res), headerNames(first), `${cases[i]?.[0] ?? ''}: same header names as a missing token`)
   }
+  assertActive(t, await app.inject({ method: 'GET', url: `/auth/Authenticate/${good}` }), 'the good token is still active')
+})
+
+t.test('a 43-character token of before 0.2.0 is malformed (issue 31 §2): a 403 as for an unknown token, its old key never read', async (t) => {
+  const redis = testApp.redisStore?.redis
+  if (redis === undefined) throw new Error('the real app has Redis')
+  const prefix = testApp.redisPrefix ?? ''
+  // Where the earlier layout kept such a token: the bare digest under the prefix itself, holding an active record of alice's.
+  const old = 'B'.repeat(43)
+  const oldKey = `${prefix}t:${sha256(old).slice(0, 22)}`
+  const value = await redis.get(keyLayout(prefix).tokenKey(hashToken(good)))
+  if (value === null) throw new Error('the good token has a key')
+  await redis.set(oldKey, value, 'PX', 60_000)
+  t.teardown(async () => { await redis.del(oldKey) })
+  const missing = await app.inject({ method: 'GET', url: '/auth/Authenticate' })
+  for (const [what, options] of [
+    ['path', { method: 'GET', url: `/auth/Authenticate/${old}` }],
+    ['query', { method: 'GET', url: `/auth/Authenticate?token=${old}` }],
+    ['cookie', { method: 'GET', url: '/auth/Authenticate', cookies: cookie(old) }],
+    ['form body', { method: 'POST', url: '/auth/Authenticate', headers: FORM, payload: form({ token: old }) }]
+  ] as Array<[string, InjectOptions]>) {
+    const res = await app.inject(options)
+    assertStatus(t, res, 403, BODIES.unauthorized, what)
+    t.equal(res.rawPayload.compare(missing.rawPayload), 0, `${what}: same bytes as a missing token`)
+  }
+  assertStatus(t, await app.inject({ method: 'POST', url: `/auth/Logout/${old}` }), 403, BODIES.unauthorized, 'Logout of it: 403')
+  t.equal(await redis.get(oldKey), value, 'the old key is left alone (it expires on its own)')
   assertActive(t, await app.inject({ method: 'GET', url: `/auth/Authenticate/${good}` }), 'the good token is still active')
 })
 

@@ -21,7 +21,7 @@ const KIB16 = 16 * 1024
 
 t.test('unknown routes: 404 status-message', async (t) => {
   const cases: Array<[InjectOptions['method'], string]> = [
-    ['GET', '/'], ['GET', '/auth'], ['POST', '/auth/'], ['GET', '/auth/nope'], ['POST', '/auth/login'], ['POST', '/auth/LOGIN'],
+    ['GET', '/auth'], ['GET', '/index.html'], ['POST', '/auth/'], ['GET', '/auth/nope'], ['POST', '/auth/login'], ['POST', '/auth/LOGIN'],
     ['GET', '/auth/authenticate'], ['GET', `/auth/Authenticate/${good}/extra`], ['POST', `/auth/Logout/${good}/extra`],
     ['POST', '/auth/Login/a/b/c'], ['GET', '/favicon.ico'], ['DELETE', '/nothing/here?x=1'], ['GET', '/auth/Authenticate2']
   ]

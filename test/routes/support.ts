@@ -1,7 +1,6 @@
-import { randomBytes } from 'node:crypto'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import type { Test } from 'tap'
-import { hashToken } from '../../src/tokens/token.js'
+import { generateToken, hashToken } from '../../src/tokens/token.js'
 import type { TestApp } from '../support/app.js'
 
 /**
@@ -42,9 +41,9 @@ export const BODIES = {
   loginFailed: statusBody(701, 'Login Failed')
 } as const
 
-/** A token of the right shape that was never issued. */
+/** A token of the right shape that was never issued (of a random account: any bucket). */
 export function unknownToken (): string {
-  return randomBytes(32).toString('base64url')
+  return generateToken(String(Math.random()))
 }
 
 /** `application/x-www-form-urlencoded` text, percent-encoding everything that needs it. */

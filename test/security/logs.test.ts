@@ -1,3 +1,4 @@
+import { generateToken } from '../../src/tokens/token.js'
 import t, { type Test } from 'tap'
 import { randomBytes } from 'node:crypto'
 import { Writable } from 'node:stream'
@@ -63,8 +64,9 @@ function rememberToken (token: string): string {
   secrets.push({ core: token, value: token })
   return token
 }
+/** Well-formed and never issued, so that it is looked up (a malformed one is refused without a lookup). */
 function unknownToken (): string {
-  return rememberToken(randomBytes(32).toString('base64url'))
+  return rememberToken(generateToken(String(Math.random())))
 }
 
 /** The forms a secret could take in a log line: raw, percent-encoded (either case), form-encoded, JSON-escaped, and its core. */

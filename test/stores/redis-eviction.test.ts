@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis'
 import t from 'tap'
+import { generateToken, hashToken } from '../../src/tokens/token.js'
 import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
 import type { EvictionPolicyError } from '../../src/stores/redis/eviction.js'
 import { buildTestApp } from '../support/app.js'
@@ -14,6 +15,8 @@ import { rejection } from '../support/rejection.js'
  */
 
 const record = { accountId: '1', username: 'u', federated: false, expiresAt: Date.now() + 60_000 }
+/** A token hash as the service makes them (a string of another shape is no token: the store never looks it up). */
+const h1 = hashToken(generateToken('1'))
 
 t.test('the token store refuses to issue and to find on an evicting Redis, and says why once', async (t) => {
   const server = await startThrowawayRedis(t)
@@ -26,8 +29,8 @@ t.test('the token store refuses to issue and to find on an evicting Redis, and s
   await store.ready()
 
   t.match(await rejection(store.ping()), { status: 503 }, 'the readiness ping fails')
-  t.match(await rejection(store.issue('h1', record, 60_000)), { status: 503 }, 'no token is issued')
-  t.match(await rejection(store.find('h1')), { status: 503 }, 'nothing is answered from it')
+  t.match(await rejection(store.issue(h1, record, 60_000)), { status: 503 }, 'no token is issued')
+  t.match(await rejection(store.find(h1)), { status: 503 }, 'nothing is answered from it')
   t.equal(reported.length, 1, 'reported once')
   t.match(reported[0]?.message, /maxmemory-policy is "allkeys-lru".*noeviction/)
 
@@ -36,8 +39,8 @@ t.test('the token store refuses to issue and to find on an evicting Redis, and s
 
   await admin.config('SET', 'maxmemory-policy', 'noeviction')
   await store.ping()
-  await store.issue('h1', record, 60_000)
-  t.same(await store.find('h1'), record, 'serves again once the policy is noeviction')
+  await store.issue(h1, record, 60_000)
+  t.same(await store.find(h1), record, 'serves again once the policy is noeviction')
 })
 
 t.test('readiness answers 503 naming the policy, and Login answers 503, on an evicting Redis', async (t) => {

@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis'
 import t from 'tap'
+import { generateToken, hashToken } from '../../src/tokens/token.js'
 import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
 import { LossyPersistenceError, type Persistence } from '../../src/stores/redis/persistence.js'
 import { UnavailableError } from '../../src/errors/status.js'
@@ -16,6 +17,8 @@ import { rejection } from '../support/rejection.js'
  */
 
 const record = { accountId: '1', username: 'u', federated: false, expiresAt: Date.now() + 60_000 }
+/** Token hashes as the service makes them (a string of another shape is no token: the store never looks it up). */
+const [h1, h2] = [hashToken(generateToken('1')), hashToken(generateToken('1'))]
 
 t.test('the token store reads the persistence of its Redis, refuses the settings that can undo a revocation, and serves the others', async (t) => {
   const server = await startThrowawayRedis(t, { args: ['--save', '3600 1'] })
@@ -30,9 +33,9 @@ t.test('the token store reads the persistence of its Redis, refuses the settings
   const refused = await rejection(store.ping())
   t.match(refused, { status: 503 }, 'the readiness ping fails')
   t.ok(refused instanceof UnavailableError && refused.cause instanceof LossyPersistenceError, 'because of the persistence')
-  t.match(await rejection(store.issue('h1', record, 60_000)), { status: 503 }, 'no token is issued')
-  t.match(await rejection(store.find('h1')), { status: 503 }, 'none is found')
-  t.match(await rejection(store.terminate('h1')), { status: 503 }, 'no Logout is acknowledged that a restart could undo')
+  t.match(await rejection(store.issue(h1, record, 60_000)), { status: 503 }, 'no token is issued')
+  t.match(await rejection(store.find(h1)), { status: 503 }, 'none is found')
+  t.match(await rejection(store.terminate(h1)), { status: 503 }, 'no Logout is acknowledged that a restart could undo')
   t.match(await rejection(store.terminateAccount('1')), { status: 503 }, 'nor a revoke-all')
 
   const steps: Array<[string, string, string, Persistence['durability']]> = [
@@ -48,14 +51,14 @@ t.test('the token store reads the persistence of its Redis, refuses the settings
     t.equal((await store.persistence()).durability, durability, `${what}: ${durability}`)
   }
   await store.ping()
-  t.equal(await store.issue('h1', record, 60_000), true, 'AOF with appendfsync always: served')
-  t.ok(await store.terminate('h1'), 'and a Logout acknowledged')
+  t.equal(await store.issue(h1, record, 60_000), true, 'AOF with appendfsync always: served')
+  t.ok(await store.terminate(h1), 'and a Logout acknowledged')
 
   await admin.config('SET', 'appendonly', 'no')
   await admin.config('SET', 'save', '')
   t.match(await store.persistence(), { durability: 'none', canLose: /every token on a restart/ }, 'no persistence at all: a restart comes back empty')
   await store.ping()
-  t.equal(await store.issue('h2', record, 60_000), true, 'served: no ended token can come back from nothing')
+  t.equal(await store.issue(h2, record, 60_000), true, 'served: no ended token can come back from nothing')
   t.ok(changes.length >= 6, `each change of settings told (${changes.length})`)
   t.ok(changes.some(([persistence, error]) => persistence.durability === 'lossy' && error?.message.includes('appendfsync always')), 'a lossy one with the fix in its message')
 })
@@ -66,8 +69,8 @@ t.test('with the risk accepted (AUTH_REDIS_ACCEPT_LOSSY_PERSISTENCE), a snapshot
   t.teardown(async () => { await store.close() })
   await store.ready()
   await store.ping()
-  t.equal(await store.issue('h1', record, 60_000), true)
-  t.ok(await store.terminate('h1'))
+  t.equal(await store.issue(h1, record, 60_000), true)
+  t.ok(await store.terminate(h1))
   t.equal(store.lastPersistence?.durability, 'lossy')
 })
 
@@ -77,7 +80,7 @@ t.test('a guard (reads only, requireNoEviction off) does not check persistence',
   t.teardown(async () => { await store.close() })
   await store.ready()
   await store.ping()
-  t.equal(await store.find('h1'), null)
+  t.equal(await store.find(h1), null)
   t.equal(store.lastPersistence, undefined)
 })
 

@@ -1,9 +1,14 @@
 import t from 'tap'
 import { createMemoryTokenStore } from '../../src/stores/memory/token-store.js'
+import { keyLayout } from '../../src/stores/redis/keys.js'
 import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
+import { accountBucket, generateToken, hashToken, sha256 } from '../../src/tokens/token.js'
 import { freshRedisPrefix, requireRedis, startThrowawayRedis } from '../../support/redis.js'
 import { rejection } from '../support/rejection.js'
 import { recordRevocations, tokenStoreContract, until } from './token-store.contract.js'
+
+/** A token hash as the service makes them: a token of the account's bucket. */
+const hashOf = (accountId: string): string => hashToken(generateToken(accountId))
 
 t.test('in-process token store', async (t) => {
   tokenStoreContract(t, async (_t, { denyTtlMs, maxTokensPerAccount }) => createMemoryTokenStore({ denyTtlMs, maxTokensPerAccount }))
@@ -23,46 +28,38 @@ t.test('Redis token store', async (t) => {
     const store = createRedisTokenStore({ url, keyPrefix, denyTtlMs: 1000 })
     t.teardown(async () => { await store.close() })
     await store.ready()
-    await store.issue('h1', { accountId: '5', username: 'u', federated: false, expiresAt: 1 }, 30_000)
-    const pttl = await store.redis.pttl(`${keyPrefix}t:h1`)
+    const h1 = hashOf('5')
+    await store.issue(h1, { accountId: '5', username: 'u', federated: false, expiresAt: 1 }, 30_000)
+    const bucket = keyLayout(keyPrefix).bucketPrefix(accountBucket('5'))
+    t.equal(store.tokenKey(h1), `${bucket}t${h1.slice(2)}`, 'the digest, in the account\'s bucket')
+    const pttl = await store.redis.pttl(store.tokenKey(h1))
     t.ok(pttl > 29_000 && pttl <= 30_000, `PTTL ${pttl} is the given time to live`)
-    t.equal(await store.redis.type(`${keyPrefix}a:5`), 'zset', 'the account index is a sorted set, by expiry')
-    t.equal(await store.redis.object('ENCODING', `${keyPrefix}a:5`), 'listpack', 'listpack-encoded while small')
-    t.ok(await store.redis.pttl(`${keyPrefix}a:5`) > 29_000, 'the index lives as long as its longest token')
+    t.equal(await store.redis.type(`${bucket}a5`), 'zset', 'the account index is a sorted set, by expiry')
+    t.equal(await store.redis.object('ENCODING', `${bucket}a5`), 'listpack', 'listpack-encoded while small')
+    t.ok(await store.redis.pttl(`${bucket}a5`) > 29_000, 'the index lives as long as its longest token')
   })
 
-  t.test('an index of the earlier layout (a hash) is set aside at the next Login and still ended by revoke-all', async (t) => {
+  t.test('the layout of before 0.2.0 is gone (issue 31 §2): its keys are never read, refreshed or ended', async (t) => {
     const keyPrefix = await freshRedisPrefix(t)
     const store = createRedisTokenStore({ url, keyPrefix, denyTtlMs: 1000 })
     t.teardown(async () => { await store.close() })
     await store.ready()
-    const value = '9999999999999|0|5|u'
-    // Written as the version before the sorted-set index wrote them.
-    await store.redis.set(`${keyPrefix}t:old1`, value, 'PX', 60_000)
-    await store.redis.set(`${keyPrefix}t:old2`, value, 'PX', 60_000)
-    await store.redis.hset(`${keyPrefix}a:5`, 'old1', '', 'old2', '')
-    await store.issue('new1', { accountId: '5', username: 'u', federated: false, expiresAt: Date.now() + 60_000 }, 60_000)
-    t.equal(await store.redis.type(`${keyPrefix}a:5`), 'zset')
-    t.equal(await store.redis.type(`${keyPrefix}a:5:legacy`), 'hash', 'the old index set aside')
-    t.same((await store.terminateAccount('5')).sort(), ['new1', 'old1', 'old2'])
-    t.equal(await store.redis.exists(`${keyPrefix}t:old1`, `${keyPrefix}t:old2`, `${keyPrefix}t:new1`), 0)
-    t.equal(await store.redis.exists(`${keyPrefix}a:5`, `${keyPrefix}a:5:legacy`, `${keyPrefix}a:5:revoking`), 0, 'nothing left behind')
-  })
-
-  t.test('a kept token listed only in an index of the earlier layout (a hash) is kept too, in the fresh index (issue 21)', async (t) => {
-    const keyPrefix = await freshRedisPrefix(t)
-    const store = createRedisTokenStore({ url, keyPrefix, denyTtlMs: 1000 })
-    t.teardown(async () => { await store.close() })
-    await store.ready()
-    const value = '9999999999999|0|5|u'
-    await store.redis.set(`${keyPrefix}t:old1`, value, 'PX', 60_000)
-    await store.redis.set(`${keyPrefix}t:old2`, value, 'PX', 60_000)
-    await store.redis.hset(`${keyPrefix}a:5`, 'old1', '', 'old2', '')
-    t.same(await store.terminateAccount('5', 3, 'old1'), ['old2'])
-    t.ok(await store.find('old1'), 'the kept one is active')
-    t.equal(await store.redis.type(`${keyPrefix}a:5`), 'zset', 'and indexed in the current layout')
-    t.ok(await store.redis.pttl(`${keyPrefix}a:5`) > 0, 'the fresh index expires')
-    t.same(await store.terminateAccount('5', 4), ['old1'], 'the next revoke-all ends it')
+    const record = { accountId: '5', username: 'u', federated: false, expiresAt: Date.now() + 60_000 }
+    // A 43-character token's hash where the earlier layout kept it: the bare digest, under the prefix itself.
+    const old = sha256('A'.repeat(43)).slice(0, 22)
+    await store.redis.set(`${keyPrefix}t:${old}`, '9999999999999|0|5|u', 'PX', 60_000)
+    await store.redis.zadd(`${keyPrefix}a:5`, Date.now() + 60_000, old)
+    await store.redis.zadd(`${keyPrefix}deny`, Date.now() + 60_000, old)
+    t.equal(await store.find(old), null, 'not found')
+    t.equal(await store.refresh(old, record, 60_000), false, 'not refreshed')
+    t.equal(await store.terminate(old), null, 'not ended: there is no such token')
+    t.equal(await store.isDenied(old), false, 'not denied either')
+    t.notOk((await store.listDenied()).includes(old), 'nor listed')
+    t.match(await rejection(store.issue(old, record, 60_000)), { status: 503 }, 'never issued under (a caller\'s mistake)')
+    const kept = hashOf('5')
+    await store.issue(kept, record, 60_000)
+    t.same(await store.terminateAccount('5', 1), [kept], 'a revoke-all ends the account\'s tokens, and only those')
+    t.equal(await store.redis.exists(`${keyPrefix}t:${old}`, `${keyPrefix}a:5`, `${keyPrefix}deny`), 3, 'the old keys were not touched (they expire on their own)')
   })
 
   t.test('revoke-all is exact against a racing Login: what issued before it ends, what read the new epoch stays', async (t) => {
@@ -71,19 +68,20 @@ t.test('Redis token store', async (t) => {
     t.teardown(async () => { await store.close() })
     await store.ready()
     const rec = { accountId: '8', username: 'u', federated: false, expiresAt: Date.now() + 60_000 }
-    const before = Array.from({ length: 300 }, (_, i) => `b${i}`)
+    const before = Array.from({ length: 300 }, () => hashOf('8'))
     for (const hash of before) await store.issue(hash, rec, 60_000, 0)
     // Logins racing the batched revoke-all: with the old epoch (refused) and the new one (kept).
+    const racers = Array.from({ length: 20 }, () => hashOf('8'))
     const revoking = store.terminateAccount('8', 1)
     const racing = await Promise.all(Array.from({ length: 20 }, async (_, i) => ({
-      hash: `r${i}`, epoch: i % 2, issued: await store.issue(`r${i}`, rec, 60_000, i % 2)
+      hash: racers[i] ?? '', epoch: i % 2, issued: await store.issue(racers[i] ?? '', rec, 60_000, i % 2)
     })))
     const ended = await revoking
-    t.same(ended.filter((hash) => hash.startsWith('b')).length, 300, 'every token issued before it is ended')
-    for (const login of racing) {
+    t.same(ended.filter((hash) => before.includes(hash)).length, 300, 'every token issued before it is ended')
+    for (const [i, login] of racing.entries()) {
       const found = await store.find(login.hash)
-      if (login.epoch === 0) t.ok(!login.issued && found === null, `${login.hash}: a Login on the old epoch got no token`)
-      else t.ok(login.issued && found !== null, `${login.hash}: a Login on the new epoch keeps its token`)
+      if (login.epoch === 0) t.ok(!login.issued && found === null, `racer ${i}: a Login on the old epoch got no token`)
+      else t.ok(login.issued && found !== null, `racer ${i}: a Login on the new epoch keeps its token`)
     }
   })
 
@@ -104,10 +102,11 @@ t.test('Redis token store', async (t) => {
     await issuer.ready()
     const watcher = recordRevocations(follower)
     await until(watcher.isLive)
-    await issuer.issue('h1', { accountId: '1', username: 'u', federated: false, expiresAt: 1 }, 60_000)
-    await issuer.terminate('h1')
+    const [h1, h2] = [hashOf('1'), hashOf('1')]
+    await issuer.issue(h1, { accountId: '1', username: 'u', federated: false, expiresAt: 1 }, 60_000)
+    await issuer.terminate(h1)
     await until(() => watcher.events.length === 1)
-    t.same(watcher.events, [['h1']])
+    t.same(watcher.events, [[h1]])
 
     // Cut the follower's subscription from the server side: it must report the gap, then come back.
     const clients = await issuer.redis.client('LIST') as string
@@ -117,10 +116,10 @@ t.test('Redis token store', async (t) => {
     await issuer.redis.client('KILL', 'ID', String(id))
     await until(() => watcher.interruptions() === 1)
     await until(watcher.isLive)
-    await issuer.issue('h2', { accountId: '1', username: 'u', federated: false, expiresAt: 1 }, 60_000)
-    await issuer.terminate('h2')
+    await issuer.issue(h2, { accountId: '1', username: 'u', federated: false, expiresAt: 1 }, 60_000)
+    await issuer.terminate(h2)
     await until(() => watcher.events.length === 2)
-    t.same(watcher.events[1], ['h2'], 'delivered again after the reconnection')
+    t.same(watcher.events[1], [h2], 'delivered again after the reconnection')
   })
 
   t.test('a subscriber that stops answering (half-open) is cut by the heartbeat and reported', async (t) => {
@@ -145,7 +144,7 @@ t.test('Redis token store', async (t) => {
     t.teardown(async () => { await store.close() })
     store.ready().catch(() => {})
     const started = Date.now()
-    t.match(await rejection(store.find('x')), { status: 503, httpStatus: 503 })
+    t.match(await rejection(store.find(hashOf('1'))), { status: 503, httpStatus: 503 })
     t.ok(Date.now() - started < 10_000, 'no hang (a bound a busy machine does not reach)')
   })
 })

@@ -11,8 +11,8 @@ t.test('tokens: 256 bits, base64url, distinct; only the SHA-256 is stored', asyn
     t.equal(Buffer.from(token.slice(3), 'base64url').length, 32, '256 random bits after the version and bucket')
     t.ok(isTokenShaped(token))
   }
-  // SHA-256 of 'abc' is ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0 in base64url: its first 22 characters.
-  t.equal(hashToken('abc'), 'ungWv48Bz-pBQUDeXa4iI7')
+  // SHA-256 of 2AB + 43 'a's is i49Ei4I9gl-mzraviS5w-CwAOxLpz5WlCS0M9NQtGHI in base64url: the bucket, then its first 22 characters.
+  t.equal(hashToken(`2AB${'a'.repeat(43)}`), 'ABi49Ei4I9gl-mzraviS5w-C')
   t.equal(TOKEN_DIGEST_LENGTH, 22)
   const digests = new Set([...tokens].map(hashToken))
   t.equal(digests.size, 1000, 'distinct tokens, distinct digests')
@@ -20,6 +20,10 @@ t.test('tokens: 256 bits, base64url, distinct; only the SHA-256 is stored', asyn
   t.notOk(isTokenShaped('*'))
   t.notOk(isTokenShaped(`${generateToken('1')}\r\n`))
   t.notOk(isTokenShaped(generateToken('1').slice(1)))
+  // The 43-character tokens of before 0.2.0 are gone (issue 31 §2): one is malformed, like any other string.
+  t.notOk(isTokenShaped(generateToken('1').slice(3)), 'a 43-character token of the layout before 0.2.0')
+  t.notOk(isTokenShaped('A'.repeat(43)))
+  t.notOk(isTokenShaped(`3${generateToken('1').slice(1)}`), 'another version character')
 })
 
 t.test('expiration dates: whole seconds, UTC, no zone', async (t) => {

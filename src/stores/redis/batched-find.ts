@@ -17,9 +17,10 @@ interface PendingFind {
  * lone find is a plain GET. Either way a find is one round trip, and it waits for the
  * batch at most until the end of the loop turn it was made in (setImmediate). An MGET's
  * keys must share a Cluster slot, and tokens are spread over the buckets' slots (issue 23), so a
- * Cluster gets GETs, each to the master of its token's slot.
+ * Cluster gets GETs, each to the master of its token's slot. A string that names no key (keyOf:
+ * undefined) is no token: null, with no round trip.
  */
-export function createFinder (redis: RedisClient, tokenKey: (tokenHash: string) => string, onCommandError: ((error: unknown) => void) | undefined, expireOnRead: boolean): (tokenHash: string) => Promise<TokenRecord | null> {
+export function createFinder (redis: RedisClient, keyOf: (tokenHash: string) => string | undefined, onCommandError: ((error: unknown) => void) | undefined, expireOnRead: boolean): (tokenHash: string) => Promise<TokenRecord | null> {
   const decode = (value: string | null | undefined): TokenRecord | null => {
     if (value === null || value === undefined) return null
     return expireOnRead ? activeAt(decodeRecord(value), Date.now()) : decodeRecord(value)
@@ -32,7 +33,11 @@ export function createFinder (redis: RedisClient, tokenKey: (tokenHash: string) 
     })
   }
   if (redis.isCluster) {
-    return async (tokenHash) => await new Promise((resolve, reject) => { get({ key: tokenKey(tokenHash), resolve, reject }) })
+    return async (tokenHash) => {
+      const key = keyOf(tokenHash)
+      if (key === undefined) return null
+      return await new Promise((resolve, reject) => { get({ key, resolve, reject }) })
+    }
   }
 
   let pending: PendingFind[] = []
@@ -56,8 +61,13 @@ export function createFinder (redis: RedisClient, tokenKey: (tokenHash: string) 
   }
   // Not an async function: the promise made here is the one the caller awaits (one fewer per find).
   return (tokenHash) => new Promise((resolve, reject) => {
+    const key = keyOf(tokenHash)
+    if (key === undefined) {
+      resolve(null)
+      return
+    }
     if (pending.length === 0) setImmediate(flush)
-    pending.push({ key: tokenKey(tokenHash), resolve, reject })
+    pending.push({ key, resolve, reject })
     if (pending.length === MAX_FIND_BATCH) flush()
   })
 }

@@ -4,31 +4,33 @@ import { TOKEN_DIGEST_LENGTH } from '../../tokens/token.js'
  * Where a token hash's keys live (issue 23). The configured prefix (default `{ats}:`) holds a
  * hash tag; a bucket's keys carry the bucket inside it (`{atsAb}`), so one account's token keys,
  * index, epoch and deny entries share one Cluster slot, and 1,024 buckets spread the accounts
- * over every master (keys `{atsAb}t<digest>`, `{atsAb}a<accountId>`, ...: scripts.ts). A v2 hash is the bucket + the digest (24 characters: tokens/token.ts); any
- * other string (a v1 token's 22-character digest) lives under the prefix itself, in the one slot
- * every key shared before: the `legacy` place, where tokens issued before the change are found.
+ * over every master (keys `{atsAb}t<digest>`, `{atsAb}a<accountId>`, ...: scripts.ts). A token
+ * hash is the bucket + the digest (24 characters: tokens/token.ts). Any other string names no
+ * key: it is no token of ours (the layout of before 0.2.0, under the prefix itself, is gone:
+ * issue 31 §2).
  */
 
-const V2_HASH = new RegExp(`^[A-Za-z0-9_-]{${2 + TOKEN_DIGEST_LENGTH}}$`)
+const TOKEN_HASH = new RegExp(`^[A-Za-z0-9_-]{${2 + TOKEN_DIGEST_LENGTH}}$`)
 
 export interface Place {
-  /** The bucket, or undefined for the legacy place. */
-  bucket: string | undefined
-  /** Prefix of every key of this place (`{atsAb}` or the configured prefix). */
+  /** The token's bucket (its account's). */
+  bucket: string
+  /** Prefix of every key of the bucket (`{atsAb}`). */
   prefix: string
-  /** What the place's keys and index entries name the token by (the digest; a legacy hash whole). */
+  /** What the bucket's keys, index and deny entries name the token by: its digest. */
   member: string
 }
 
 export interface KeyLayout {
-  readonly legacyPrefix: string
   /** The prefix of a bucket's keys. */
   bucketPrefix (bucket: string): string
-  /** Where a token hash lives. */
-  placeOf (tokenHash: string): Place
-  /** The hash a member of a place's index or deny set stands for. */
-  hashOf (bucket: string | undefined, member: string): string
-  /** The token key of a hash: what Authenticate GETs. */
+  /** Where a token hash lives; undefined for a string that is no token hash (no key is ever named by it). */
+  placeOf (tokenHash: string): Place | undefined
+  /** The hash a member of a bucket's index or deny set stands for. */
+  hashOf (bucket: string, member: string): string
+  /** The token key of a hash (what Authenticate GETs); undefined for a string that is no token hash. */
+  keyOf (tokenHash: string): string | undefined
+  /** The token key of a hash; a TypeError for a string that is no token hash (a caller's mistake). */
   tokenKey (tokenHash: string): string
 }
 
@@ -36,8 +38,8 @@ export interface KeyLayout {
  * The bucket goes inside the prefix's hash tag, and the `:` after the tag goes (`{ats}:` ->
  * `{atsAb}`); after an untagged prefix (a single Redis only), the bucket and a `:`. A bucket's
  * keys are `<b>t<digest>`, `<b>a<accountId>` ...: no separators, so that they are no longer
- * than the legacy `{ats}:t:<digest>`; 2 more characters put a token key in the next allocation
- * size (MEMORY USAGE 120 -> 136 B) and an active token at 316 B instead of 293.
+ * than the layout of before 0.2.0 (`{ats}:t:<digest>`); 2 more characters put a token key in
+ * the next allocation size (MEMORY USAGE 120 -> 136 B) and an active token at 316 B instead of 293.
  */
 function withBucket (prefix: string, bucket: string): string {
   const open = prefix.indexOf('{')
@@ -59,19 +61,24 @@ export function keyLayout (prefix: string): KeyLayout {
     }
     return found
   }
-  const placeOf = (tokenHash: string): Place => {
-    if (!V2_HASH.test(tokenHash)) return { bucket: undefined, prefix, member: tokenHash }
+  const placeOf = (tokenHash: string): Place | undefined => {
+    if (!TOKEN_HASH.test(tokenHash)) return undefined
     const bucket = tokenHash.slice(0, 2)
     return { bucket, prefix: bucketPrefix(bucket), member: tokenHash.slice(2) }
   }
+  const keyOf = (tokenHash: string): string | undefined => {
+    const place = placeOf(tokenHash)
+    return place === undefined ? undefined : `${place.prefix}t${place.member}`
+  }
   return {
-    legacyPrefix: prefix,
     bucketPrefix,
     placeOf,
-    hashOf: (bucket, member) => bucket === undefined ? member : `${bucket}${member}`,
+    hashOf: (bucket, member) => `${bucket}${member}`,
+    keyOf,
     tokenKey (tokenHash) {
-      const place = placeOf(tokenHash)
-      return place.bucket === undefined ? `${prefix}t:${place.member}` : `${place.prefix}t${place.member}`
+      const key = keyOf(tokenHash)
+      if (key === undefined) throw new TypeError('not a token hash: it names no key')
+      return key
     }
   }
 }
