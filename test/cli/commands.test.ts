@@ -8,6 +8,7 @@ import { runAccountCommand, type Terminal } from '../../src/cli/commands.js'
 import { describe } from '../../src/cli/exit-codes.js'
 import type { AdminOperations } from '../../src/cli/operations.js'
 import { parseCommandLine, type AccountInvocation } from '../../src/cli/parse.js'
+import { PACKAGE_VERSION } from '../../src/version.js'
 import { loadConfig } from '../../src/config.js'
 import { buildInternalApp } from '../../src/internal-listener.js'
 import { migratedDatabaseUrl } from '../../support/postgres.js'
@@ -97,6 +98,7 @@ async function serviceFor (t: Test, adapter: Adapter): Promise<Service> {
   }
 }
 
+const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 const lines = (text: string): string[] => text.split('\n').filter((line) => line !== '')
 const SESSION_DATE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$/
 
@@ -104,14 +106,17 @@ const SESSION_DATE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$/
  * The cases, in order, each with what any adapter must do. Returns the transcript: every run's
  * exit status and output, with what differs by nature (times, session ids, the actor) masked.
  */
-async function commandCases (t: Test, service: Service, actor: string): Promise<string[]> {
+/** Who an adapter's changes are recorded as: the client address and user agent (issue 30 §3). */
+interface Actor { ip: string, agent: string }
+
+async function commandCases (t: Test, service: Service, actor: Actor): Promise<string[]> {
   const transcript: string[] = []
   const run = async (args: string[], stdin?: string[]): Promise<Run> => {
     const result = await service.run(args, stdin)
     const masked = (text: string): string => text
       .replace(/\d{4}-\d{2}-\d{2}T[\d:.]+Z?/g, '<time>')
       .replace(/^[A-Za-z0-9_-]{22}\t/gm, '<session>\t')
-      .replace(new RegExp(`\t${actor}$`, 'gm'), '\t<actor>')
+      .replace(new RegExp(`\t${escapeRegExp(actor.ip)}\t${escapeRegExp(actor.agent)}$`, 'gm'), '\t<actor>')
     transcript.push(`${args.join(' ')} -> ${result.code}\n${masked(result.stdout)}--\n${masked(result.stderr)}`)
     return result
   }
@@ -197,9 +202,9 @@ async function commandCases (t: Test, service: Service, actor: string): Promise<
     t.ok(rows.every((row) => row.length === 6 && row[2] === 'bob'), 'time, event, username, outcome, client IP, user agent; bob\'s only')
     const administration = rows.filter((row) => row[1]?.startsWith('user.'))
     t.same(administration.map((row) => [row[1], row[3], row[4], row[5]]), [
-      ['user.add', 'created', '-', actor],
-      ['user.unlock', 'unlocked', '-', actor],
-      ['user.delete', 'tokens-ended-2', '-', actor]
+      ['user.add', 'created', actor.ip, actor.agent],
+      ['user.unlock', 'unlocked', actor.ip, actor.agent],
+      ['user.delete', 'tokens-ended-2', actor.ip, actor.agent]
     ], 'made by this adapter\'s actor')
     t.ok(rows.some((row) => row[1] === 'login.success' && row[4] === '127.0.0.1' && row[5] === 'curl/8\\u0009x'), 'a Login: its client, escaped')
     t.match(rows[0]?.[0], /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/, 'ISO 8601 UTC')
@@ -213,7 +218,11 @@ async function commandCases (t: Test, service: Service, actor: string): Promise<
 
 t.test('both adapters run the same commands alike', async (t) => {
   const transcripts: Partial<Record<Adapter, string[]>> = {}
-  for (const [adapter, actor] of [['in-process', 'cli'], ['admin API', 'admin-api']] as const) {
+  const actors: Array<[Adapter, Actor]> = [
+    ['in-process', { ip: '-', agent: 'cli' }],
+    ['admin API', { ip: '127.0.0.1', agent: `auth-token-service-admin-client/${PACKAGE_VERSION}` }]
+  ]
+  for (const [adapter, actor] of actors) {
     await t.test(`through the ${adapter} adapter`, async (t) => {
       transcripts[adapter] = await commandCases(t, await serviceFor(t, adapter), actor)
     })

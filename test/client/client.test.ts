@@ -102,7 +102,7 @@ t.test('no answer within timeoutMs: a network error that says it timed out', asy
   const client = createAuthClient({ baseUrl: url, timeoutMs: 200 })
   const started = Date.now()
   t.match(await client.authenticate('t'), { ok: false, error: { kind: 'network', timedOut: true } })
-  t.ok(Date.now() - started < 1500)
+  t.ok(Date.now() - started < 5000, 'timed out, not hung (a bound a busy machine does not reach)')
 })
 
 t.test('a body that stalls halfway: the same timeout, a network error, no hang', async (t) => {
@@ -114,7 +114,7 @@ t.test('a body that stalls halfway: the same timeout, a network error, no hang',
   for (let i = 0; i < 5; i++) {
     const started = Date.now()
     t.match(await client.authenticate('t'), { ok: false, error: { kind: 'network', timedOut: true } })
-    t.ok(Date.now() - started < 1500)
+    t.ok(Date.now() - started < 5000, 'timed out, not hung')
   }
 })
 

@@ -223,7 +223,8 @@ t.test('Redis Cluster, 3 masters + 3 replicas', async (t) => {
     for (const [node, delays] of byMaster) {
       t.comment(`feed, token on ${node}: ${describe(delays)}`)
       t.ok(Math.max(...delays) < 1000, `every Logout on ${node} reached the watcher within 1 s`)
-      t.ok(median(delays) < median(single) + 20, `median on ${node} within 20 ms of one Redis's`)
+      // Printed, not judged: how fast is no pass condition outside the timing test (issue 31 §5).
+      t.comment(`median on ${node}: ${(median(delays) - median(single)).toFixed(1)} ms more than one Redis's`)
     }
   })
 

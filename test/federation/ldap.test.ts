@@ -55,7 +55,7 @@ t.test('against a real slapd', async (t) => {
     const alice = await login('alice', 'alice-directory-pw')
     t.equal(alice.statusCode, 200)
     const expires = Date.parse(`${alice.json<{ expiration_date: string }>().expiration_date}Z`)
-    t.ok(Math.abs(expires - (Date.now() + 86_400_000)) < 3000, 'the federated lifetime, 24 h')
+    t.ok(Math.abs(expires - (Date.now() + 86_400_000)) < 60_000, 'the federated lifetime, 24 h (not 12 h), however slow the machine')
     t.equal((await login('alice', 'wrong')).body, JSON.stringify({ status: 701, message: 'Login Failed' }))
     t.equal((await login('dana', 'local-password')).statusCode, 200, 'local accounts are untouched')
     const notProvisioned = await login('bob', 'bob-directory-pw')

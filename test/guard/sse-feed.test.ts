@@ -136,5 +136,5 @@ t.test('close while waiting to reconnect to a dead service returns at once', asy
   await new Promise((resolve) => setTimeout(resolve, 100))
   const started = Date.now()
   await handle.close()
-  t.ok(Date.now() - started < 500)
+  t.ok(Date.now() - started < 4000, 'without waiting out the 5 s backoff')
 })

@@ -34,7 +34,7 @@ async function startPiped (t: Test, env: Record<string, string> = {}): Promise<P
   const port = await freePort()
   const service = spawn(process.execPath, [CLI, 'serve'], {
     cwd: pipe.dir,
-    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), INTERNAL_PORT: '0', AUTH_BOOTSTRAP_USERNAME: 'admin', AUTH_BOOTSTRAP_PASSWORD: PASSWORD, ...env },
+    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), INTERNAL_PORT: '0', AUTH_PUBLIC_INTERNALS: 'true', AUTH_BOOTSTRAP_USERNAME: 'admin', AUTH_BOOTSTRAP_PASSWORD: PASSWORD, ...env },
     stdio: ['ignore', pipe.writeFd, 'pipe']
   })
   // The write end now lives in the service only: the reader sees the end of the pipe when the service ends.
@@ -142,7 +142,10 @@ t.test('a reader stopped for 2 s under Authenticate load: the event loop never s
   // the reader reading, the machine (other processes, the hypervisor) stalls it, not the log, and
   // the maximum of the stop proves little either way: then measure again, up to four times.
   const QUIET = 0.025
-  const LIMIT = 0.05
+  // A stall the log caused would last as long as the reader is stopped (2 s: the old synchronous
+  // write blocked until it read again); a quarter of that is a bound a busy CI machine's own
+  // stalls do not reach (p99 0.056 s was seen at load 12) and that such a stall cannot pass.
+  const LIMIT = 0.5
   let window = await stopReader(piped)
   for (let attempt = 2; attempt <= 4 && !(window.control < QUIET); attempt++) {
     t.comment(`the loop stalled ${window.control} s with the reader reading: the machine is too busy to measure; again`)

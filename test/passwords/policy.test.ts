@@ -73,6 +73,8 @@ t.test('the command line and the bootstrap say why', async (t) => {
       (error, _stdout, stderr) => { resolve({ code: error === null ? 0 : Number(error.code), stderr }) })
     child.stdin?.end(stdin)
   })
+  // Only serve and migrate make the embedded database (issue 32 §3).
+  t.equal((await run(['migrate'], '')).code, 0)
   const weak = await run(['user', 'add', 'x'], 'a\n')
   t.equal(weak.code, 1)
   t.match(weak.stderr, /^auth-token-service: password is shorter than 8 characters\n$/)

@@ -2,7 +2,11 @@ import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { buildTestApp } from '../support/app.js'
+import { useRealArgon2 } from '../support/config.js'
 import { percentile } from '../../support/load.js'
+
+// This file's subject is argon2id's real cost (test/support/config.ts).
+useRealArgon2()
 
 /*
  * Issue 20 §4: 80 concurrent correct Logins of one account filled the hash queue, and every

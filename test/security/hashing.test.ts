@@ -6,7 +6,11 @@ import { loadConfig } from '../../src/config.js'
 import { createBoundedQueue } from '../../src/passwords/bounded-queue.js'
 import { StatusError } from '../../src/errors/status.js'
 import { buildTestApp, type TestApp } from '../support/app.js'
+import { useRealArgon2 } from '../support/config.js'
 import { rejection } from '../support/rejection.js'
+
+// This file's subject is argon2id's real cost (test/support/config.ts).
+useRealArgon2()
 
 /**
  * Password storage and checking (security.md, Login; issue 3, Hashing): argon2id at
@@ -149,8 +153,9 @@ t.test('passwords are checked exactly as sent, after NFC', async (t) => {
     assertSuccess(t, await login(app, 'max-bytes', max), 'the account is not locked or counted by the refusals')
     const verified = performance.now() - started
     t.equal(hashing.count(), 1, 'a normal login does verify (the counter works)')
-    t.ok(Math.min(...times) < verified / 2,
-      `the refusal costs no hash: fastest ${Math.min(...times).toFixed(1)} ms against ${verified.toFixed(1)} ms for a login with a verify`)
+    // The count above is the claim; the times are printed, not judged (issue 31 §5: no duration
+    // is a pass condition outside test/security/timing.test.ts).
+    t.comment(`the refusal costs no hash: fastest ${Math.min(...times).toFixed(1)} ms against ${verified.toFixed(1)} ms for a login with a verify`)
   })
 
   t.test('no truncation: one character changed at the end of 1024 bytes fails, and so does a prefix', async (t) => {

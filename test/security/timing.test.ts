@@ -1,6 +1,10 @@
 import type { InjectOptions } from 'fastify'
 import t from 'tap'
 import { buildTestApp } from '../support/app.js'
+import { useRealArgon2 } from '../support/config.js'
+
+// This file's subject is argon2id's real cost (test/support/config.ts).
+useRealArgon2()
 
 /**
  * Login must take the same time whether the username exists or not, and for a

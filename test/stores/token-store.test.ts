@@ -145,6 +145,6 @@ t.test('Redis token store', async (t) => {
     store.ready().catch(() => {})
     const started = Date.now()
     t.match(await rejection(store.find(hashOf('1'))), { status: 503, httpStatus: 503 })
-    t.ok(Date.now() - started < 2000, 'no hang')
+    t.ok(Date.now() - started < 10_000, 'no hang (a bound a busy machine does not reach)')
   })
 })
