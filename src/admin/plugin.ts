@@ -2,9 +2,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import type { AccountAdmin, AdminActor } from '../accounts.js'
 import { reasons } from '../errors/reasons.js'
-import { notFound, StatusError, tooManyRequests } from '../errors/status.js'
+import { notFound, StatusError } from '../errors/status.js'
 import type { AuditLog } from '../stores/audit-log.js'
 import type { LoginLimiter } from '../stores/login-limiter.js'
+import { countWrongCredentials } from '../http/wrong-credentials.js'
 import { adminKeyCheck, bearerCredential, type AdminKey } from './admin-key.js'
 import { adminError } from './errors.js'
 import { eventRoutes } from './event-routes.js'
@@ -73,17 +74,7 @@ export const adminApi: FastifyPluginAsyncTypebox<AdminApiOptions> = async (app, 
       return
     }
     if (bearerCredential(authorization) === undefined) throw unauthorized(true)
-    const ip = request.ip
-    const userAgent = request.headers['user-agent']
-    // A guesser over the limit is refused without counting: attempts while locked extend nothing.
-    const verdict = await limiter.check(ip, ip)
-    if (!verdict.allowed) {
-      audit.record({ event: 'admin.unauthorized', clientIp: ip, userAgent, outcome: 'wrong-key-limited' })
-      throw tooManyRequests(verdict.retryAfterMs / 1000)
-    }
-    const failure = await limiter.recordFailure(ip, ip)
-    audit.record({ event: 'admin.unauthorized', clientIp: ip, userAgent, outcome: 'wrong-key' })
-    if (!failure.counted) throw tooManyRequests(failure.retryAfterMs / 1000)
+    await countWrongCredentials(request, { limiter, audit, event: 'admin.unauthorized', outcome: 'wrong-key' })
     throw unauthorized(false)
   })
 

@@ -5,7 +5,8 @@ import { Type } from 'typebox'
 import { lifetimeSeconds, type AuthService } from '../auth.js'
 import type { Config, IntrospectionClient } from '../config.js'
 import { reasons } from '../errors/reasons.js'
-import { badRequest, notFound, StatusError, tooManyRequests } from '../errors/status.js'
+import { badRequest, notFound, StatusError } from '../errors/status.js'
+import { countWrongCredentials } from '../http/wrong-credentials.js'
 import type { AuditLog } from '../stores/audit-log.js'
 import type { LoginLimiter } from '../stores/login-limiter.js'
 import { ERROR_ANSWERS, EXAMPLE_TOKEN, EXAMPLE_USERNAME } from '../schemas.js'
@@ -83,16 +84,7 @@ export const introspectRoutes: FastifyPluginAsyncTypebox<IntrospectRoutesOptions
     const { authorization } = request.headers
     if (authenticated(authorization)) return
     if (!presentsBasic(authorization)) return await refuse(reply)
-    const ip = request.ip
-    const userAgent = request.headers['user-agent']
-    const verdict = await limiter.check(ip, ip)
-    if (!verdict.allowed) {
-      audit.record({ event: 'introspect.unauthorized', clientIp: ip, userAgent, outcome: 'wrong-client-credentials-limited' })
-      throw tooManyRequests(verdict.retryAfterMs / 1000)
-    }
-    const failure = await limiter.recordFailure(ip, ip)
-    audit.record({ event: 'introspect.unauthorized', clientIp: ip, userAgent, outcome: 'wrong-client-credentials' })
-    if (!failure.counted) throw tooManyRequests(failure.retryAfterMs / 1000)
+    await countWrongCredentials(request, { limiter, audit, event: 'introspect.unauthorized', outcome: 'wrong-client-credentials' })
     return await refuse(reply)
   })
 
