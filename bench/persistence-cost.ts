@@ -11,6 +11,7 @@
 import { performance } from 'node:perf_hooks'
 import { createRedisTokenStore } from '../src/stores/redis/token-store.js'
 import { generateToken, hashToken } from '../src/tokens/token.js'
+import { opsPerSecond } from './lib/rate.js'
 import { startThrowawayRedis } from '../support/redis.js'
 
 const opsArg = process.argv.indexOf('--ops')
@@ -34,14 +35,7 @@ async function latency (work: (i: number) => Promise<unknown>): Promise<[number,
   return [percentile(times, 50), percentile(times, 99)]
 }
 
-async function rate (work: (i: number) => Promise<unknown>): Promise<number> {
-  let next = 0
-  const started = performance.now()
-  await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
-    while (next < OPS) await work(next++)
-  }))
-  return OPS / ((performance.now() - started) / 1000)
-}
+const rate = async (work: (i: number) => Promise<unknown>): Promise<number> => await opsPerSecond(work, OPS, IN_FLIGHT)
 
 async function measure (name: string, args: string[]): Promise<string> {
   const server = await startThrowawayRedis(scope, { args })

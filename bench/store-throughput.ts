@@ -7,10 +7,10 @@
  *
  *   node --import @tapjs/typescript/import bench/store-throughput.ts [--ops 20000]
  */
-import { performance } from 'node:perf_hooks'
 import type { RedisTopology } from '../src/stores/redis/client.js'
 import { createRedisTokenStore, type RedisTokenStore } from '../src/stores/redis/token-store.js'
 import { generateToken, hashToken } from '../src/tokens/token.js'
+import { opsPerSecond } from './lib/rate.js'
 import { startCluster, startThrowawayRedis } from '../support/redis.js'
 
 const opsArg = process.argv.indexOf('--ops')
@@ -20,14 +20,7 @@ const IN_FLIGHT = 64
 const teardowns: Array<() => unknown> = []
 const scope = { teardown: (fn: () => unknown) => { teardowns.push(fn) } }
 
-async function rate (work: (i: number) => Promise<unknown>): Promise<number> {
-  let next = 0
-  const started = performance.now()
-  await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
-    while (next < OPS) await work(next++)
-  }))
-  return OPS / ((performance.now() - started) / 1000)
-}
+const rate = async (work: (i: number) => Promise<unknown>): Promise<number> => await opsPerSecond(work, OPS, IN_FLIGHT)
 
 async function measure (name: string, topology: RedisTopology): Promise<string> {
   const store: RedisTokenStore = createRedisTokenStore({ topology, denyTtlMs: 300_000, commandTimeoutMs: 10_000 })
