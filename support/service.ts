@@ -70,6 +70,12 @@ export interface ServiceProcess {
   readonly pid: number
   /** Everything it wrote to stdout and stderr so far. */
   output (): string
+  /**
+   * The output once it matches `pattern` (or, after `timeoutMs`, as it stands, for the test's
+   * own match to show): readiness answers before the log lines written at start have all come
+   * through the pipe (the logger writes asynchronously), so a start-up line is waited for.
+   */
+  outputMatching (pattern: RegExp, timeoutMs?: number): Promise<string>
   /** Null while it runs. */
   exitStatus (): ExitStatus | null
   /** Resolves when the process has exited. */
@@ -145,6 +151,10 @@ export async function startService (scope: Scope, env: Record<string, string>, o
     baseUrl,
     pid: child.pid ?? -1,
     output: () => output,
+    async outputMatching (pattern, timeoutMs = 10_000) {
+      await waitFor(`${String(pattern)} in the output`, () => pattern.test(output) || status !== null, { timeoutMs, everyMs: 20 }).catch(() => 0)
+      return output
+    },
     exitStatus: () => status,
     exited,
     kill: (signal = 'SIGTERM') => child.kill(signal),

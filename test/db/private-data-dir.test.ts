@@ -71,6 +71,7 @@ t.test('a fresh start: the directory is 0700 and nothing in it is open to group 
   const again = await startService(t, { ...BOOTSTRAP, AUTH_DATA_DIR: data })
   t.same(await shared(data), [], 'tightened at start')
   t.not(catAsNobody(wal).status, 0, 'nobody cannot read the WAL again')
-  t.match(again.output(), /"tightened":\d+.*open to other users: group and other access removed/, 'the start says it tightened the directory')
+  const tightened = /"tightened":\d+.*open to other users: group and other access removed/
+  t.match(await again.outputMatching(tightened), tightened, 'the start says it tightened the directory')
   await again.stop()
 })

@@ -231,7 +231,8 @@ t.test('the built service, NODE_ENV unset, serves /metrics on the internal liste
     INTERNAL_PORT: String(metricsPort)
   }, { cwd: await tempDir(t, 'ats-metrics-') })
   const metricsBase = `http://127.0.0.1:${metricsPort}`
-  t.match(service.output(), /internal listener: \/metrics, \/docs, \/openapi.json, \/auth\/revocations/)
+  const listening = /internal listener: \/metrics, \/docs, \/openapi.json, \/auth\/revocations/
+  t.match(await service.outputMatching(listening), listening)
 
   t.equal((await fetch(`${service.baseUrl}/auth/Authenticate`)).status, 403)
   const onMain = await fetch(`${service.baseUrl}/metrics`)
@@ -273,5 +274,5 @@ t.test('METRICS_PORT still works, as a deprecated name of INTERNAL_PORT, with a 
   const metricsPort = await freePort()
   const service = await startService(t, { METRICS_PORT: String(metricsPort), INTERNAL_PORT: '' /* unset: METRICS_PORT names the port */ }, { cwd: await tempDir(t, 'ats-metrics-') })
   t.equal((await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).status, 200)
-  t.match(service.output(), /METRICS_PORT is now INTERNAL_PORT/)
+  t.match(await service.outputMatching(/METRICS_PORT is now INTERNAL_PORT/), /METRICS_PORT is now INTERNAL_PORT/)
 })

@@ -27,6 +27,8 @@ async function npmStart (t: Test, dataDir: string, port: number, internalPort: n
     if (child.exitCode !== null) throw new Error(`npm start exited ${child.exitCode}: ${output}`)
     return await fetch(`http://127.0.0.1:${port}/`).then((res) => res.ok, () => false)
   }, { timeoutMs: 90_000, everyMs: 200 })
+  // Readiness can answer before the start-up log lines are through the pipe (the logger writes asynchronously).
+  await waitFor('the internal listener\'s start line', () => output.includes('internal listener:'), { timeoutMs: 10_000, everyMs: 20 })
   const nodePid = Number(/"pid":(\d+)/.exec(output)?.[1])
   t.ok(Number.isInteger(nodePid) && nodePid !== child.pid, `the server's own pid is in its log (${nodePid})`)
   // Should the test fail with the server left behind, it does not outlive the test.
