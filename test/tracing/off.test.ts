@@ -60,17 +60,24 @@ t.test('the modules a serving process loads, tracing off and on', async (t) => {
   const off = await serveOnce('off', {})
   t.ok(off.modules.some((m) => /[/\\]node_modules[/\\]ioredis[/\\]/.test(m)), `off: the recording sees the drivers (${off.modules.length} modules)`)
   t.ok(off.modules.some((m) => m.includes('/dist/logging/access-log.js')), 'off: and the service\'s own modules')
-  t.same(off.modules.filter((m) => OPENTELEMETRY.test(m) || m.includes('/dist/tracing/start.js')), [], 'off: nothing of OpenTelemetry is loaded')
+  t.same(off.modules.filter((m) => OPENTELEMETRY.test(m) || /[/\\]dist[/\\]tracing[/\\](?:start|requests)\.js$/.test(m)), [], 'off: nothing of OpenTelemetry is loaded')
   t.notMatch(off.output, /"traceId"/, 'off: no trace id in the access log')
 
   // On, with a batch delay far beyond the test: the spans can only arrive through the flush at SIGTERM.
   const receiver = await startOtlpReceiver(t)
   const on = await serveOnce('on', { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '600000' })
-  for (const part of ['@opentelemetry/sdk-trace-base', '@opentelemetry/instrumentation-ioredis', '@fastify/otel', 'import-in-the-middle']) {
+  for (const part of ['@opentelemetry/sdk-trace-base', '@opentelemetry/instrumentation-ioredis', 'import-in-the-middle']) {
     t.ok(on.modules.some((m) => m.includes(`/node_modules/${part}/`)), `on: ${part} is loaded`)
   }
+  t.ok(on.modules.some((m) => m.endsWith('/dist/tracing/requests.js')), 'on: the request spans\' hooks are loaded')
   t.ok(receiver.spans().some((s) => s.attributes['http.route'] === '/auth/Login'), 'on: the buffered spans were exported when the service stopped')
   t.match(on.output, /"traceId":"[0-9a-f]{32}"/, 'on: the trace id in the access log')
+
+  // The documented way to trace fewer requests: the standard sampler variables. Ratio 0, no caller's trace: no span at all.
+  const sampledOut = await startOtlpReceiver(t)
+  const fewer = await serveOnce('sampled out', { OTEL_EXPORTER_OTLP_ENDPOINT: sampledOut.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' })
+  t.same(sampledOut.spans().map((s) => s.name), [], 'sampled out: Login and Authenticate exported no span')
+  t.match(fewer.output, /"route":"\/auth\/Login"/, 'sampled out: the requests were logged')
 
   // The default protocol: OTLP protobuf.
   const protobuf = await startOtlpReceiver(t)
