@@ -157,7 +157,8 @@ t.test('SIGTERM under keep-alive load: readiness fails first, accepted requests 
   t.equal(code, 0, 'the process exits 0')
   const tookMs = (exitedAt ?? Infinity) - signalAt
   t.ok(tookMs >= SHUTDOWN_DELAY_MS, `not before SHUTDOWN_DELAY_MS (took ${Math.round(tookMs)} ms)`)
-  t.ok(tookMs < SHUTDOWN_TIMEOUT_MS, `within SHUTDOWN_TIMEOUT_MS (took ${Math.round(tookMs)} ms)`)
+  // Within SHUTDOWN_TIMEOUT_MS: the log says so (closed in order, not killed by the timeout), not
+  // a duration, which a busy machine can stretch (issue 31 §5).
   t.match(service.output(), /closing: readiness now answers 503/)
   t.match(service.output(), /"msg":"closed"/, 'closed in order, not killed by the timeout')
   t.notMatch(service.output(), /killed by timeout/)

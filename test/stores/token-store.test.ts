@@ -131,9 +131,10 @@ t.test('Redis token store', async (t) => {
     await until(watcher.isLive)
     // SIGSTOP: the TCP connection stays open, nothing answers — what a dropped NAT entry looks like.
     server.signal('SIGSTOP')
-    const stopped = Date.now()
+    // Waited for, not timed (issue 31 §5): without the heartbeat the socket would wait for TCP's
+    // own timeout, minutes, and until() gives up after 15 s.
     await until(() => watcher.interruptions() === 1, 15_000)
-    t.ok(Date.now() - stopped < 10_000, `interrupted ${Date.now() - stopped} ms after the server stopped answering`)
+    t.equal(watcher.interruptions(), 1, 'interrupted once the server stopped answering')
     server.signal('SIGCONT')
     await until(watcher.isLive, 15_000)
     t.pass('live again once the server answers')
@@ -143,8 +144,7 @@ t.test('Redis token store', async (t) => {
     const store = createRedisTokenStore({ url: 'redis://127.0.0.1:1', denyTtlMs: 1000, commandTimeoutMs: 200 })
     t.teardown(async () => { await store.close() })
     store.ready().catch(() => {})
-    const started = Date.now()
+    // Not timed (issue 31 §5): a hang would fail the test by tap's timeout.
     t.match(await rejection(store.find(hashOf('1'))), { status: 503, httpStatus: 503 })
-    t.ok(Date.now() - started < 10_000, 'no hang (a bound a busy machine does not reach)')
   })
 })
