@@ -24,7 +24,9 @@ import { tempDir } from '../../support/processes.js'
  */
 
 const SHUTDOWN_DELAY_MS = 1000
-const SHUTDOWN_TIMEOUT_MS = 8000
+// Far above what the close takes (over 8 s, the old setting, at a load of 30 on
+// this 2-core machine, when it ended killed): the claim here is the order, not the time.
+const SHUTDOWN_TIMEOUT_MS = 30_000
 const CLIENTS = 20
 const LOGIN_CLIENTS = 6
 const USERNAME = 'loader'
