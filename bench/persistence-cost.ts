@@ -10,7 +10,7 @@
  */
 import { performance } from 'node:perf_hooks'
 import { createRedisTokenStore } from '../src/stores/redis/token-store.js'
-import { generateToken, hashToken } from '../src/tokens/token.js'
+import { generateToken, hashToken } from '@auth-token-service/guard/token'
 import { opsPerSecond } from './lib/rate.js'
 import { startThrowawayRedis } from '../support/redis.js'
 

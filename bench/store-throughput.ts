@@ -9,7 +9,7 @@
  */
 import type { RedisTopology } from '../src/stores/redis/client.js'
 import { createRedisTokenStore, type RedisTokenStore } from '../src/stores/redis/token-store.js'
-import { generateToken, hashToken } from '../src/tokens/token.js'
+import { generateToken, hashToken } from '@auth-token-service/guard/token'
 import { opsPerSecond } from './lib/rate.js'
 import { startCluster, startThrowawayRedis } from '../support/redis.js'
 

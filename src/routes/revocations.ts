@@ -1,10 +1,11 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyPluginAsync } from 'fastify'
-import type { RevocationFeed, RevocationWatcher } from '../stores/revocation-feed.js'
+import type { RevocationFeed } from '../stores/revocation-feed.js'
+import type { RevocationWatcher } from '@auth-token-service/guard/shared/feed'
 import { serviceUnavailable, StatusError } from '../errors/status.js'
 import { refuseOtherMethods } from '../http/methods.js'
 import { performance } from 'node:perf_hooks'
-import { FEED_HEARTBEAT_MS, FEED_PROOF_MS } from '../stores/feed-liveness.js'
+import { FEED_HEARTBEAT_MS, FEED_PROOF_MS } from '@auth-token-service/guard/shared/feed'
 
 export interface RevocationRoutesOptions {
   revocations: RevocationFeed

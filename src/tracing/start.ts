@@ -9,7 +9,7 @@ import { detectResources, envDetector, resourceFromAttributes } from '@opentelem
 import { BatchSpanProcessor, NodeTracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace-node'
 import { FastifyOtelInstrumentation } from '@fastify/otel'
 import type { FastifyRequest } from 'fastify'
-import { redactUrl } from '../logging/redact.js'
+import { redactUrl } from '@auth-token-service/guard/shared/redact'
 import { noteTraceId } from '../logging/trace-id.js'
 import { PACKAGE_VERSION } from '../version.js'
 import type { TracingSettings } from './settings.js'

@@ -1,4 +1,4 @@
-import { generateToken } from '../../src/tokens/token.js'
+import { generateToken } from '@auth-token-service/guard/token'
 import t, { type Test } from 'tap'
 import { randomBytes } from 'node:crypto'
 import { Writable } from 'node:stream'

@@ -1,6 +1,6 @@
-import { accountBucket, sha256 } from '../../tokens/token.js'
-import { DEFAULT_KEY_PREFIX, type RedisClient } from './client.js'
-import { keyLayout } from './keys.js'
+import { accountBucket, sha256 } from '@auth-token-service/guard/token'
+import { DEFAULT_KEY_PREFIX, keyLayout } from '@auth-token-service/guard/layout'
+import { type RedisClient } from '@auth-token-service/guard/shared/redis-connection'
 import { serviceUnavailable, StatusError } from '../../errors/status.js'
 import { accountStateTtlMs, type LimitVerdict, type LoginLimiter, type LoginLimits } from '../login-limiter.js'
 

@@ -1,4 +1,4 @@
-import type { RedisClient } from './client.js'
+import type { RedisClient } from '@auth-token-service/guard/shared/redis-connection'
 
 /*
  * The token store's Lua scripts: every multi-step write is one script, so each is atomic.
