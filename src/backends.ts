@@ -40,7 +40,7 @@ type Log = Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>
 /** Told of every backend error (connection or command), e.g. to count it. */
 export type BackendErrorHook = (backend: 'redis' | 'postgres') => void
 
-/** Errors of a backend that reconnects by itself: each counted, logged at most once per 10 s (http/throttled-log.ts). */
+/** Errors of a backend that reconnects by itself: each counted, logged at most once per 10 s (packages/guard/src/shared/throttled-log.ts). */
 function throttledErrorLog (log: Log, backend: 'redis' | 'postgres', hook?: BackendErrorHook): (error: Error) => void {
   const throttled = createThrottledLog()
   return (error) => {

@@ -6,7 +6,7 @@ import { accountStateTtlMs, type LimitVerdict, type LoginLimiter, type LoginLimi
 
 /*
  * Keys, account and IP hashed so any username or address is only data, each in a bucket of its
- * digest (`{atsAb}` for the default prefix, keys.ts), so a Cluster spreads them over every master
+ * digest (`{atsAb}` for the default prefix, layout.ts of packages/guard), so a Cluster spreads them over every master
  * (issue 23); an account's two keys share a slot, an address's key is in its own:
  *   <b>lf:a:<sha256(username)>   hash   fails, level   (PX: accountStateTtlMs after the last failure)
  *   <b>lf:l:<sha256(username)>   string the lock; its PX is the lock's remaining time
