@@ -7,12 +7,12 @@ import { DEFAULT_PASSWORD_POLICY, passwordRefusal, type PasswordPolicy } from '.
 import type { SessionRecorder } from './sessions/sessions.js'
 import { canonicalUsername } from './usernames.js'
 import { expiryInstant } from './tokens/time.js'
-import { generateToken, hashToken, isTokenShaped } from './tokens/token.js'
+import { generateToken, hashToken, isTokenShaped } from '@auth-token-service/guard/token'
 import type { Directory } from './federation/ldap-directory.js'
 import type { AuditLog } from './stores/audit-log.js'
 import type { LoginLimiter } from './stores/login-limiter.js'
 import { RevocationIncomplete, type TokenStore } from './stores/token-store.js'
-import type { TokenRecord } from './tokens/record.js'
+import type { TokenRecord } from '@auth-token-service/guard/layout'
 import type { UserRecord, UserStore } from './stores/user-store.js'
 
 /**

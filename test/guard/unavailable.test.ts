@@ -1,4 +1,4 @@
-import { generateToken } from '../../src/tokens/token.js'
+import { generateToken } from '@auth-token-service/guard/token'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
@@ -107,7 +107,7 @@ t.test('HTTP mode against a real service whose Redis is gone: its 503 is passed 
 t.test('the token never appears in a log line (with the request URL redacted as the guard offers)', async (t) => {
   const lines: string[] = []
   const { default: Fastify } = await import('fastify')
-  const { authTokenGuard, redactUrl } = await import('../../src/guard/index.js')
+  const { authTokenGuard, redactUrl } = await import('@auth-token-service/guard')
   const app = Fastify({
     logger: {
       level: 'trace',

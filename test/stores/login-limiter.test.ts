@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
-import { keyLayout } from '../../src/stores/redis/keys.js'
+import { keyLayout } from '@auth-token-service/guard/layout'
 import type { LoginLimits } from '../../src/stores/login-limiter.js'
 import { createMemoryLoginLimiter } from '../../src/stores/memory/login-limiter.js'
 import { createRedisLoginLimiter } from '../../src/stores/redis/login-limiter.js'

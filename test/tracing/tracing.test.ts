@@ -7,7 +7,7 @@ import { NodeTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trac
 import { FastifyOtelInstrumentation } from '@fastify/otel'
 import Fastify from 'fastify'
 import t from 'tap'
-import { authTokenGuard } from '../../src/guard/index.js'
+import { authTokenGuard } from '@auth-token-service/guard'
 import { startOtlpReceiver, type ReceivedSpan } from '../../support/otlp-receiver.js'
 import { migratedDatabaseUrl } from '../../support/postgres.js'
 import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
