@@ -88,6 +88,9 @@ export function startChild (scope: Scope, command: string, args: readonly string
  * A TCP port nothing listens on right now (listened on, then released). `avoidBusPort`: one
  * whose port + 10000 exists too (a Redis Cluster node listens there, on its bus).
  */
+/** Every port freePort gave this process: the kernel can hand a just-closed port out again at once (CI saw PORT and INTERNAL_PORT equal). */
+const givenPorts = new Set<number>()
+
 export async function freePort (options: { avoidBusPort?: boolean } = {}): Promise<number> {
   for (;;) {
     const port = await new Promise<number>((resolve, reject) => {
@@ -98,7 +101,11 @@ export async function freePort (options: { avoidBusPort?: boolean } = {}): Promi
         server.close(() => { resolve(typeof address === 'object' && address !== null ? address.port : 0) })
       })
     })
-    if (options.avoidBusPort !== true || port + 10000 <= 65535) return port
+    if (givenPorts.has(port)) continue
+    if (options.avoidBusPort !== true || port + 10000 <= 65535) {
+      givenPorts.add(port)
+      return port
+    }
   }
 }
 
