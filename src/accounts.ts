@@ -6,7 +6,7 @@ import { checkedPassword, checkedUsername } from './credentials.js'
 import type { AuditLog } from './stores/audit-log.js'
 import type { LoginLimiter } from './stores/login-limiter.js'
 import { RevocationIncomplete, type TokenStore } from './stores/token-store.js'
-import type { AccountDetails, UserRecord, UserStore } from './stores/user-store.js'
+import type { AccountDetails, AccountKind, UserRecord, UserStore } from './stores/user-store.js'
 
 /**
  * Account administration shared by the command line and the start-up bootstrap.
@@ -28,8 +28,11 @@ export interface AccountPage {
 }
 
 export interface AccountAdmin {
-  /** No password: a federated account only the directory can check. */
-  add (username: string, password: string | undefined, federated: boolean): Promise<UserRecord>
+  /**
+   * No password: a federated account only the directory can check, or a service account (kind
+   * 'service'), which has none and authenticates with API keys only.
+   */
+  add (username: string, password: string | undefined, federated: boolean, kind?: AccountKind): Promise<UserRecord>
   setPassword (username: string, password: string): Promise<{ account: UserRecord, ended: number }>
   setDisabled (username: string, disabled: boolean): Promise<{ account: UserRecord, ended: number }>
   list (): Promise<UserRecord[]>
@@ -133,16 +136,20 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now
   }
 
   const admin: AccountAdmin = {
-    async add (username, password, federated) {
+    async add (username, password, federated, kind = 'person') {
       const name = checkedUsername(username)
-      if (password === undefined && !federated) throw badRequest(reasons.required('password'))
+      if (kind === 'service') {
+        if (password !== undefined) throw badRequest(reasons.serviceAccountPassword())
+        if (federated) throw badRequest(reasons.serviceAccountFederated())
+      } else if (password === undefined && !federated) throw badRequest(reasons.required('password'))
       const passwordHash = password === undefined ? null : await hasher.hash(await validPassword(password, name))
-      const account = await users.create({ username: name, passwordHash, federated })
+      const account = await users.create({ username: name, passwordHash, federated, kind })
       record('user.add', account, 0)
       return account
     },
     async setPassword (username, password) {
       const account = await existing(username)
+      if (account.kind === 'service') throw badRequest(reasons.serviceAccountPassword())
       const updated = await users.setPasswordHash(account.username, await hasher.hash(await validPassword(password, account.username)))
       if (updated === null) throw unknownUser()
       const ended = await endTokens('user.passwd', updated)

@@ -152,8 +152,9 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
       return { ok: false, outcome: 'unknown-user' }
     }
     const hash = account.passwordHash
-    if (hash === null) {
-      // A directory-only account while no directory is configured: it cannot log in.
+    if (hash === null || account.kind === 'service') {
+      // A directory-only account while no directory is configured, or a service account (API
+      // keys only): it cannot log in, and is answered as a wrong password, after the same verify.
       await hasher.verifyDummy(password, caller)
       return { ok: false, outcome: 'wrong-password', account }
     }

@@ -13,6 +13,8 @@ export const ADMIN_CLIENT_USER_AGENT = `auth-token-service-admin-client/${PACKAG
 
 export interface AdminUser {
   username: string
+  kind: 'person' | 'service'
+  totp: boolean
   federated: boolean
   disabled: boolean
   locked_until: string | null
@@ -53,7 +55,7 @@ export interface AdminClientOptions {
 export interface AdminClient {
   /** The internal listener it talks to (no key in it). */
   readonly url: string
-  addUser (username: string, password: string | undefined, federated: boolean): Promise<AdminUser>
+  addUser (username: string, password: string | undefined, federated: boolean, kind?: 'person' | 'service'): Promise<AdminUser>
   changeUser (username: string, change: { disabled?: boolean, password?: string }): Promise<{ user: AdminUser, ended: number }>
   deleteUser (username: string): Promise<number>
   unlockUser (username: string): Promise<AdminUser>
@@ -113,8 +115,8 @@ export function createAdminClient ({ url, key, timeoutMs = 30_000 }: AdminClient
 
   return {
     url: base,
-    addUser: async (username, password, federated) =>
-      (await call<{ user: AdminUser }>('POST', '/admin/users', { username, ...(password === undefined ? {} : { password }), federated })).user,
+    addUser: async (username, password, federated, kind) =>
+      (await call<{ user: AdminUser }>('POST', '/admin/users', { username, ...(password === undefined ? {} : { password }), federated, ...(kind === undefined ? {} : { kind }) })).user,
     async changeUser (username, change) {
       const answer = await call<{ user: AdminUser, sessions_ended: number }>('PATCH', user(username), change)
       return { user: answer.user, ended: answer.sessions_ended }

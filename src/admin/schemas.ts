@@ -21,7 +21,10 @@ export const UserListQuerySchema = Type.Object({ limit: Limit, cursor: Cursor },
 export const NewUserSchema = Type.Object({
   username: Type.String({ minLength: 1, maxLength: 1024, examples: [EXAMPLE_USERNAME] }),
   password: Type.Optional(Type.String({ maxLength: 4096, description: 'Required unless federated (the directory checks a federated account). The password policy applies.', examples: [EXAMPLE_PASSWORD] })),
-  federated: Type.Optional(Type.Boolean({ default: false }))
+  federated: Type.Optional(Type.Boolean({ default: false })),
+  kind: Type.Optional(Type.Union([Type.Literal('person'), Type.Literal('service')], {
+    default: 'person', description: 'service: no password, never a Login; it authenticates with API keys'
+  }))
 }, { additionalProperties: false })
 
 export const UserChangeSchema = Type.Object({
@@ -39,6 +42,8 @@ export const EventsQuerySchema = Type.Object({
 
 export const UserSchema = Type.Object({
   username: Type.String(),
+  kind: Type.Union([Type.Literal('person'), Type.Literal('service')]),
+  totp: Type.Boolean({ description: 'Whether a second factor is active (always false until TOTP exists)' }),
   federated: Type.Boolean(),
   disabled: Type.Boolean(),
   locked_until: NULLABLE_DATE('Until when failed logins lock the account; null when not locked'),

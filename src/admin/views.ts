@@ -14,6 +14,8 @@ const date = (at: Date | null): string | null => at === null ? null : formatExpi
 export function userView (account: AccountView) {
   return {
     username: account.username,
+    kind: account.kind,
+    totp: false,
     federated: account.federated,
     disabled: account.disabled,
     locked_until: date(account.lockedUntil),

@@ -46,7 +46,13 @@ async function optionalPasswordFromStdin (terminal: Terminal): Promise<string | 
 }
 
 const COMMANDS: CommandTable = {
-  async 'user add' (operations, { username, federated }, terminal) {
+  async 'user add' (operations, { username, federated, service }, terminal) {
+    if (service) {
+      // No password to read: a service account authenticates with API keys only.
+      const account = await operations.addUser(username, undefined, false, 'service')
+      terminal.say(`created service account ${account.username}`)
+      return
+    }
     // Read before the service is asked: an empty stdin is a usage error that touches nothing.
     // But not typed in vain: a target that cannot take the command refuses first.
     await operations.beforePassword()

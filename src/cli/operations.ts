@@ -9,8 +9,8 @@ import type { AdminEvent, AdminSession } from '../admin/client.js'
 export interface AdminOperations {
   /** Refuses before a password is read when the command cannot run, so it is not typed in vain. */
   beforePassword (): Promise<void>
-  /** No password: a federated account only the directory can check. */
-  addUser (username: string, password: string | undefined, federated: boolean): Promise<AccountSummary>
+  /** No password: a federated account only the directory can check, or a service account (API keys only). */
+  addUser (username: string, password: string | undefined, federated: boolean, kind?: 'person' | 'service'): Promise<AccountSummary>
   setPassword (username: string, password: string): Promise<Ended>
   setDisabled (username: string, disabled: boolean): Promise<Ended>
   unlockUser (username: string): Promise<{ username: string }>
@@ -27,6 +27,7 @@ export interface AdminOperations {
 /** An account as the commands show it. */
 export interface AccountSummary {
   username: string
+  kind: 'person' | 'service'
   federated: boolean
   disabled: boolean
 }

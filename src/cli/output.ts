@@ -13,7 +13,7 @@ export function line (cells: readonly string[]): string {
 }
 
 export function accountLine (account: AccountSummary): string {
-  return line([account.username, account.federated ? 'federated' : 'local', account.disabled ? 'disabled' : 'enabled'])
+  return line([account.username, account.kind === 'service' ? 'service' : account.federated ? 'federated' : 'local', account.disabled ? 'disabled' : 'enabled'])
 }
 
 /** One session: id, created, last refresh (- when none), client IP, user agent (- when none), expiry. */

@@ -7,6 +7,8 @@ commands:
   migrate                             apply the SQL migrations in sql/ (idempotent)
   user add <username> [--federated]   create an account; password: first line of stdin
                                       (optional with --federated: the directory checks it)
+  user add <username> --service       create a service account: no password, never a Login;
+                                      it authenticates with API keys
   user passwd <username>              set a new password from stdin; ends the account's tokens
   user disable <username>             disable the account; ends its tokens
   user enable <username>              enable the account again
@@ -34,7 +36,7 @@ export class UsageError extends Error {}
 /** The account and session commands: the ones written once against AdminOperations (commands.ts). */
 export type AccountInvocation =
   | { command: 'user list' }
-  | { command: 'user add', username: string, federated: boolean }
+  | { command: 'user add', username: string, federated: boolean, service: boolean }
   | { command: 'events', username: string | undefined, since: Date | undefined }
   | { command: 'user passwd', username: string }
   | { command: 'user disable' | 'user enable' | 'user unlock' | 'user delete' | 'sessions revoke' | 'sessions list', username: string }
@@ -66,6 +68,7 @@ export function parseCommandLine (argv: string[]): Invocation {
     strict: true,
     options: {
       federated: { type: 'boolean' },
+      service: { type: 'boolean' },
       user: { type: 'string' },
       since: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -77,12 +80,14 @@ export function parseCommandLine (argv: string[]): Invocation {
   return values.verbose === true ? { ...invocation, verbose: true } : invocation
 }
 
-interface Options { federated?: boolean, user?: string, since?: string }
+interface Options { federated?: boolean, service?: boolean, user?: string, since?: string }
 
 function parseCommand (values: Options, positionals: string[]): Invocation {
   const [command, sub, ...rest] = positionals
   if (command === undefined) throw new UsageError('a command is required')
   if (values.federated === true && !(command === 'user' && sub === 'add')) throw new UsageError('--federated belongs to `user add`')
+  if (values.service === true && !(command === 'user' && sub === 'add')) throw new UsageError('--service belongs to `user add`')
+  if (values.service === true && values.federated === true) throw new UsageError('--service and --federated exclude each other: a service account has no password to check')
   if ((values.user !== undefined || values.since !== undefined) && command !== 'events') throw new UsageError('--user and --since belong to `events`')
   switch (command) {
     case 'events': {
@@ -101,7 +106,7 @@ function parseCommand (values: Options, positionals: string[]): Invocation {
     case 'user':
       switch (sub) {
         case 'add':
-          return { command: 'user add', username: oneName(rest, 'user add'), federated: values.federated === true }
+          return { command: 'user add', username: oneName(rest, 'user add'), federated: values.federated === true, service: values.service === true }
         case 'passwd':
         case 'disable':
         case 'enable':

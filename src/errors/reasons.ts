@@ -15,7 +15,7 @@ export const PARAMETERS = ['username', 'password', 'token', 'format', 'jsonpFunc
 export type Parameter = typeof PARAMETERS[number]
 
 /** The admin API's parameters (admin/schemas.ts): its reasons may name these. */
-export const ADMIN_PARAMETERS = ['username', 'password', 'federated', 'disabled', 'limit', 'cursor', 'user', 'since', 'event', 'id'] as const
+export const ADMIN_PARAMETERS = ['username', 'password', 'federated', 'disabled', 'limit', 'cursor', 'user', 'since', 'event', 'id', 'kind', 'name', 'expires_in_days'] as const
 export type AdminParameter = typeof ADMIN_PARAMETERS[number]
 
 const KNOWN: ReadonlySet<string> = new Set(PARAMETERS)
@@ -98,6 +98,10 @@ export const reasons = {
   // The admin API's (admin/): its own parameters, and what its 401 and 404 say.
   adminParameterNotValid: (parameter: AdminParameter) => reason(`${parameter} is not valid`),
   adminParameterRequired: (parameter: AdminParameter) => reason(`${parameter} is required`),
+  serviceAccountPassword: () => reason('a service account has no password (it authenticates with API keys)'),
+  serviceAccountFederated: () => reason('a service account cannot be federated'),
+  apiKeyDaysOutOfRange: (max: number) => reason(`expires_in_days must be a whole number from 1 to ${max}`),
+  apiKeyNameNotValid: () => reason('name must be 1 to 128 characters, without control characters'),
   adminKeyRequired: () => reason('Authorization: Bearer with the admin key is required'),
   adminKeyWrong: () => reason('the admin key is not valid'),
   unknownAccount: () => reason('no such account'),

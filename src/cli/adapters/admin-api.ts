@@ -10,7 +10,7 @@ export function createAdminApiOperations (client: AdminClient): AdminOperations 
   return {
     // The service has the database; nothing here can refuse before the request does.
     async beforePassword () {},
-    addUser: async (username, password, federated) => await client.addUser(username, password, federated),
+    addUser: async (username, password, federated, kind) => await client.addUser(username, password, federated, kind),
     async setPassword (username, password) {
       const { user, ended } = await client.changeUser(username, { password })
       return { username: user.username, ended }

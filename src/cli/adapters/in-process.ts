@@ -93,7 +93,7 @@ export function createInProcessOperations (config: Config, command: string): Adm
       // On the embedded database: refuses at once while another process has its directory.
       if (config.databaseUrl === undefined) await assertDataDirFree(config.dataDir, command)
     },
-    addUser: async (username, password, federated) => await accounts(false, async (admin) => await admin.add(username, password, federated)),
+    addUser: async (username, password, federated, kind) => await accounts(false, async (admin) => await admin.add(username, password, federated, kind)),
     setPassword: async (username, password) => await accounts(true, async (admin) => ended(await admin.setPassword(username, password))),
     setDisabled: async (username, disabled) => await accounts(disabled, async (admin) => ended(await admin.setDisabled(username, disabled))),
     unlockUser: async (username) => await accounts(true, async (admin) => await admin.unlock(username)),
