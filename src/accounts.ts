@@ -7,6 +7,7 @@ import type { AuditLog } from './stores/audit-log.js'
 import type { LoginLimiter } from './stores/login-limiter.js'
 import { RevocationIncomplete, type TokenStore } from './stores/token-store.js'
 import type { AccountDetails, AccountKind, UserRecord, UserStore } from './stores/user-store.js'
+import type { ApiKeys } from './keys/api-keys.js'
 
 /**
  * Account administration shared by the command line and the start-up bootstrap.
@@ -89,11 +90,13 @@ export interface AccountAdminDeps {
   actor?: AdminActor
   /** What a new password must be (passwords/policy.ts); NIST SP 800-63B's defaults when absent. */
   passwordPolicy?: PasswordPolicy
+  /** The accounts' API keys: disabling, revoke-all and delete end them (a new password does not). */
+  apiKeys?: Pick<ApiKeys, 'endAccount'> | undefined
 }
 
 type AdminEvent = 'user.add' | 'user.passwd' | 'user.disable' | 'user.enable' | 'sessions.revoke' | 'user.unlock' | 'user.delete'
 
-export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now = Date.now, actor = { userAgent: 'admin' }, passwordPolicy = DEFAULT_PASSWORD_POLICY }: AccountAdminDeps): AccountAdmin {
+export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now = Date.now, actor = { userAgent: 'admin' }, passwordPolicy = DEFAULT_PASSWORD_POLICY, apiKeys }: AccountAdminDeps): AccountAdmin {
   const by = { clientIp: actor.clientIp, userAgent: actor.userAgent, credential: actor.credential }
   const outcomes: Partial<Record<AdminEvent, string>> = { 'user.add': 'created', 'user.unlock': 'unlocked' }
   const record = (event: AdminEvent, account: UserRecord, ended: number): void => {
@@ -161,6 +164,8 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now
       const updated = await users.setDisabled(account.username, disabled)
       if (updated === null) throw unknownUser()
       const ended = disabled ? await endTokens('user.disable', updated) : 0
+      // Postgres says ended before Redis is told (keys/api-keys.ts): no re-seed brings one back.
+      if (disabled) await apiKeys?.endAccount(updated, by, 'account-disabled')
       record(disabled ? 'user.disable' : 'user.enable', updated, ended)
       return { account: updated, ended }
     },
@@ -179,6 +184,9 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now
       return await view(account)
     },
     async remove (username) {
+      // Its keys end while their rows still name them (the delete cascades to the rows).
+      const before = await users.findByUsername(checkedUsername(username))
+      if (before !== null) await apiKeys?.endAccount(before, by, 'account-deleted')
       // The row goes first and returns its epoch raised: a Login that read it before is refused its token.
       const account = await users.remove(checkedUsername(username))
       if (account === null) throw unknownUser()
@@ -190,6 +198,7 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now
       const account = await users.raiseTokenEpoch((await existing(username)).username)
       if (account === null) throw unknownUser()
       const ended = await endTokens('sessions.revoke', account)
+      await apiKeys?.endAccount(account, by, 'revoke-all')
       record('sessions.revoke', account, ended)
       return { account, ended }
     },

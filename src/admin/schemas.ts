@@ -94,3 +94,22 @@ export const AdminErrorSchema = Type.Object({
   message: Type.String(),
   detail: Type.Optional(Type.String({ description: 'What is wrong, never a value sent' }))
 }, { description: 'An error: 400 (detail names the parameter), 401 (no or wrong admin key), 404 (no such account or session), 409 (username taken), 429 (too many wrong keys from this address; Retry-After), 503' })
+
+export const KeyPathSchema = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) })
+
+export const NewKeySchema = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 512, description: 'What the key is for (1-128 characters)', examples: ['billing-prod'] }),
+  expires_in_days: Type.Optional(Type.Integer({ description: 'Days until it expires: default 90, at most AUTH_API_KEY_MAX_DAYS (default 365)' }))
+}, { additionalProperties: false })
+
+export const KeySchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  created: DATE('When the key was made'),
+  expiration_date: DATE('When the key stops working'),
+  last_used: NULLABLE_DATE('When it was last used (may lag by a minute); null when never')
+})
+
+export const CreatedKeyAnswerSchema = success({ key: KeySchema, secret: Type.String({ description: 'atsk_…: shown this once, never again' }) }, 'The new key and its secret')
+export const KeyListAnswerSchema = success({ keys: Type.Array(KeySchema) }, 'The account\'s live keys, oldest first')
+export const KeyAnswerSchema = success({ key: KeySchema }, 'The key, now ended')

@@ -106,6 +106,8 @@ export const reasons = {
   adminKeyWrong: () => reason('the admin key is not valid'),
   unknownAccount: () => reason('no such account'),
   noSuchSession: () => reason('no such session'),
+  noSuchKey: () => reason('no such key'),
+  accountDisabled: () => reason('the account is disabled'),
   usernameTaken: () => reason('username is taken'),
   // Log-only reasons of refusals whose answer carries no detail (a 403 or 401 is byte-identical).
   cookieGivenMoreThanOnce: () => reason('AuthToken1 cookie given more than once'),

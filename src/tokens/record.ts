@@ -5,6 +5,8 @@ export interface TokenRecord {
   federated: boolean
   /** Epoch milliseconds of the `expiration_date` the client was given. */
   expiresAt: number
+  /** Set for an API key's record (issue 33): the key's public id. Absent: a Login token. */
+  keyId?: string
 }
 
 /**
@@ -17,9 +19,14 @@ export function activeAt (record: TokenRecord | null, nowMs: number): TokenRecor
   return record !== null && nowMs < record.expiresAt ? record : null
 }
 
-/** Compact, order-fixed value: `expiresAt|federated|accountId|username` (username last: it may hold `|`). */
+/**
+ * Compact, order-fixed value: `expiresAt|federated|accountId|username` (username last: it may hold
+ * `|`). An API key's record has `k<keyId>` in the federated field: a reader that knows only tokens
+ * still finds its account and username (and federated false), so older guards read it as a token.
+ */
 export function encodeRecord (record: TokenRecord): string {
-  return `${record.expiresAt}|${record.federated ? 1 : 0}|${record.accountId}|${record.username}`
+  const second = record.keyId === undefined ? (record.federated ? '1' : '0') : `k${record.keyId}`
+  return `${record.expiresAt}|${second}|${record.accountId}|${record.username}`
 }
 
 export function decodeRecord (value: string): TokenRecord | null {
@@ -29,10 +36,13 @@ export function decodeRecord (value: string): TokenRecord | null {
   if (first < 0 || second < 0 || third < 0) return null
   const expiresAt = Number(value.slice(0, first))
   if (!Number.isFinite(expiresAt)) return null
-  return {
+  const flag = value.slice(first + 1, second)
+  const record: TokenRecord = {
     expiresAt,
-    federated: value.slice(first + 1, second) === '1',
+    federated: flag === '1',
     accountId: value.slice(second + 1, third),
     username: value.slice(third + 1)
   }
+  if (flag.startsWith('k') && flag.length > 1) record.keyId = flag.slice(1)
+  return record
 }

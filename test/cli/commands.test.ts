@@ -136,10 +136,20 @@ async function commandCases (t: Test, service: Service, actor: Actor): Promise<s
     t.equal((await service.login('alice', PASSWORD)).status, 0, 'alice logs in with it')
   })
 
+  await t.test('user add --service: no password read, a service account that cannot log in', async (t) => {
+    const added = await run(['user', 'add', 'svc', '--service'], ['would-be password'])
+    succeeded(t, added, 'created service account svc\n')
+    t.equal((await service.login('svc', 'would-be password')).status, 701, 'no Login')
+    const both = await run(['user', 'add', 'svc2', '--service', '--federated'])
+    t.equal(both.code, 2, '--service with --federated is a usage error')
+    const list = await run(['user', 'list'])
+    t.ok(lines(list.stdout).includes('svc\tservice\tenabled'), 'listed as a service account')
+  })
+
   await t.test('user list: one account per line, username order', async (t) => {
     const list = await run(['user', 'list'])
     t.same([list.code, list.stderr], [0, ''])
-    t.same(lines(list.stdout), ['alice\tlocal\tenabled', 'bob\tlocal\tenabled', 'carol\tfederated\tenabled'])
+    t.same(lines(list.stdout), ['alice\tlocal\tenabled', 'bob\tlocal\tenabled', 'carol\tfederated\tenabled', 'svc\tservice\tenabled'])
   })
 
   await t.test('refusals: exit 1 and one line, the same for either adapter', async (t) => {
@@ -192,7 +202,7 @@ async function commandCases (t: Test, service: Service, actor: Actor): Promise<s
     t.equal(bob.status, 0, 'unlocked')
     succeeded(t, await run(['user', 'delete', 'bob']), 'bob deleted; 2 active token(s) ended\n')
     t.equal(await service.authenticate(bob.token), 403)
-    t.same(lines((await run(['user', 'list'])).stdout), ['alice\tlocal\tenabled', 'carol\tfederated\tenabled'])
+    t.same(lines((await run(['user', 'list'])).stdout), ['alice\tlocal\tenabled', 'carol\tfederated\tenabled', 'svc\tservice\tenabled'])
   })
 
   await t.test('events: oldest first, filtered by user and time, with who made each change', async (t) => {

@@ -54,6 +54,7 @@ async function withAccounts<T> (config: Config, command: string, endsTokens: boo
     import('../../db/open.js'), import('../../db/migrate.js'), import('../../backends.js'), import('../../stores/memory/token-store.js'), import('../../accounts.js'),
     import('../../passwords/policy.js')
   ])
+  const { createApiKeys } = await import('../../keys/api-keys.js')
   const database = await openDatabase(config, { command })
   let backends: Backends | undefined
   try {
@@ -68,7 +69,8 @@ async function withAccounts<T> (config: Config, command: string, endsTokens: boo
     backends = assembleBackends(config, { database, tokens, audit: openAuditLog(config, database, quietLog) })
     const { audit } = backends
     try {
-      return await work(createAccountAdmin({ ...backends, actor: LOCAL_CLI_ACTOR, passwordPolicy: configuredPasswordPolicy(config.passwordMinLength) }), backends)
+      const apiKeys = createApiKeys({ store: backends.apiKeyStore, tokens: backends.tokens, audit, maxDays: config.apiKeyMaxDays, flushEveryMs: 0 })
+      return await work(createAccountAdmin({ ...backends, actor: LOCAL_CLI_ACTOR, passwordPolicy: configuredPasswordPolicy(config.passwordMinLength), apiKeys }), backends)
     } finally {
       await audit.close()
     }
