@@ -145,7 +145,7 @@ export const introspectRoutes: FastifyPluginAsyncTypebox<IntrospectRoutesOptions
       const exp = Math.floor(record.expiresAt / 1000)
       // A key's issue time is not in its record (its life is its own): no iat.
       if (record.keyId !== undefined) return { active: true, sub: record.accountId, username: record.username, exp, token_type: 'Bearer' as const, kind: 'api_key' as const, key_id: record.keyId }
-      return { active: true, sub: record.accountId, username: record.username, exp, iat: exp - lifetimeSeconds(config, record.federated), token_type: 'Bearer' as const, kind: 'token' as const }
+      return { active: true, sub: record.accountId, username: record.username, exp, iat: exp - lifetimeSeconds(config, record.federated), token_type: 'Bearer' as const }
     } catch (error) {
       // Unknown, expired or ended: inactive. A store that cannot answer is a 503, never a false answer either way.
       if (error instanceof StatusError && error.httpStatus === 403) return INACTIVE

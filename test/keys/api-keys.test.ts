@@ -18,6 +18,8 @@ const KEY = 'admin-key-for-key-tests-0123456789-abcdef'
 const PASSWORD = 'a long enough passphrase 1'
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' }
 const KEY_SHAPE = /^atsk_[A-Za-z0-9_-]{45}$/
+const INTROSPECTION_SECRET = 'introspection secret 0123456789'
+const BASIC = `Basic ${Buffer.from(`gw:${encodeURIComponent(INTROSPECTION_SECRET)}`).toString('base64')}`
 
 interface Setup {
   test: TestApp
@@ -31,7 +33,7 @@ interface Setup {
 async function setup (t: Test, kind: BackendKind): Promise<Setup> {
   const lines: string[] = []
   const logStream = new Writable({ write (chunk: Buffer, _encoding, done) { lines.push(chunk.toString()); done() } })
-  const test = await buildTestApp(t, kind, { adminKey: KEY, logLevel: 'info' }, { logStream })
+  const test = await buildTestApp(t, kind, { adminKey: KEY, logLevel: 'info', introspectionClients: [{ id: 'gw', secret: INTROSPECTION_SECRET }] }, { logStream })
   const { app, config } = test
   await app.ready()
   const internal = await buildInternalApp(app, config)
@@ -98,6 +100,9 @@ function keyContract (t: Test, kind: BackendKind): void {
     t.equal(verified.headers['x-auth-kind'], 'api_key')
     t.equal(verified.headers['x-auth-user'], 'billing')
     t.equal((await s.app.inject({ method: 'GET', url: '/auth/verify', headers: { cookie: `AuthToken1=${secret}` } })).statusCode, 401, 'verify: not as the cookie')
+    const introspected = await s.app.inject({ method: 'POST', url: '/auth/introspect', headers: { ...FORM, authorization: BASIC }, payload: `token=${secret}` })
+    t.equal(introspected.statusCode, 200)
+    t.match(introspected.json(), { active: true, username: 'billing', kind: 'api_key', key_id: key.id, exp: Date.parse(`${key.expiration_date}Z`) / 1000 })
 
     const listed = await s.admin('GET', '/admin/users/billing/keys')
     t.same((listed.body.keys as Array<{ id: string }>).map((k) => k.id), [key.id])
@@ -192,7 +197,7 @@ function keyContract (t: Test, kind: BackendKind): void {
     const { id, secret } = await newKey(s, 'scan')
     await s.authenticate(secret, 'path')
     await s.authenticate(secret, 'param')
-    await s.app.inject({ method: 'POST', url: '/auth/introspect', headers: FORM, payload: `token=${secret}` })
+    await s.app.inject({ method: 'POST', url: '/auth/introspect', headers: { ...FORM, authorization: BASIC }, payload: `token=${secret}` })
     await s.admin('DELETE', `/admin/keys/${id}`)
     await s.app.apiKeys.flush()
     const random = secret.slice(7)
