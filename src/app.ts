@@ -22,6 +22,7 @@ import { loginRoutes } from './routes/login.js'
 import { logoutRoutes } from './routes/logout.js'
 import { registerOpenApi, registerOpenApiRoutes } from './routes/openapi.js'
 import { passwordRoutes } from './routes/password.js'
+import { keyRoutes } from './routes/keys.js'
 import { revocationRoutes } from './routes/revocations.js'
 import { sessionRoutes } from './routes/sessions.js'
 import { createSqlSessions, type SqlSessions } from './sessions/sql-sessions.js'
@@ -114,6 +115,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   await app.register(logoutRoutes, { auth, config })
   await app.register(sessionRoutes, { auth, sessions, config })
   await app.register(passwordRoutes, { auth })
+  await app.register(keyRoutes, { auth, apiKeys, users: backends.users })
   await app.register(verifyRoutes, { auth, trustProxy: config.trustProxy, originalUriHeader: config.originalUriHeader })
   await app.register(introspectRoutes, { auth, config, limiter: openLoginLimiter(config, backends.tokens, 'introspect:'), audit: observed.audit })
   // The public port serves the internal surfaces only when AUTH_PUBLIC_INTERNALS asks for it.

@@ -92,6 +92,7 @@ export const reasons = {
   passwordHasUsername: (parameter: PasswordParameter = 'password') => reason(`${parameter} contains the username`),
   federatedPassword: () => reason('the directory owns this account\'s password'),
   unknownSession: () => reason('no such session of this account'),
+  unknownKey: () => reason('no such key of this account'),
   usernameRefusedCharacter: () => reason('username holds a space, control, invisible or unassigned character'),
   usernameCompatibilityCharacter: () => reason('username holds a compatibility character (a ligature, or a circled, superscript or styled letter)'),
   authorizationNotBearer: () => reason('Authorization header is not a valid Bearer credential'),

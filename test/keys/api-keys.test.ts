@@ -138,6 +138,46 @@ function keyContract (t: Test, kind: BackendKind): void {
     t.equal((await s.authenticate(secret)).status, 200, 'Logout does not end a key: the key routes do')
   })
 
+  t.test('self-service /auth/keys with the caller\'s Login token; another\'s id and an unknown one: 403 alike; last_used written coarsely', async (t) => {
+    const s = await setup(t, kind)
+    await s.test.addUser('cy', PASSWORD)
+    await s.test.addUser('di', PASSWORD)
+    const tokenOf = async (username: string): Promise<string> => {
+      const login = await s.app.inject({ method: 'POST', url: '/auth/Login', headers: FORM, payload: new URLSearchParams({ username, password: PASSWORD }).toString() })
+      return (login.json() as { token: string }).token
+    }
+    const cy = { authorization: `Bearer ${await tokenOf('cy')}` }
+    const di = { authorization: `Bearer ${await tokenOf('di')}` }
+    const made = await s.app.inject({ method: 'POST', url: '/auth/keys', headers: { ...cy, 'content-type': 'application/json' }, payload: { name: 'laptop', expires_in_days: 7 } })
+    t.equal(made.statusCode, 200)
+    const { key, secret } = made.json() as { key: { id: string, last_used: string | null }, secret: string }
+    t.match(secret, KEY_SHAPE)
+    t.equal((await s.authenticate(secret)).status, 200)
+    const listed = await s.app.inject({ method: 'GET', url: '/auth/keys', headers: cy })
+    t.same((listed.json() as { keys: Array<{ id: string }> }).keys.map((k) => k.id), [key.id])
+    t.same((await s.app.inject({ method: 'GET', url: '/auth/keys', headers: di })).json(), { status: 0, message: 'Success', keys: [] }, 'another account sees none of them')
+
+    const keyAsCaller = { authorization: `Bearer ${secret}` }
+    t.equal((await s.app.inject({ method: 'GET', url: '/auth/keys', headers: keyAsCaller })).statusCode, 403, 'a key cannot list keys')
+    t.equal((await s.app.inject({ method: 'POST', url: '/auth/keys', headers: { ...keyAsCaller, 'content-type': 'application/json' }, payload: { name: 'x' } })).statusCode, 403, 'a key cannot make keys')
+    t.equal((await s.app.inject({ method: 'DELETE', url: `/auth/keys/${key.id}`, headers: keyAsCaller })).statusCode, 403, 'a key cannot end keys')
+
+    const other = await s.app.inject({ method: 'DELETE', url: `/auth/keys/${key.id}`, headers: di })
+    const unknown = await s.app.inject({ method: 'DELETE', url: '/auth/keys/AAAAAAAAAAAAAAAA', headers: di })
+    t.equal(other.statusCode, 403)
+    t.equal(other.body, unknown.body, 'another account\'s id and an unknown one: the same answer')
+    t.equal((await s.authenticate(secret)).status, 200, 'still working')
+
+    // last_used: noted in memory on the answer's path, written by the minute's flush.
+    await s.app.apiKeys.flush()
+    const used = (await s.app.inject({ method: 'GET', url: '/auth/keys', headers: cy })).json() as { keys: Array<{ last_used: string | null }> }
+    t.match(used.keys[0]?.last_used, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$/, 'last_used written')
+
+    const ended = await s.app.inject({ method: 'DELETE', url: `/auth/keys/${key.id}`, headers: cy })
+    t.equal(ended.statusCode, 200)
+    t.equal((await s.authenticate(secret)).status, 403, 'ended by its owner')
+  })
+
   t.test('revocation ends it at once; disable and revoke-all end keys; a password change does not', async (t) => {
     const s = await setup(t, kind)
     await s.test.addUser('bob', PASSWORD)
