@@ -67,7 +67,8 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   const metrics = createMetrics({
     hashQueueDepth: () => sources?.hasher.queueDepth() ?? 0,
     auditDropped: () => sources?.audit.dropped() ?? 0,
-    logLinesDropped: logging.droppedLines
+    logLinesDropped: logging.droppedLines,
+    keysExpiringSoon: async () => sources === undefined ? 0 : await sources.apiKeyStore.countExpiring(7 * 86_400_000)
   })
   const app = Fastify({
     ...logging.fastifyOptions(metrics.observeRequest),

@@ -112,6 +112,10 @@ function keyContract (t: Test, kind: BackendKind): void {
     t.match(await s.admin('POST', '/admin/users/billing/keys', { name: 'x', expires_in_days: 0 }), { status: 400 })
     t.match(await s.admin('POST', '/admin/users/billing/keys', { name: ' \n ' }), { status: 400 })
     t.match(await s.admin('POST', '/admin/users/nobody/keys', { name: 'x' }), { status: 404, body: { detail: 'no such account' } })
+    const metrics = await s.app.metrics.registry.metrics()
+    t.match(metrics, /^auth_api_keys_expiring_soon 0$/m, 'the 30-day key is not expiring soon')
+    await newKey(s, 'billing', { name: 'short', expires_in_days: 3 })
+    t.match(await s.app.metrics.registry.metrics(), /^auth_api_keys_expiring_soon 1$/m, 'a 3-day key is')
     const defaulted = await s.admin('POST', '/admin/users/billing/keys', { name: 'default' })
     const life = defaulted.body.key as { created: string, expiration_date: string }
     t.ok(Math.abs((Date.parse(`${life.expiration_date}Z`) - Date.parse(`${life.created}Z`)) / 86_400_000 - 90) < 0.01, '90 days by default')
