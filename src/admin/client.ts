@@ -22,6 +22,15 @@ export interface AdminUser {
   last_login: string | null
 }
 
+/** An API key as the admin API shows it (never its secret). */
+export interface AdminKey {
+  id: string
+  name: string
+  created: string
+  expiration_date: string
+  last_used: string | null
+}
+
 export interface AdminEvent {
   time: string
   event: string
@@ -64,6 +73,10 @@ export interface AdminClient {
   sessions (username: string): Promise<AdminSession[]>
   revokeSessions (username: string): Promise<number>
   endSession (id: string): Promise<void>
+  /** A new API key of the account, and its secret (shown this once). */
+  createKey (username: string, name: string, days: number | undefined): Promise<{ key: AdminKey, secret: string }>
+  keys (username: string): Promise<AdminKey[]>
+  revokeKey (id: string): Promise<AdminKey>
   /** The audit trail, oldest first, page after page. */
   events (filter: { user?: string | undefined, since?: Date | undefined, event?: string | undefined }): AsyncIterable<AdminEvent>
 }
@@ -127,6 +140,10 @@ export function createAdminClient ({ url, key, timeoutMs = 30_000 }: AdminClient
     sessions: async (username) => (await call<{ sessions: AdminSession[] }>('GET', `${user(username)}/sessions`)).sessions,
     revokeSessions: async (username) => (await call<{ sessions_ended: number }>('DELETE', `${user(username)}/sessions`)).sessions_ended,
     async endSession (id) { await call('DELETE', `/admin/sessions/${encodeURIComponent(id)}`) },
+    createKey: async (username, name, days) =>
+      await call<{ key: AdminKey, secret: string }>('POST', `${user(username)}/keys`, { name, ...(days === undefined ? {} : { expires_in_days: days }) }),
+    keys: async (username) => (await call<{ keys: AdminKey[] }>('GET', `${user(username)}/keys`)).keys,
+    revokeKey: async (id) => (await call<{ key: AdminKey }>('DELETE', `/admin/keys/${encodeURIComponent(id)}`)).key,
     events (filter) {
       const query = new URLSearchParams()
       if (filter.user !== undefined) query.set('user', filter.user)

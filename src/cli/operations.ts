@@ -1,4 +1,4 @@
-import type { AdminEvent, AdminSession } from '../admin/client.js'
+import type { AdminEvent, AdminKey, AdminSession } from '../admin/client.js'
 
 /**
  * What the account and session commands need of the service, whoever answers: the running
@@ -20,6 +20,11 @@ export interface AdminOperations {
   /** The account's active sessions, newest first. */
   sessions (username: string): Promise<AdminSession[]>
   revokeSessions (username: string): Promise<Ended>
+  /** A new API key of the account and its secret (shown once). */
+  createKey (username: string, name: string, days: number | undefined): Promise<{ key: AdminKey, secret: string }>
+  /** The account's live keys, oldest first. */
+  keys (username: string): Promise<AdminKey[]>
+  revokeKey (id: string): Promise<AdminKey>
   /** The audit trail, oldest first. */
   events (filter: { user: string | undefined, since: Date | undefined }): AsyncIterable<AdminEvent>
 }

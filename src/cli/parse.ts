@@ -18,6 +18,12 @@ commands:
   sessions list <username>            the account's active sessions, one per line:
                                       id, created, last refresh, IP, user agent, expiry
   sessions revoke <username>          end all active tokens of the account
+  keys create <username> --name NAME [--days N]
+                                      a new API key (default 90 days); its secret, shown
+                                      once, is alone on the last line of stdout
+  keys list <username>                the account's live keys, one per line:
+                                      id, name, created, expiry, last used
+  keys revoke <id>                    end the key at once, everywhere
   events [--user NAME] [--since ISO]  print the audit events, oldest first
 
 options:
@@ -39,6 +45,9 @@ export type AccountInvocation =
   | { command: 'user add', username: string, federated: boolean, service: boolean }
   | { command: 'events', username: string | undefined, since: Date | undefined }
   | { command: 'user passwd', username: string }
+  | { command: 'keys create', username: string, name: string, days: number | undefined }
+  | { command: 'keys list', username: string }
+  | { command: 'keys revoke', id: string }
   | { command: 'user disable' | 'user enable' | 'user unlock' | 'user delete' | 'sessions revoke' | 'sessions list', username: string }
 
 export type Invocation = (
@@ -69,6 +78,8 @@ export function parseCommandLine (argv: string[]): Invocation {
     options: {
       federated: { type: 'boolean' },
       service: { type: 'boolean' },
+      name: { type: 'string' },
+      days: { type: 'string' },
       user: { type: 'string' },
       since: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -80,7 +91,7 @@ export function parseCommandLine (argv: string[]): Invocation {
   return values.verbose === true ? { ...invocation, verbose: true } : invocation
 }
 
-interface Options { federated?: boolean, service?: boolean, user?: string, since?: string }
+interface Options { federated?: boolean, service?: boolean, user?: string, since?: string, name?: string, days?: string }
 
 function parseCommand (values: Options, positionals: string[]): Invocation {
   const [command, sub, ...rest] = positionals
@@ -89,6 +100,7 @@ function parseCommand (values: Options, positionals: string[]): Invocation {
   if (values.service === true && !(command === 'user' && sub === 'add')) throw new UsageError('--service belongs to `user add`')
   if (values.service === true && values.federated === true) throw new UsageError('--service and --federated exclude each other: a service account has no password to check')
   if ((values.user !== undefined || values.since !== undefined) && command !== 'events') throw new UsageError('--user and --since belong to `events`')
+  if ((values.name !== undefined || values.days !== undefined) && !(command === 'keys' && sub === 'create')) throw new UsageError('--name and --days belong to `keys create`')
   switch (command) {
     case 'events': {
       if (sub !== undefined) throw new UsageError('events takes no positional arguments')
@@ -118,6 +130,21 @@ function parseCommand (values: Options, positionals: string[]): Invocation {
           return { command: 'user list' }
         default:
           throw new UsageError(`unknown user command: ${sub ?? '(none)'}`)
+      }
+    case 'keys':
+      switch (sub) {
+        case 'create': {
+          if (values.name === undefined || values.name === '') throw new UsageError('keys create wants --name NAME')
+          if (values.days !== undefined && !/^\d{1,5}$/.test(values.days)) throw new UsageError(`--days wants a whole number of days, got "${values.days}"`)
+          return { command: 'keys create', username: oneName(rest, 'keys create'), name: values.name, days: values.days === undefined ? undefined : Number(values.days) }
+        }
+        case 'list':
+          return { command: 'keys list', username: oneName(rest, 'keys list') }
+        case 'revoke':
+          if (rest.length !== 1 || rest[0] === undefined) throw new UsageError('keys revoke takes exactly one <id>')
+          return { command: 'keys revoke', id: rest[0] }
+        default:
+          throw new UsageError(`unknown keys command: ${sub ?? '(none)'}`)
       }
     case 'sessions':
       if (sub !== 'revoke' && sub !== 'list') throw new UsageError(`unknown sessions command: ${sub ?? '(none)'}`)

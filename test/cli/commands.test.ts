@@ -116,8 +116,11 @@ async function commandCases (t: Test, service: Service, actor: Actor): Promise<s
     const masked = (text: string): string => text
       .replace(/\d{4}-\d{2}-\d{2}T[\d:.]+Z?/g, '<time>')
       .replace(/^[A-Za-z0-9_-]{22}\t/gm, '<session>\t')
+      .replace(/atsk_[A-Za-z0-9_-]{45}/g, '<secret>')
+      .replace(/^[A-Za-z0-9_-]{16}\t/gm, '<key>\t')
+      .replace(/key [A-Za-z0-9_-]{16} /g, 'key <key> ')
       .replace(new RegExp(`\t${escapeRegExp(actor.ip)}\t${escapeRegExp(actor.agent)}$`, 'gm'), '\t<actor>')
-    transcript.push(`${args.join(' ')} -> ${result.code}\n${masked(result.stdout)}--\n${masked(result.stderr)}`)
+    transcript.push(`${args.join(' ').replace(/revoke [A-Za-z0-9_-]{16}$/, 'revoke <key>')} -> ${result.code}\n${masked(result.stdout)}--\n${masked(result.stderr)}`)
     return result
   }
   const succeeded = (t: Test, result: Run, stderr: string): void => {
@@ -144,6 +147,27 @@ async function commandCases (t: Test, service: Service, actor: Actor): Promise<s
     t.equal(both.code, 2, '--service with --federated is a usage error')
     const list = await run(['user', 'list'])
     t.ok(lines(list.stdout).includes('svc\tservice\tenabled'), 'listed as a service account')
+  })
+
+  await t.test('keys create, list, revoke: the secret alone on stdout\'s last line, ended at once', async (t) => {
+    const made = await run(['keys', 'create', 'svc', '--name', 'deploy', '--days', '30'])
+    t.equal(made.code, 0, made.stderr)
+    const secret = lines(made.stdout).at(-1) ?? ''
+    t.match(secret, /^atsk_[A-Za-z0-9_-]{45}$/, 'the secret, alone on the last line')
+    t.equal(lines(made.stdout).length, 1, 'nothing else on stdout')
+    t.match(made.stderr, /^created key [A-Za-z0-9_-]{16} \(deploy\) for svc, expires /)
+    t.equal(await service.authenticate(secret), 200, 'the key works at once')
+    const list = await run(['keys', 'list', 'svc'])
+    const rows = lines(list.stdout).map((row) => row.split('\t'))
+    t.equal(rows.length, 1)
+    t.equal(rows[0]?.[1], 'deploy')
+    t.notOk(list.stdout.includes(secret.slice(7)), 'a listing never shows the secret')
+    const id = rows[0]?.[0] ?? ''
+    succeeded(t, await run(['keys', 'revoke', id]), `key ${id} (deploy) revoked\n`)
+    t.equal(await service.authenticate(secret), 403, 'ended at once')
+    t.same(lines((await run(['keys', 'list', 'svc'])).stdout), [])
+    t.equal((await run(['keys', 'create', 'svc'])).code, 2, 'no --name: a usage error')
+    t.same(await run(['keys', 'revoke', 'AAAAAAAAAAAAAAAA']), { code: 1, stdout: '', stderr: 'auth-token-service: no such key\n' })
   })
 
   await t.test('user list: one account per line, username order', async (t) => {

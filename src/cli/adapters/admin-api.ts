@@ -25,6 +25,9 @@ export function createAdminApiOperations (client: AdminClient): AdminOperations 
     users: () => client.users(),
     sessions: async (username) => await client.sessions(username),
     revokeSessions: async (username) => ({ username, ended: await client.revokeSessions(username) }),
-    events: ({ user, since }) => client.events({ user, since })
+    events: ({ user, since }) => client.events({ user, since }),
+    createKey: async (username, name, days) => await client.createKey(username, name, days),
+    keys: async (username) => await client.keys(username),
+    revokeKey: async (id) => await client.revokeKey(id)
   }
 }
