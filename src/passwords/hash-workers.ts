@@ -14,6 +14,17 @@ import { Worker } from 'node:worker_threads'
  * against a saturated core a nice-10 thread still gets about a tenth of it (scheduler
  * weights 110 and 1024), a nice-19 thread about 1.5 %, which let Logins starve on a busy
  * machine (a test saw a failed Login take 47 ms instead of 13 while other tests ran).
+ *
+ * Why not piscina (5.3), measured with the same thread source, threads and nice value behind
+ * the same fair queue: its dispatch costs more, 159-244 µs of process CPU per verify at
+ * argon2's cheapest parameters against 121-169 µs here (8 alternated pairs, piscina higher in
+ * each), and what it adds does not serve here. Its queue cannot refuse one account or address
+ * with a 429, so fair-queue.ts stays in front and piscina's queue would stay empty; its handler
+ * must be a file on disk (this source is evaluated: the build emits nothing more, and tests
+ * from src/ run the same thread as dist/); its niceIncrement needs an optional native package
+ * without which the threads silently keep the event loop's priority. The Login rows of the
+ * benchmark did not tell the two apart on a machine at load 17-25: Login ÷ raw verify
+ * 0.20-0.85 here, 0.27-0.86 with piscina.
  */
 
 export interface Argon2Options {

@@ -12,7 +12,7 @@ import { checkCutReplica, runCutReplica } from '../support/cut-replica.js'
 
 t.test('behind Sentinel: a cut-off replica promoted after its master dies brings no acknowledged revocation back', async (t) => {
   const set = await startSentinelSet(t)
-  const { app, addUser } = await buildTestApp(t, 'real', {}, { redis: set.topology })
+  const { app, addUser } = await buildTestApp(t, 'real', { redisCommandTimeoutMs: 500 }, { redis: set.topology })
   const usernames = ['user0', 'user1', 'user2', 'user3']
   for (const username of usernames) await addUser(username, username)
 

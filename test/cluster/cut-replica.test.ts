@@ -16,7 +16,7 @@ import { checkCutReplica, runCutReplica } from '../support/cut-replica.js'
 
 t.test('a cut-off replica promoted after its master dies: no acknowledged revocation comes back', async (t) => {
   const cluster = await startCluster(t, { replicas: 1, nodeTimeoutMs: 2000 })
-  const { app, addUser, redisStore } = await buildTestApp(t, 'real', {}, { redis: cluster.topology })
+  const { app, addUser, redisStore } = await buildTestApp(t, 'real', { redisCommandTimeoutMs: 500 }, { redis: cluster.topology })
   if (redisStore === undefined) throw new Error('the real app has Redis')
   const redis = redisStore.redis as Cluster
   const masterOf = async (username: string): Promise<{ master: number, replica: number | undefined }> => {

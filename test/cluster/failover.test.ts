@@ -31,7 +31,7 @@ async function moveFeedTo (cluster: ClusterUnderTest, channel: string, port: num
 
 t.test('failover of a master under load: no logged-out token comes back', async (t) => {
   const cluster = await startCluster(t, { replicas: 1, nodeTimeoutMs: 2000 })
-  const { app, addUser, redisStore, redisPrefix } = await buildTestApp(t, 'real', {}, { redis: cluster.topology })
+  const { app, addUser, redisStore, redisPrefix } = await buildTestApp(t, 'real', { redisCommandTimeoutMs: 500 }, { redis: cluster.topology })
   if (redisStore === undefined || redisPrefix === undefined) throw new Error('the real app has Redis')
   const users: LoadUser[] = Array.from({ length: 12 }, (_, i) => ({ username: `user${i}`, password: `pw number ${i}` }))
   for (const user of users) await addUser(user.username, user.password)

@@ -3,7 +3,7 @@ import { createMemoryTokenStore } from '../../src/stores/memory/token-store.js'
 import { keyLayout } from '../../src/stores/redis/keys.js'
 import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
 import { accountBucket, generateToken, hashToken, sha256 } from '../../src/tokens/token.js'
-import { freshRedisPrefix, requireRedis, startThrowawayRedis } from '../../support/redis.js'
+import { freshRedisPrefix, requireRedis, startThrowawayRedis, TEST_REDIS_COMMAND_TIMEOUT_MS } from '../../support/redis.js'
 import { rejection } from '../support/rejection.js'
 import { recordRevocations, tokenStoreContract, until } from './token-store.contract.js'
 
@@ -17,7 +17,7 @@ t.test('in-process token store', async (t) => {
 t.test('Redis token store', async (t) => {
   const url = await requireRedis()
   tokenStoreContract(t, async (t, { denyTtlMs, maxTokensPerAccount }) => {
-    const store = createRedisTokenStore({ url, keyPrefix: await freshRedisPrefix(t), denyTtlMs, maxTokensPerAccount })
+    const store = createRedisTokenStore({ url, keyPrefix: await freshRedisPrefix(t), denyTtlMs, maxTokensPerAccount, commandTimeoutMs: TEST_REDIS_COMMAND_TIMEOUT_MS })
     t.teardown(async () => { await store.close() })
     await store.ready()
     return store

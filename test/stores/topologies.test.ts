@@ -2,7 +2,7 @@ import { Redis } from 'ioredis'
 import t from 'tap'
 import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
 import { buildTestApp } from '../support/app.js'
-import { startRedisCluster, startRedisSentinel } from '../../support/redis.js'
+import { startRedisCluster, startRedisSentinel, TEST_REDIS_COMMAND_TIMEOUT_MS } from '../../support/redis.js'
 import { uniqueName } from '../../support/processes.js'
 import type { RedisTopology } from '../../src/stores/redis/client.js'
 import { recordRevocations, tokenStoreContract, until } from './token-store.contract.js'
@@ -14,7 +14,7 @@ for (const [name, start] of [['Redis Cluster (3 masters)', startRedisCluster], [
 
     t.test('token store contract', async (t) => {
       tokenStoreContract(t, async (t, { denyTtlMs, maxTokensPerAccount }) => {
-        const store = createRedisTokenStore({ topology, keyPrefix: `{${uniqueName('c')}}:`, denyTtlMs, maxTokensPerAccount })
+        const store = createRedisTokenStore({ topology, keyPrefix: `{${uniqueName('c')}}:`, denyTtlMs, maxTokensPerAccount, commandTimeoutMs: TEST_REDIS_COMMAND_TIMEOUT_MS })
         t.teardown(async () => { await store.close() })
         await store.ready()
         return store
@@ -22,7 +22,7 @@ for (const [name, start] of [['Redis Cluster (3 masters)', startRedisCluster], [
     })
 
     t.test('the persistence rule reads every master: one that persists by snapshots makes the whole store lossy (issue 29 §2)', async (t) => {
-      const store = createRedisTokenStore({ topology, keyPrefix: `{${uniqueName('p')}}:`, denyTtlMs: 1000 })
+      const store = createRedisTokenStore({ topology, keyPrefix: `{${uniqueName('p')}}:`, denyTtlMs: 1000, commandTimeoutMs: TEST_REDIS_COMMAND_TIMEOUT_MS })
       t.teardown(async () => { await store.close() })
       await store.ready()
       t.equal((await store.persistence()).durability, 'none', 'no persistence anywhere: served')

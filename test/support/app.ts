@@ -15,7 +15,7 @@ import type { ServiceTokenStore } from '../../src/backends.js'
 import { testConfig } from './config.js'
 import { freshPglite } from './pglite.js'
 import { freshPostgresDatabase } from '../../support/postgres.js'
-import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
+import { freshRedisPrefix, requireRedis, TEST_REDIS_COMMAND_TIMEOUT_MS } from '../../support/redis.js'
 
 export type BackendKind = 'real' | 'embedded'
 
@@ -62,7 +62,9 @@ export async function buildTestApp (t: Test, kind: BackendKind = 'real', overrid
       topology: options.redis ?? { kind: 'single', url: await requireRedis() },
       keyPrefix: config.redisKeyPrefix,
       denyTtlMs: config.denyTtlSeconds * 1000,
-      maxTokensPerAccount: config.maxTokensPerAccount
+      maxTokensPerAccount: config.maxTokensPerAccount,
+      // The service's 500 ms when a test sets it (the failover tests stop a node and count on it).
+      commandTimeoutMs: overrides.redisCommandTimeoutMs ?? TEST_REDIS_COMMAND_TIMEOUT_MS
     })
     await redisStore.ready()
     tokens = redisStore
