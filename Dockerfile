@@ -8,8 +8,11 @@ ARG NODE_VERSION=24
 FROM node:${NODE_VERSION}-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY packages/guard/package.json ./packages/guard/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
+COPY packages/guard/tsconfig.json ./packages/guard/
+COPY packages/guard/src ./packages/guard/src
 COPY src ./src
 RUN npm run build
 
@@ -18,7 +21,10 @@ FROM node:${NODE_VERSION}-bookworm-slim AS runtime
 WORKDIR /app
 # @node-rs/argon2 ships prebuilt binaries (per platform, as optional dependencies): no compiler is needed here.
 COPY package.json package-lock.json ./
+# The guard's package (a workspace the service depends on): npm ci links it into node_modules.
+COPY packages/guard/package.json ./packages/guard/
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/packages/guard/dist ./packages/guard/dist
 COPY --from=build /app/dist ./dist
 COPY sql ./sql
 # Without DATABASE_URL the service keeps its embedded database in ./data: the only

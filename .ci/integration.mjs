@@ -4,19 +4,36 @@
 // Cluster of its own). Coverage is off here: the gate judges `npm test`'s run, and a subset of the
 // suite is no measure of it.
 //
-//   node .ci/integration.mjs [--cluster-only | --no-cluster] [tap options...]
+// The timing and stall tests (TIMING below: their subject is a duration, judged by paired ratios or
+// by a stall bound) run apart too, one file at a time, so that nothing this script starts shares
+// the machine with them: `--no-timing` leaves them out, `--timing-only` runs only them. CI runs
+// the rest of the set on Node 20 and 24 side by side (they mostly wait on servers and timeouts),
+// then these.
+//
+//   node .ci/integration.mjs [--cluster-only | --no-cluster] [--timing-only | --no-timing] [tap options...]
 import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 
 const CLUSTER = 'test/cluster/*.test.ts'
+/** Files whose subject is a duration (a latency ratio, an event-loop stall), each named in tap.exclude. */
+const TIMING = [
+  'test/security/timing.test.ts',
+  'test/security/hash-fairness.test.ts',
+  'test/operations/log-pipe.test.ts',
+  'test/logging/log-destination.test.ts'
+]
 const { tap } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
 const excluded = tap.exclude ?? []
 if (!excluded.includes(CLUSTER)) throw new Error(`package.json tap.exclude must hold ${CLUSTER}`)
+for (const file of TIMING) if (!excluded.includes(file)) throw new Error(`${file} must be named in package.json tap.exclude (what runs apart is left out of the rest by name)`)
 
+const FLAGS = ['--cluster-only', '--no-cluster', '--timing-only', '--no-timing']
 const args = process.argv.slice(2)
 const only = args.includes('--cluster-only')
 const noCluster = args.includes('--no-cluster')
-const passed = args.filter((arg) => arg !== '--cluster-only' && arg !== '--no-cluster')
+const timingOnly = args.includes('--timing-only')
+const noTiming = args.includes('--no-timing')
+const passed = args.filter((arg) => !FLAGS.includes(arg))
 
 /** tap from this checkout, on whatever `node` is first on PATH (the Node 24 step sets it). */
 function run (tapArgs) {
@@ -27,5 +44,7 @@ function run (tapArgs) {
 }
 
 // Ten minutes a file, not the fast suite's five: revocation-race took 224-305 s at a load of 13-17.
-if (!only) run(['--disable-coverage', '--timeout', '600', ...passed, ...excluded.filter((pattern) => pattern !== CLUSTER)])
-if (!noCluster) run(['--disable-coverage', '--jobs', '1', ...passed, CLUSTER])
+const rest = excluded.filter((pattern) => pattern !== CLUSTER && !TIMING.includes(pattern))
+if (!only && !timingOnly) run(['--disable-coverage', '--timeout', '600', ...passed, ...rest])
+if (!only && !noTiming) run(['--disable-coverage', '--timeout', '600', '--jobs', '1', ...passed, ...TIMING])
+if (!noCluster && !timingOnly) run(['--disable-coverage', '--jobs', '1', ...passed, CLUSTER])

@@ -6,11 +6,11 @@
  * batches the writes of one event-loop turn into one fsync). A Login's argon2id hash (tens of
  * ms) is not in these figures: it is the same in every row.
  *
- *   node --import @tapjs/typescript/import bench/persistence-cost.ts [--ops 2000]
+ *   node --conditions=@auth-token-service/source --import @tapjs/typescript/import bench/persistence-cost.ts [--ops 2000]
  */
 import { performance } from 'node:perf_hooks'
 import { createRedisTokenStore } from '../src/stores/redis/token-store.js'
-import { generateToken, hashToken } from '../src/tokens/token.js'
+import { generateToken, hashToken } from '@auth-token-service/guard/token'
 import { opsPerSecond } from './lib/rate.js'
 import { startThrowawayRedis } from '../support/redis.js'
 

@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs'
-import { keyLayout } from '../src/stores/redis/keys.js'
+import { keyLayout } from '@auth-token-service/guard/layout'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -10,7 +10,7 @@ import nodeArgon2 from 'argon2'
 import { Redis } from 'ioredis'
 import { loadConfig } from '../src/config.js'
 import { createPasswordHasher } from '../src/passwords/hasher.js'
-import { generateToken, hashToken } from '../src/tokens/token.js'
+import { generateToken, hashToken } from '@auth-token-service/guard/token'
 import { SERVING_V8_FLAGS } from '../src/v8-tuning.js'
 import { accountName } from './lib/accounts.js'
 import { cpuSeconds, startChild, type Child } from './lib/children.js'
@@ -20,7 +20,7 @@ import { runInterleaved, runLoad, runUnderLoad, type LoadSettings, type Pause, t
 import { openLogPipe, type LogReader, type LogTotals } from './lib/log-pipe.js'
 import { describeMachine } from './lib/machine.js'
 import { measureTokenMemory, type MemoryFigure } from './lib/redis-memory.js'
-import { AFTER, checkTargets, compareBindings, logNotes, renderMarkdown, renderSvg, renderText, summarize, type BenchReport, type ScenarioRuns } from './lib/report.js'
+import { AFTER, checkTargets, compareBindings, logNotes, renderMarkdown, renderSvg, renderText, summarize, tracingNote, type BenchReport, type ScenarioRuns } from './lib/report.js'
 import { formatShare, readCpuTimes, stolenShare } from './lib/steal.js'
 import { defineScenarios, type Binding, type Scenario, type ServerName } from './scenarios.js'
 
@@ -364,8 +364,7 @@ async function main (): Promise<void> {
 
     // The traced service's spans went somewhere: what the sink received (SIGTERM flushes the last batch).
     await serviceTraced.stop()
-    const exported = await (await fetch(otlpSink.origin)).json() as { requests: number, bytes: number }
-    log(`service-traced exported ${exported.requests} OTLP requests, ${exported.bytes} bytes of spans to the sink`)
+    const exported = await (await fetch(otlpSink.origin)).json() as { requests: number, bytes: number, spans: number, serverSpans: number }
     // The servers stop first, so that each log reader reaches the end of its pipe and says what it got.
     await Promise.allSettled(children.map(async (child) => { await child.stop() }))
     const logTotals: Record<string, LogTotals> = {}
@@ -373,6 +372,8 @@ async function main (): Promise<void> {
       const totals = await reader.finish()
       if (totals !== undefined) logTotals[name] = totals
     }
+    const tracing = tracingNote(exported, logTotals['service-traced']?.lines)
+    log(tracing)
 
     // A ceiling measured only beside others: its row is its runs beside the first scenario that paired it.
     const besideRuns = (id: string): Sample[] => scenarios.map((scenario) => pairedSamples.get(scenario.id)?.[id]).find((runs) => runs !== undefined) ?? []
@@ -399,7 +400,7 @@ async function main (): Promise<void> {
       },
       rows,
       targets: checkTargets(rows, memory),
-      notes: [...compareBindings(rows), ...logNotes(logTotals)],
+      notes: [...compareBindings(rows), ...logNotes(logTotals), tracing],
       memory,
       logReaders: logTotals,
       ...(stolenInRun === undefined ? {} : { stolen: { run: stolenInRun, rounds: stolenByRound } }),

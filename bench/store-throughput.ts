@@ -5,11 +5,11 @@
  * cluster's masters share its cores, so the figure shows the client-side cost of spreading (GETs to
  * three nodes instead of MGET batches to one), not the scale that three machines give.
  *
- *   node --import @tapjs/typescript/import bench/store-throughput.ts [--ops 20000]
+ *   node --conditions=@auth-token-service/source --import @tapjs/typescript/import bench/store-throughput.ts [--ops 20000]
  */
 import type { RedisTopology } from '../src/stores/redis/client.js'
 import { createRedisTokenStore, type RedisTokenStore } from '../src/stores/redis/token-store.js'
-import { generateToken, hashToken } from '../src/tokens/token.js'
+import { generateToken, hashToken } from '@auth-token-service/guard/token'
 import { opsPerSecond } from './lib/rate.js'
 import { startCluster, startThrowawayRedis } from '../support/redis.js'
 

@@ -4,7 +4,7 @@ import { openDatabase, type OpenDatabaseOptions } from './db/open.js'
 import { migrateOrCheck } from './db/migrate.js'
 import type { Database } from './db/database.js'
 import { createPasswordHasher, type PasswordHasher } from './passwords/hasher.js'
-import { createThrottledLog } from './logging/throttled-log.js'
+import { createThrottledLog } from '@auth-token-service/guard/shared/throttled-log'
 import { createLdapDirectory, type Directory } from './federation/ldap-directory.js'
 import { createSqlAuditLog, type AuditLog } from './stores/audit-log.js'
 import type { LoginLimiter, LoginLimits } from './stores/login-limiter.js'
@@ -15,7 +15,7 @@ import { createRedisTokenStore, type RedisTokenStore } from './stores/redis/toke
 import type { RevocationFeed } from './stores/revocation-feed.js'
 import { createSqlUserStore, type UserStore } from './stores/user-store.js'
 import { createSqlApiKeyStore, type ApiKeyStore } from './stores/api-key-store.js'
-import { withTimeout } from './time-limit.js'
+import { withTimeout } from '@auth-token-service/guard/shared/time-limit'
 
 /** A token store the service runs on: it ends tokens and feeds their revocations, in one object (one Lua script each). */
 export type ServiceTokenStore = RedisTokenStore | MemoryTokenStore
@@ -43,7 +43,7 @@ type Log = Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>
 /** Told of every backend error (connection or command), e.g. to count it. */
 export type BackendErrorHook = (backend: 'redis' | 'postgres') => void
 
-/** Errors of a backend that reconnects by itself: each counted, logged at most once per 10 s (http/throttled-log.ts). */
+/** Errors of a backend that reconnects by itself: each counted, logged at most once per 10 s (packages/guard/src/shared/throttled-log.ts). */
 function throttledErrorLog (log: Log, backend: 'redis' | 'postgres', hook?: BackendErrorHook): (error: Error) => void {
   const throttled = createThrottledLog()
   return (error) => {

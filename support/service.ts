@@ -78,7 +78,7 @@ export interface ServiceProcess {
   outputMatching (pattern: RegExp, timeoutMs?: number): Promise<string>
   /** Null while it runs. */
   exitStatus (): ExitStatus | null
-  /** Resolves when the process has exited. */
+  /** Resolves when the process has exited and its output has ended. */
   readonly exited: Promise<ExitStatus>
   /** Sends `signal` (default SIGTERM) and returns at once: whether it was sent. */
   kill (signal?: NodeJS.Signals): boolean
@@ -122,11 +122,11 @@ export async function startService (scope: Scope, env: Record<string, string>, o
   child.stdout?.on('data', keep)
   child.stderr?.on('data', keep)
   let status: ExitStatus | null = null
+  child.once('exit', (code, signal) => { status = { code, signal } })
+  // Resolved on 'close', after 'exit': then its stdout and stderr have ended, so that the output
+  // read after it holds the last lines (a shutdown's "closed"), which 'exit' can come before.
   const exited = new Promise<ExitStatus>((resolve) => {
-    child.once('exit', (code, signal) => {
-      status = { code, signal }
-      resolve(status)
-    })
+    child.once('close', (code, signal) => { resolve(status ?? { code, signal }) })
   })
   scope.teardown(async () => { await stopChild(child, 'SIGKILL') })
   const path = options.waitReady === false ? '/health/live' : '/health/ready'

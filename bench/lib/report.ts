@@ -238,6 +238,7 @@ export function checkTargets (rows: Row[], memory: MemoryFigure | undefined): Ta
   }, 1 / 0.9)
   each("Login: req/s ÷ raw argon2id verify's (same parameters and concurrency)", ['login-success'], 0.9, true, (row) => row.ratio)
   each('Authenticate during a login storm: p99 ÷ its idle p99', ['auth-storm'], 2, false, (row) => row.p99Ratio)
+  each('Authenticate with tracing on, every request sampled: CPU µs per request ÷ tracing off\'s (issue 31)', ['auth-traced'], TRACING_CPU_LIMIT, false, (row) => row.cpuRatio)
   each('Authenticate with its log reader stopped: p99 of the requests sent meanwhile ÷ p99 over the same seconds of the runs right before and after, reader running', ['auth-reader-stopped'], READER_STOP_P99_LIMIT, false, (row) => row.window?.p99Ratio)
   const stall = byId.get('auth-reader-stopped')?.window
   const stallCheck = checks.at(-1)
@@ -282,6 +283,21 @@ export function compareBindings (rows: Row[]): string[] {
 }
 
 /** What each log reader received: one access line per answered request, the start-up lines besides. */
+/** What tracing every request may cost Authenticate, CPU per request on ÷ off (issue 31 §6). */
+export const TRACING_CPU_LIMIT = 1.5
+
+/**
+ * What the sink received from the traced service, against the requests it answered (its log
+ * reader's lines: one access line each, a few start-up lines more). A request span per
+ * request answered says that the spans were not only made but exported, none dropped by the
+ * batch processor's full queue (OTEL_BSP_MAX_QUEUE_SIZE). Authenticate's Redis reads are
+ * batched across requests (stores/redis/batched-find.ts): one Redis span per batch.
+ */
+export function tracingNote (exported: { requests: number, bytes: number, spans: number, serverSpans: number }, answered: number | undefined): string {
+  const share = answered === undefined || answered === 0 ? '' : `, for ${answered} lines of its access log (request spans ÷ lines: ${(exported.serverSpans / answered).toFixed(3)})`
+  return `service-traced exported ${exported.spans} spans, ${exported.serverSpans} of them request spans, in ${exported.requests} OTLP requests (${(exported.bytes / 2 ** 20).toFixed(1)} MiB) to the sink${share}`
+}
+
 export function logNotes (totals: Record<string, LogTotals>): string[] {
   return Object.entries(totals).map(([name, { bytes, lines }]) => `the log reader of ${name} received ${lines} line${lines === 1 ? '' : 's'} (${(bytes / 2 ** 20).toFixed(1)} MiB) from its stdout pipe over the whole bench`)
 }

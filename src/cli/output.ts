@@ -1,5 +1,5 @@
 import type { AdminEvent, AdminKey, AdminSession } from '../admin/client.js'
-import { escapeControlCharacters } from '../logging/log-escape.js'
+import { escapeControlCharacters } from '@auth-token-service/guard/shared/log-escape'
 import type { AccountSummary } from './operations.js'
 
 /*

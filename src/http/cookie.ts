@@ -1,7 +1,7 @@
 import { fastifyCookie, type CookieSerializeOptions } from '@fastify/cookie'
 import type { FastifyRequest } from 'fastify'
 import type { Config } from '../config.js'
-import { TOKEN_COOKIE } from '../tokens/cookie.js'
+import { TOKEN_COOKIE } from '@auth-token-service/guard/token'
 
 /**
  * The `AuthToken1` cookie of a request, parsed as @fastify/cookie parses it. Routes that

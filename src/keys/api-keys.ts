@@ -3,7 +3,7 @@ import { badRequest, StatusError, UnavailableError } from '../errors/status.js'
 import type { AuditLog } from '../stores/audit-log.js'
 import type { ApiKeyRecords } from '../stores/api-key-records.js'
 import type { ApiKeyRow, ApiKeyStore } from '../stores/api-key-store.js'
-import type { TokenRecord } from '../tokens/record.js'
+import type { TokenRecord } from '@auth-token-service/guard/layout'
 import type { UserRecord } from '../stores/user-store.js'
 import { generateApiKey, hashApiKey, isKeyIdShaped, newKeyId } from './secret.js'
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { accountBucket, sha256, TOKEN_DIGEST_LENGTH } from '../tokens/token.js'
+import { accountBucket, sha256, TOKEN_DIGEST_LENGTH } from '@auth-token-service/guard/token'
 
 /*
  * An API key's secret: `atsk_` (a prefix secret scanners can match), the account's 2-character

@@ -1,17 +1,18 @@
 /**
- * The trace a request belongs to, for its access-log line. tracing/start.ts notes it when the
- * request's span starts; with tracing off nothing is noted and nothing is looked up.
+ * The trace a request belongs to, for its access-log line. tracing/requests.ts installs the
+ * lookup when tracing is on; with tracing off nothing is looked up.
  */
 
-let tracing = false
-const traceIds = new WeakMap<object, string>()
+type TraceIdLookup = (request: object) => string | undefined
 
-export function noteTraceId (request: object, traceId: string): void {
-  tracing = true
-  traceIds.set(request, traceId)
+let lookup: TraceIdLookup | undefined
+
+/** Called once by tracing/requests.ts. */
+export function useTraceIds (traceIdOfRequest: TraceIdLookup | undefined): void {
+  lookup = traceIdOfRequest
 }
 
 /** The request's trace id, or undefined (tracing off, or a request that is not traced). */
 export function traceIdOf (request: object): string | undefined {
-  return tracing ? traceIds.get(request) : undefined
+  return lookup === undefined ? undefined : lookup(request)
 }

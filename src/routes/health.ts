@@ -5,7 +5,7 @@ import { UnavailableError } from '../errors/status.js'
 import { EvictionPolicyError } from '../stores/redis/eviction.js'
 import { LossyPersistenceError } from '../stores/redis/persistence.js'
 import { refuseOtherMethods } from '../http/methods.js'
-import { withTimeout } from '../time-limit.js'
+import { withTimeout } from '@auth-token-service/guard/shared/time-limit'
 
 export interface HealthRoutesOptions {
   tokens: TokenStore

@@ -1,12 +1,13 @@
 import type { FastifyRequest } from 'fastify'
 import { noteRefusal } from '../logging/refusal-log.js'
-import { cookieToken, MALFORMED_AUTHORIZATION, presentedToken, TokenRefusal } from '../http/token-source.js'
+import { cookieToken, MALFORMED_AUTHORIZATION, presentedToken, TokenRefusal } from '@auth-token-service/guard/shared/token-source'
 import { isApiKeyShaped } from '../keys/secret.js'
+import { refusalReason } from '../http/token-refusal.js'
 import { badRequest } from '../errors/status.js'
 
 /**
  * The token Authenticate, Logout and Login's refresh act on, in the contract's order
- * (http/token-source.ts), or undefined for none. A malformed Authorization header is a 400
+ * (the guard package's shared/token-source.ts), or undefined for none. A malformed Authorization header is a 400
  * with its detail; any other refusal (two AuthToken1 values) is no token at all, the
  * route answering as it does without one, and the access log says why.
  */
@@ -18,7 +19,7 @@ export function routeToken (request: FastifyRequest, options: { keys?: boolean }
     return undefined
   }
   if (!(presented instanceof TokenRefusal)) return presented
-  if (presented === MALFORMED_AUTHORIZATION) throw badRequest(presented.reason)
-  noteRefusal(request, presented.reason)
+  if (presented === MALFORMED_AUTHORIZATION) throw badRequest(refusalReason(presented))
+  noteRefusal(request, refusalReason(presented))
   return undefined
 }

@@ -5,8 +5,9 @@ import { Type } from 'typebox'
 import type { AuthService } from '../auth.js'
 import type { OriginalUriHeader, TrustProxy } from '../config.js'
 import { noteRefusal } from '../logging/refusal-log.js'
-import { bearerToken, cookieToken, TokenRefusal, type Presented } from '../http/token-source.js'
+import { bearerToken, cookieToken, TokenRefusal, type Presented } from '@auth-token-service/guard/shared/token-source'
 import { isApiKeyShaped } from '../keys/secret.js'
+import { refusalReason, WordedRefusal } from '../http/token-refusal.js'
 import { reasons } from '../errors/reasons.js'
 import { StatusError } from '../errors/status.js'
 import { formatExpirationDate } from '../tokens/time.js'
@@ -76,8 +77,8 @@ function queryToken (uri: string): Presented {
   return found
 }
 
-const AMBIGUOUS_QUERY = new TokenRefusal('malformed-parameter', reasons.givenMoreThanOnce('token'))
-const ORIGINAL_URIS_DIFFER = new TokenRefusal('malformed-parameter', reasons.originalUrisDiffer())
+const AMBIGUOUS_QUERY = new WordedRefusal('malformed-parameter', reasons.givenMoreThanOnce('token'))
+const ORIGINAL_URIS_DIFFER = new WordedRefusal('malformed-parameter', reasons.originalUrisDiffer())
 
 function header (request: FastifyRequest, name: OriginalUriHeader): string | undefined {
   const value = request.headers[name]
@@ -121,7 +122,7 @@ export const verifyRoutes: FastifyPluginAsyncTypebox<VerifyRoutesOptions> = asyn
       }
     }
     if (found instanceof TokenRefusal) {
-      noteRefusal(request, found.reason)
+      noteRefusal(request, refusalReason(found))
       return undefined
     }
     return found

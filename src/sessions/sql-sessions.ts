@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { Queryable } from '../db/database.js'
-import { escapeControlCharacters } from '../logging/log-escape.js'
+import { escapeControlCharacters } from '@auth-token-service/guard/shared/log-escape'
 import { serviceUnavailable, StatusError } from '../errors/status.js'
 import type { AuditLog } from '../stores/audit-log.js'
 import type { TokenStore } from '../stores/token-store.js'

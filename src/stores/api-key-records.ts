@@ -1,4 +1,4 @@
-import type { TokenRecord } from '../tokens/record.js'
+import type { TokenRecord } from '@auth-token-service/guard/layout'
 
 /**
  * What the token stores keep of API keys (issue 33): a key's record lives where a token's does,

@@ -1,19 +1,4 @@
-/**
- * Follows revocations as they happen, for caches of positive answers. Between
- * `interrupted` and the next `live`, messages may have been missed: a cache must
- * not be trusted then, and is dropped.
- */
-export interface RevocationWatcher {
-  revoked (tokenHashes: readonly string[]): void
-  /**
-   * The feed is connected and proven current: every revocation published before the proof
-   * was taken has been delivered. `validForMs`: how long that proof holds unless another
-   * renews it (heartbeats: stores/feed-liveness.ts); undefined, until `interrupted`.
-   */
-  live (validForMs?: number): void
-  /** The feed was cut: revocations may be missed until the next `live`. */
-  interrupted (): void
-}
+import type { RevocationWatcher } from '@auth-token-service/guard/shared/feed'
 
 /**
  * The ended tokens, for caches of positive answers (the guard, the revocations route): apart

@@ -1,3 +1,4 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel'
 import { register } from 'node:module'
 import { createAddHookMessageChannel } from 'import-in-the-middle'
 import { context, SpanStatusCode, trace, type Context } from '@opentelemetry/api'
@@ -7,12 +8,9 @@ import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis'
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg'
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources'
 import { BatchSpanProcessor, NodeTracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace-node'
-import { FastifyOtelInstrumentation } from '@fastify/otel'
-import type { FastifyRequest } from 'fastify'
-import { redactUrl } from '../logging/redact.js'
-import { noteTraceId } from '../logging/trace-id.js'
 import { PACKAGE_VERSION } from '../version.js'
 import type { TracingSettings } from './settings.js'
+import { traceRequests } from './requests.js'
 import { ScrubErrorText } from './scrub.js'
 import { useSpanRunner, type SpanAttributes } from './spans.js'
 
@@ -27,6 +25,10 @@ import { useSpanRunner, type SpanAttributes } from './spans.js'
  * `createAddHookMessageChannel` the hook wraps only the modules an instrumentation asked for
  * (ioredis, pg, pg-pool), not every module the service loads.
  *
+ * The request spans are our own (tracing/requests.ts: two hooks on every Fastify instance, joined
+ * through Fastify's `fastify.initialization` diagnostics channel), not @fastify/otel's, whose
+ * span and context per request cost Authenticate more than its own work (issue 31 §6).
+ *
  * Redaction (the logs' rules, test/tracing/tracing.test.ts): the request span's `url.path` is
  * the access log's redacted URL (route template, secret query values replaced); Redis
  * statements are the command name alone (never its arguments: keys are token hashes, values
@@ -39,9 +41,6 @@ export interface Tracing {
   /** Ends the span pipeline: exports what is buffered. */
   shutdown (): Promise<void>
 }
-
-/** Spans of the probes and the metrics scrape are noise (a probe a second); they are not traced. */
-const UNTRACED_PATHS = /^\/(?:health(?:\/|$)|metrics$)/
 
 async function otlpExporter (settings: TracingSettings): Promise<SpanExporter> {
   // Both read OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, _HEADERS, _TIMEOUT, _COMPRESSION themselves.
@@ -81,31 +80,20 @@ export async function startTracing (settings: TracingSettings): Promise<Tracing>
     // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win over our defaults.
     .merge(detectResources({ detectors: [envDetector] }))
   // The sampler (OTEL_TRACES_SAMPLER, _ARG), span limits (OTEL_SPAN_*) and the batch
-  // (OTEL_BSP_*) come from the environment, as the SDK reads them.
+  // (OTEL_BSP_*) come from the environment, as the SDK reads them; only the export batch's
+  // default is ours (settings.ts, DEFAULT_EXPORT_BATCH_SIZE).
   const provider = new NodeTracerProvider({
     resource,
-    spanProcessors: [new ScrubErrorText(), new BatchSpanProcessor(await otlpExporter(settings))]
+    spanProcessors: [new ScrubErrorText(), new BatchSpanProcessor(await otlpExporter(settings), { maxExportBatchSize: settings.exportBatchSize })]
   })
   provider.register({ propagator: new W3CTraceContextPropagator() })
+
+  const joinFastify = traceRequests(provider.getTracer('auth-token-service', PACKAGE_VERSION))
+  subscribe('fastify.initialization', joinFastify)
 
   registerInstrumentations({
     tracerProvider: provider,
     instrumentations: [
-      new FastifyOtelInstrumentation({
-        // Joins every Fastify instance as it is created (diagnostics channel), before its routes.
-        registerOnInitialization: true,
-        // A span per hook, or one for the handler, would double a request's spans (and Authenticate's
-        // cost of tracing) for little: the request's span is the parent of its Redis and Postgres spans.
-        instrumentHooks: false,
-        instrumentHandler: false,
-        recordExceptions: false,
-        ignorePaths: (route) => UNTRACED_PATHS.test(route.url),
-        requestHook: (span, request: FastifyRequest) => {
-          // Replaces the URL as sent, which may carry a token or a password (path or query).
-          span.setAttribute('url.path', redactUrl(request.url, request.routeOptions.url))
-          noteTraceId(request, span.spanContext().traceId)
-        }
-      }),
       new IORedisInstrumentation({
         requireParentSpan: true,
         dbStatementSerializer: (command) => command
@@ -121,6 +109,7 @@ export async function startTracing (settings: TracingSettings): Promise<Tracing>
 
   return {
     async shutdown () {
+      unsubscribe('fastify.initialization', joinFastify)
       useSpanRunner(undefined)
       await provider.shutdown()
     }

@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
-import { generateToken } from '../../src/tokens/token.js'
-import { createAuthClient } from '../../src/client/index.js'
+import { generateToken } from '@auth-token-service/guard/token'
+import { createAuthClient } from '@auth-token-service/guard/client'
 import { startTokenService, USER } from '../guard/support.js'
 
 const TOKEN_SHAPE = /^2[A-Za-z0-9_-]{45}$/

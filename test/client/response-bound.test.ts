@@ -1,7 +1,7 @@
 import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
-import { createAuthClient } from '../../src/client/index.js'
+import { createAuthClient } from '@auth-token-service/guard/client'
 
 /*
  * Issue 20 §5: the typed client buffered any response (a 2 GB body grew it by 602 MB).

@@ -13,7 +13,7 @@ import { ACCOUNT, loginMany } from '../support/checks.js'
  *     snapshot with all 30 logged-out tokens working: the service now refuses to start on
  *     it, in one line; with the risk accepted (AUTH_REDIS_ACCEPT_LOSSY_PERSISTENCE) it
  *     serves, and the risk is exactly what was measured.
- * (b) Compose's settings (AOF, appendfsync always): SIGKILL within 50 ms of the last Logout,
+ * (b) Compose's settings (AOF, appendfsync always): SIGKILL right after the last Logout,
  *     a restart from the same directory: none back, three rounds; the tokens not logged out
  *     are back, so Redis did come back from its files and not empty.
  */
@@ -94,7 +94,7 @@ t.test('(a) a Redis persisting by snapshots only', async (t) => {
   })
 })
 
-t.test('(b) compose\'s settings (AOF, appendfsync always): SIGKILL within 50 ms of the last Logout, three rounds, none back', async (t) => {
+t.test('(b) compose\'s settings (AOF, appendfsync always): SIGKILL right after the last Logout, three rounds, none back', async (t) => {
   const redis = await startThrowawayRedis(t, { args: ['--appendonly', 'yes', '--appendfsync', 'always', '--maxmemory-policy', 'noeviction'] })
   const service = await startService(t, serviceEnv({ redisUrl: redis.url, databaseUrl }, ACCOUNT))
   const driver = new HttpDriver(service.baseUrl, { maxSockets: 16 })
@@ -104,7 +104,9 @@ t.test('(b) compose\'s settings (AOF, appendfsync always): SIGKILL within 50 ms 
     const kept = await loginMany(t, driver, 5, { parallel: 4 })
     const ended = await loginMany(t, driver, 30, { parallel: 4 })
     const { keptBack, endedBack, gapMs } = await logoutKillRestart(t, driver, redis, kept, ended)
-    t.ok(gapMs < 50, `round ${round}: SIGKILL sent ${gapMs.toFixed(1)} ms after the last Logout answered`)
+    // Said, not asserted (issue 31 §5: a busy machine can stretch it): with appendfsync always no
+    // acknowledged write waits for a later fsync, so no gap is short enough to lose one.
+    t.comment(`round ${round}: SIGKILL sent ${gapMs.toFixed(1)} ms after the last Logout answered`)
     t.equal(endedBack, 0, `round ${round}: none of the 30 logged-out tokens authenticates after the restart`)
     t.equal(keptBack, kept.length, `round ${round}: the ${kept.length} tokens not logged out are back (Redis came back from its AOF, not empty)`)
     const fresh = await driver.login(ACCOUNT.username, ACCOUNT.password)

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
-import type { AuthTokenGuardOptions } from '../../src/guard/index.js'
+import type { AuthTokenGuardOptions } from '@auth-token-service/guard'
 import { buildGuardedApp, MODES, startTokenService, type GuardMode, type RunningService } from './support.js'
 
 /*

@@ -2,7 +2,7 @@ import Fastify from 'fastify'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Redis } from 'ioredis'
 import t from 'tap'
-import { authTokenGuard, type AuthTokenGuardOptions } from '../../src/guard/index.js'
+import { authTokenGuard, type AuthTokenGuardOptions } from '@auth-token-service/guard'
 import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
 import { buildGuardedApp, eventually, guardOptions, startTokenService, warm, watcherIds } from './support.js'
 

@@ -1,6 +1,6 @@
 import t from 'tap'
-import { createPositiveCache } from '../../src/guard/cache.js'
-import type { TokenRecord } from '../../src/tokens/record.js'
+import { createPositiveCache } from '../../packages/guard/src/cache.js'
+import type { TokenRecord } from '@auth-token-service/guard/layout'
 
 /** The cache alone, on injected clocks: the rules that keep it from ever answering for a revoked token. */
 

@@ -1,7 +1,7 @@
 import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
-import { createEventStreamParser, followRevocations, type ServerSentEvent } from '../../src/guard/sse-feed.js'
+import { createEventStreamParser, followRevocations, type ServerSentEvent } from '../../packages/guard/src/sse-feed.js'
 import { eventually } from './support.js'
 
 function parseAll (chunks: string[]): ServerSentEvent[] {

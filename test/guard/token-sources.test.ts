@@ -1,5 +1,5 @@
 import t from 'tap'
-import { generateToken } from '../../src/tokens/token.js'
+import { generateToken } from '@auth-token-service/guard/token'
 import { buildGuardedApp, guardOptions, MODES, startTokenService } from './support.js'
 
 const TOKEN_REQUIRED = JSON.stringify({ status: 401, message: 'Token Required' })

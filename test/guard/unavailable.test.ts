@@ -1,4 +1,4 @@
-import { generateToken } from '../../src/tokens/token.js'
+import { generateToken } from '@auth-token-service/guard/token'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
@@ -26,20 +26,25 @@ async function closedPort (): Promise<number> {
   return port
 }
 
-async function assertUnavailable (t: Test, guarded: Awaited<ReturnType<typeof buildGuardedApp>>, what: string, limitMs: number): Promise<void> {
-  const started = Date.now()
+/**
+ * A 503 with the status-message body. Returns how long it took. No upper bound is asserted (a
+ * busy machine can reach any): a guard that hung would fail the test by tap's timeout, and a
+ * configured timeout is shown honoured by a lower bound above the default (issue 31 §5).
+ */
+async function assertUnavailable (t: Test, guarded: Awaited<ReturnType<typeof buildGuardedApp>>, what: string): Promise<number> {
+  const started = performance.now()
   const res = await guarded.app.inject({ method: 'GET', url: '/whoami', query: { token } })
-  const took = Date.now() - started
+  const took = performance.now() - started
   t.equal(res.statusCode, 503, `${what}: 503`)
   t.equal(res.body, UNAVAILABLE, `${what}: the status-message body`)
   t.equal(res.headers['cache-control'], 'no-store', `${what}: no-store`)
-  t.ok(took < limitMs, `${what}: answered in ${took} ms, not hung`)
+  return took
 }
 
 t.test('direct mode, Redis unreachable: 503, never a pass, with or without a cache', async (t) => {
   for (const cache of [undefined, { maxEntries: 10, ttlMs: 60_000 }]) {
     const guarded = await buildGuardedApp(t, { redisUrl: 'redis://127.0.0.1:1', keyPrefix: 'x:', timeoutMs: 300, cache })
-    await assertUnavailable(t, guarded, cache === undefined ? 'no cache' : 'with a cache', 2000)
+    await assertUnavailable(t, guarded, cache === undefined ? 'no cache' : 'with a cache')
     t.equal((await guarded.app.inject({ method: 'GET', url: '/whoami' })).statusCode, 401, 'no token is still a 401: it needs no store')
     t.equal((await guarded.app.inject({ method: 'GET', url: '/whoami', query: { token: 'short' } })).statusCode, 403, 'a malformed token is still a 403')
   }
@@ -48,14 +53,16 @@ t.test('direct mode, Redis unreachable: 503, never a pass, with or without a cac
 t.test('HTTP mode, Authenticate unreachable (closed port): 503', async (t) => {
   const port = await closedPort()
   const guarded = await buildGuardedApp(t, { authenticateUrl: `http://127.0.0.1:${port}/auth/Authenticate`, cache: { maxEntries: 10, ttlMs: 60_000 } })
-  await assertUnavailable(t, guarded, 'closed port', 2000)
+  await assertUnavailable(t, guarded, 'closed port')
 })
 
 t.test('HTTP mode, Authenticate hangs: 503 after timeoutMs, no retries', async (t) => {
   let requests = 0
   const url = await listen(t, createServer(() => { requests++ }))
-  const guarded = await buildGuardedApp(t, { authenticateUrl: `${url}/auth/Authenticate`, timeoutMs: 300 })
-  await assertUnavailable(t, guarded, 'hanging service', 1500)
+  // Longer than the default (2000 ms), so that the wait it takes shows this setting was used.
+  const guarded = await buildGuardedApp(t, { authenticateUrl: `${url}/auth/Authenticate`, timeoutMs: 2500 })
+  const took = await assertUnavailable(t, guarded, 'hanging service')
+  t.ok(took >= 2450, `answered after timeoutMs (2500), not the default 2000: ${Math.round(took)} ms`)
   t.equal(requests, 1, 'one request, not a retry storm')
 })
 
@@ -65,7 +72,7 @@ t.test('HTTP mode, Authenticate stalls halfway through its body: 503 after timeo
     response.write('{"status":0,')
   }))
   const guarded = await buildGuardedApp(t, { authenticateUrl: `${url}/auth/Authenticate`, timeoutMs: 300 })
-  for (let i = 0; i < 3; i++) await assertUnavailable(t, guarded, `stalled body ${i + 1}`, 1500)
+  for (let i = 0; i < 3; i++) await assertUnavailable(t, guarded, `stalled body ${i + 1}`)
 })
 
 t.test('HTTP mode, anything but success or 403 from Authenticate is a 503', async (t) => {
@@ -81,10 +88,10 @@ t.test('HTTP mode, anything but success or 403 from Authenticate is a 503', asyn
     response.writeHead(status, { 'content-type': 'application/json' }).end(body)
   }))
   const guarded = await buildGuardedApp(t, { authenticateUrl: `${url}/auth/Authenticate` })
-  await assertUnavailable(t, guarded, 'a 503 from the service', 2000)
-  await assertUnavailable(t, guarded, 'a proxy\'s HTML 500', 2000)
-  await assertUnavailable(t, guarded, 'a wrong URL (404)', 2000)
-  await assertUnavailable(t, guarded, 'a success without the account (an older service)', 2000)
+  await assertUnavailable(t, guarded, 'a 503 from the service')
+  await assertUnavailable(t, guarded, 'a proxy\'s HTML 500')
+  await assertUnavailable(t, guarded, 'a wrong URL (404)')
+  await assertUnavailable(t, guarded, 'a success without the account (an older service)')
 })
 
 t.test('HTTP mode against a real service whose Redis is gone: its 503 is passed on', async (t) => {
@@ -100,7 +107,7 @@ t.test('HTTP mode against a real service whose Redis is gone: its 503 is passed 
 t.test('the token never appears in a log line (with the request URL redacted as the guard offers)', async (t) => {
   const lines: string[] = []
   const { default: Fastify } = await import('fastify')
-  const { authTokenGuard, redactUrl } = await import('../../src/guard/index.js')
+  const { authTokenGuard, redactUrl } = await import('@auth-token-service/guard')
   const app = Fastify({
     logger: {
       level: 'trace',

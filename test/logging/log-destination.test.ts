@@ -256,7 +256,8 @@ t.test('at exit, what is buffered waits for a stopped reader to read again', asy
   })
   t.equal(code, 0)
   t.equal(count(stdout, 'w'.repeat(90)), 10_000, 'every line, after the reader continued')
-  t.ok(exitMs !== undefined && exitMs >= 400 && exitMs < LOG_EXIT_FLUSH_MS, `the process ended ${exitMs} ms after deciding to: after the reader continued, within ${LOG_EXIT_FLUSH_MS}`)
+  // Within LOG_EXIT_FLUSH_MS: every line came through, which the deadline would have cut.
+  t.ok(exitMs !== undefined && exitMs >= 400, `the process ended ${exitMs} ms after deciding to: after the reader continued`)
 })
 
 t.test('at exit, a reader that never reads again holds the process LOG_EXIT_FLUSH_MS at most', async (t) => {
@@ -264,7 +265,9 @@ t.test('at exit, a reader that never reads again holds the process LOG_EXIT_FLUS
     meanwhile: async (reader) => { reader.kill('SIGSTOP') }
   })
   t.equal(code, 0)
-  t.ok(exitMs !== undefined && exitMs >= LOG_EXIT_FLUSH_MS - 300 && exitMs < LOG_EXIT_FLUSH_MS + 1500, `ended ${exitMs} ms after deciding to (the deadline: ${LOG_EXIT_FLUSH_MS})`)
+  // Not before the deadline; that it ended at all is the deadline at work (the reader never reads
+  // again). No upper bound: a busy machine can stretch any (issue 31 §5).
+  t.ok(exitMs !== undefined && exitMs >= LOG_EXIT_FLUSH_MS - 300, `ended ${exitMs} ms after deciding to (the deadline: ${LOG_EXIT_FLUSH_MS}), not before`)
   const got = stdout.split('\n')
   got.pop() // a line cut by the deadline, or '' after a whole one
   t.ok(got.length > 0 && got.length < 10_000, `the pipe's worth arrived: ${got.length} lines`)

@@ -10,7 +10,7 @@ import { freePort, spawnTracked, stopChild, tempDir, waitFor } from '../../suppo
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 
-interface Started { npmPid: number, nodePid: number, output: () => string, exited: Promise<number | null> }
+interface Started { npmPid: number, nodePid: number, output: () => string, exited: Promise<number | null>, closed: Promise<void> }
 
 async function npmStart (t: Test, dataDir: string, port: number, internalPort: number): Promise<Started> {
   const child = spawnTracked('npm', ['start', '--silent'], {
@@ -22,6 +22,9 @@ async function npmStart (t: Test, dataDir: string, port: number, internalPort: n
   child.stdout?.on('data', (chunk: Buffer) => { output += chunk.toString() })
   child.stderr?.on('data', (chunk: Buffer) => { output += chunk.toString() })
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => { resolve(code) }))
+  // 'close' comes when npm and the node it started (which writes into the same pipes) have both
+  // let go of them: the last lines ("closed") are in the output by then, which 'exit' does not say.
+  const closed = new Promise<void>((resolve) => child.once('close', () => { resolve() }))
   t.teardown(async () => { await stopChild(child, 'SIGKILL') })
   await waitFor('npm start serves', async () => {
     if (child.exitCode !== null) throw new Error(`npm start exited ${child.exitCode}: ${output}`)
@@ -33,7 +36,7 @@ async function npmStart (t: Test, dataDir: string, port: number, internalPort: n
   t.ok(Number.isInteger(nodePid) && nodePid !== child.pid, `the server's own pid is in its log (${nodePid})`)
   // Should the test fail with the server left behind, it does not outlive the test.
   t.teardown(() => { if (alive(nodePid)) process.kill(nodePid, 'SIGKILL') })
-  return { npmPid: child.pid ?? -1, nodePid, output: () => output, exited }
+  return { npmPid: child.pid ?? -1, nodePid, output: () => output, exited, closed }
 }
 
 function alive (pid: number): boolean {
@@ -50,6 +53,7 @@ t.test('SIGTERM to npm start stops the server, and the next start takes the same
   await first.exited
   await waitFor('the server process ends', () => !alive(first.nodePid), { timeoutMs: 15_000 })
   t.notOk(alive(first.nodePid), 'the node process ended with npm')
+  await first.closed
   t.match(first.output(), /"msg":"closed"/, 'and it closed cleanly (the shutdown ran)')
 
   const second = await npmStart(t, dataDir, port, internalPort)

@@ -15,7 +15,7 @@ import { freePort, tempDir } from '../../support/processes.js'
  */
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-const LINKED = ['package.json', 'package-lock.json', 'node_modules', 'dist', 'sql', 'src', 'tsconfig.json', 'tsconfig.build.json']
+const LINKED = ['package.json', 'package-lock.json', 'node_modules', 'dist', 'packages', 'sql', 'src', 'tsconfig.json', 'tsconfig.build.json']
 
 const readme = await readFile(join(ROOT, 'README.md'), 'utf8')
 const block = /<!-- quick-start -->\n```sh\n([\s\S]*?)```\n<!-- \/quick-start -->/.exec(readme)?.[1]

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
-import { keyLayout } from '../../src/stores/redis/keys.js'
-import { hashToken, sha256 } from '../../src/tokens/token.js'
+import { keyLayout } from '@auth-token-service/guard/layout'
+import { hashToken, sha256 } from '@auth-token-service/guard/token'
 import { buildTestApp } from '../support/app.js'
 import {
   assertPrivacyHeaders, assertStatus, BODIES, badRequestBody, expiredToken, form, FORM, headerNames, JSON_HEADERS, JSON_TYPE,

@@ -1,8 +1,8 @@
 import t from 'tap'
 import type { Test } from 'tap'
-import { keyLayout } from '../../src/stores/redis/keys.js'
+import { keyLayout } from '@auth-token-service/guard/layout'
 import { Redis } from 'ioredis'
-import { hashToken } from '../../src/tokens/token.js'
+import { hashToken } from '@auth-token-service/guard/token'
 import { buildTestApp } from '../support/app.js'
 import { keysUnder } from '../../support/redis.js'
 import {

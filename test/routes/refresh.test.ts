@@ -1,6 +1,6 @@
 import t from 'tap'
-import { keyLayout } from '../../src/stores/redis/keys.js'
-import { hashToken } from '../../src/tokens/token.js'
+import { keyLayout } from '@auth-token-service/guard/layout'
+import { hashToken } from '@auth-token-service/guard/token'
 import { buildTestApp } from '../support/app.js'
 import {
   assertLoginSuccess, assertStatus, assertTokenCookie, authenticate, BODIES, expiredToken, form, FORM, JSON_HEADERS,

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
-import { keyLayout } from '../../src/stores/redis/keys.js'
+import { keyLayout } from '@auth-token-service/guard/layout'
 import type { LoginLimits } from '../../src/stores/login-limiter.js'
 import { createMemoryLoginLimiter } from '../../src/stores/memory/login-limiter.js'
 import { createRedisLoginLimiter } from '../../src/stores/redis/login-limiter.js'
@@ -70,10 +70,9 @@ t.test('Redis login limiter', async (t) => {
     t.teardown(() => { redis.disconnect() })
     redis.on('error', () => {})
     const limiter = createRedisLoginLimiter(redis, LIMITS, 'unreachable:')
-    const started = Date.now()
+    // Not timed (issue 31 §5): a hang would fail the test by tap's timeout.
     t.match(await rejection(limiter.check('dave', '198.51.100.26')), { status: 503, httpStatus: 503 }, 'check')
     t.match(await rejection(limiter.recordFailure('dave', '198.51.100.26')), { status: 503, httpStatus: 503 }, 'recordFailure')
     t.match(await rejection(limiter.recordSuccess('dave')), { status: 503, httpStatus: 503 }, 'recordSuccess')
-    t.ok(Date.now() - started < 10_000, 'no hang (a bound a busy machine does not reach)')
   })
 })

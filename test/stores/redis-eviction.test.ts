@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis'
 import t from 'tap'
-import { generateToken, hashToken } from '../../src/tokens/token.js'
+import { generateToken, hashToken } from '@auth-token-service/guard/token'
 import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
 import type { EvictionPolicyError } from '../../src/stores/redis/eviction.js'
 import { buildTestApp } from '../support/app.js'

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis'
 import t from 'tap'
-import { generateToken, hashToken } from '../../src/tokens/token.js'
+import { generateToken, hashToken } from '@auth-token-service/guard/token'
 import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
 import { LossyPersistenceError, type Persistence } from '../../src/stores/redis/persistence.js'
 import { UnavailableError } from '../../src/errors/status.js'

@@ -1,13 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Test } from 'tap'
 import { waitFor } from '../../support/processes.js'
-import { hashToken, generateToken } from '../../src/tokens/token.js'
+import { hashToken, generateToken } from '@auth-token-service/guard/token'
 import { expiryInstant } from '../../src/tokens/time.js'
 import type { RevocationFeed } from '../../src/stores/revocation-feed.js'
 import type { TokenStore } from '../../src/stores/token-store.js'
 import type { ApiKeyRecords } from '../../src/stores/api-key-records.js'
 import { generateApiKey, hashApiKey } from '../../src/keys/secret.js'
-import type { TokenRecord } from '../../src/tokens/record.js'
+import type { TokenRecord } from '@auth-token-service/guard/layout'
 
 export type MakeTokenStore = (t: Test, options: { denyTtlMs: number, maxTokensPerAccount?: number }) => Promise<TokenStore & ApiKeyRecords & RevocationFeed>
 

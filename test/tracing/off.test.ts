@@ -24,13 +24,15 @@ const OPENTELEMETRY = /@opentelemetry[/\\](?!api[/\\])|import-in-the-middle|requ
 t.test('tracingSettings reads the standard variables', async (t) => {
   t.equal(tracingSettings({}), undefined, 'no endpoint: off')
   t.equal(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: '  ' }), undefined, 'a blank endpoint: off')
-  t.same(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }), { protocol: 'http/protobuf' }, 'the specification\'s default protocol')
-  t.same(tracingSettings({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://c:4318/v1/traces', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }), { protocol: 'http/json' }, 'the traces endpoint alone')
-  t.same(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json' }), { protocol: 'http/json' }, 'the traces protocol wins')
+  t.same(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }), { protocol: 'http/protobuf', exportBatchSize: 128 }, 'the specification\'s default protocol')
+  t.same(tracingSettings({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://c:4318/v1/traces', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }), { protocol: 'http/json', exportBatchSize: 128 }, 'the traces endpoint alone')
+  t.same(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json' }), { protocol: 'http/json', exportBatchSize: 128 }, 'the traces protocol wins')
   t.equal(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'TRUE' }), undefined, 'OTEL_SDK_DISABLED')
   t.equal(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_TRACES_EXPORTER: 'none' }), undefined, 'OTEL_TRACES_EXPORTER=none')
   t.throws(() => tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }), /OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" is not supported/)
   t.throws(() => tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_TRACES_EXPORTER: 'zipkin' }), /OTEL_TRACES_EXPORTER/)
+  t.equal(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '512' })?.exportBatchSize, 512, 'the export batch as asked (128 unless asked: issue 31)')
+  t.throws(() => tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '0' }), /OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "0" is not a whole number of spans/)
 })
 
 t.test('serve with a protocol it cannot send stops at once, on one line', async (t) => {
@@ -60,17 +62,24 @@ t.test('the modules a serving process loads, tracing off and on', async (t) => {
   const off = await serveOnce('off', {})
   t.ok(off.modules.some((m) => /[/\\]node_modules[/\\]ioredis[/\\]/.test(m)), `off: the recording sees the drivers (${off.modules.length} modules)`)
   t.ok(off.modules.some((m) => m.includes('/dist/logging/access-log.js')), 'off: and the service\'s own modules')
-  t.same(off.modules.filter((m) => OPENTELEMETRY.test(m) || m.includes('/dist/tracing/start.js')), [], 'off: nothing of OpenTelemetry is loaded')
+  t.same(off.modules.filter((m) => OPENTELEMETRY.test(m) || /[/\\]dist[/\\]tracing[/\\](?:start|requests)\.js$/.test(m)), [], 'off: nothing of OpenTelemetry is loaded')
   t.notMatch(off.output, /"traceId"/, 'off: no trace id in the access log')
 
   // On, with a batch delay far beyond the test: the spans can only arrive through the flush at SIGTERM.
   const receiver = await startOtlpReceiver(t)
   const on = await serveOnce('on', { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '600000' })
-  for (const part of ['@opentelemetry/sdk-trace-base', '@opentelemetry/instrumentation-ioredis', '@fastify/otel', 'import-in-the-middle']) {
+  for (const part of ['@opentelemetry/sdk-trace-base', '@opentelemetry/instrumentation-ioredis', 'import-in-the-middle']) {
     t.ok(on.modules.some((m) => m.includes(`/node_modules/${part}/`)), `on: ${part} is loaded`)
   }
+  t.ok(on.modules.some((m) => m.endsWith('/dist/tracing/requests.js')), 'on: the request spans\' hooks are loaded')
   t.ok(receiver.spans().some((s) => s.attributes['http.route'] === '/auth/Login'), 'on: the buffered spans were exported when the service stopped')
   t.match(on.output, /"traceId":"[0-9a-f]{32}"/, 'on: the trace id in the access log')
+
+  // The documented way to trace fewer requests: the standard sampler variables. Ratio 0, no caller's trace: no span at all.
+  const sampledOut = await startOtlpReceiver(t)
+  const fewer = await serveOnce('sampled out', { OTEL_EXPORTER_OTLP_ENDPOINT: sampledOut.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' })
+  t.same(sampledOut.spans().map((s) => s.name), [], 'sampled out: Login and Authenticate exported no span')
+  t.match(fewer.output, /"route":"\/auth\/Login"/, 'sampled out: the requests were logged')
 
   // The default protocol: OTLP protobuf.
   const protobuf = await startOtlpReceiver(t)

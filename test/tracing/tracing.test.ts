@@ -7,7 +7,7 @@ import { NodeTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trac
 import { FastifyOtelInstrumentation } from '@fastify/otel'
 import Fastify from 'fastify'
 import t from 'tap'
-import { authTokenGuard } from '../../src/guard/index.js'
+import { authTokenGuard } from '@auth-token-service/guard'
 import { startOtlpReceiver, type ReceivedSpan } from '../../support/otlp-receiver.js'
 import { migratedDatabaseUrl } from '../../support/postgres.js'
 import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
@@ -160,8 +160,9 @@ t.test('tracing on: spans with parent links from a guarded service through the t
     const [logoutSpan] = serverSpanOf(spans, 'ats-under-test', '/auth/Logout')
     t.ok(logoutSpan !== undefined && spans.some((s) => s.scope === '@opentelemetry/instrumentation-ioredis' && s.parentSpanId === logoutSpan.spanId), 'Logout: a Redis command, a child of its server span')
 
-    // The access log names the trace.
-    const loginLine = service.output().split('\n').find((line) => line.includes('"route":"/auth/Login"'))
+    // The access log names the trace: its line is waited for (the logger writes asynchronously,
+    // so the line can still be in the pipe when the answer is in).
+    const loginLine = (await service.outputMatching(/"route":"\/auth\/Login"/)).split('\n').find((line) => line.includes('"route":"/auth/Login"'))
     t.match(loginLine, `"traceId":"${loginSpan.traceId}"`, 'the access line carries the trace id')
   })
 

@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance, type FastifyRequest, type FastifyServerO
 // A service outside this repository writes `from 'auth-token-service/guard'` (the package's
 // subpath export). Inside the repository the relative path keeps this example type-checked
 // against the source by `tsc --noEmit`, which CI runs before anything is built into dist/.
-import { authTokenGuard, redactUrl, type AuthInfo, type AuthTokenGuardOptions } from '../../../src/guard/index.js'
+import { authTokenGuard, redactUrl, type AuthInfo, type AuthTokenGuardOptions } from '@auth-token-service/guard'
 
 /**
  * orders-service: a small service of the internal network whose routes require a token

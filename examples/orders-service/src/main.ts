@@ -1,4 +1,4 @@
-import type { AuthTokenGuardOptions } from '../../../src/guard/index.js'
+import type { AuthTokenGuardOptions } from '@auth-token-service/guard'
 import { buildOrdersApp } from './app.js'
 
 /**

@@ -6,7 +6,7 @@ import type { Config } from '../../config.js'
 import { normalizeUsername } from '../../credentials.js'
 import { assertDataDirFree } from '../../db/data-dir-lock.js'
 import type { Database } from '../../db/database.js'
-import { withTimeout } from '../../time-limit.js'
+import { withTimeout } from '@auth-token-service/guard/shared/time-limit'
 import { Failure, unreachable } from '../exit-codes.js'
 import type { AdminOperations } from '../operations.js'
 

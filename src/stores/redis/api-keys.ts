@@ -1,7 +1,7 @@
-import { encodeRecord } from '../../tokens/record.js'
+import { encodeRecord } from '@auth-token-service/guard/layout'
 import type { ApiKeyRecords } from '../api-key-records.js'
-import type { RedisClient } from './client.js'
-import type { KeyLayout } from './keys.js'
+import type { RedisClient } from '@auth-token-service/guard/shared/redis-connection'
+import type { KeyLayout } from '@auth-token-service/guard/layout'
 import type { Replicated } from './replicated.js'
 import { pxArg, SHARED } from './scripts.js'
 

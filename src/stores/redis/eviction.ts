@@ -1,5 +1,5 @@
 import { Cluster } from 'ioredis'
-import type { RedisClient } from './client.js'
+import type { RedisClient } from '@auth-token-service/guard/shared/redis-connection'
 
 /**
  * The one Redis setting the service cannot run safely without: `maxmemory-policy noeviction`.

@@ -1,7 +1,7 @@
-import { encodeRecord, type TokenRecord } from '../../tokens/record.js'
-import { accountBucket } from '../../tokens/token.js'
+import { encodeRecord } from '@auth-token-service/guard/layout'
+import { accountBucket } from '@auth-token-service/guard/token'
 import type { EndMembers } from './end-members.js'
-import type { KeyLayout } from './keys.js'
+import type { KeyLayout, TokenRecord } from '@auth-token-service/guard/layout'
 import { epochArg, PRUNE_BATCH, pxArg, type ScriptCommands } from './scripts.js'
 
 /** Login's writes: a new token in its account's index, and a refresh of one. */

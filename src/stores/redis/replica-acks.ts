@@ -1,5 +1,5 @@
 import { Cluster, Redis } from 'ioredis'
-import type { RedisClient } from './client.js'
+import type { RedisClient } from '@auth-token-service/guard/shared/redis-connection'
 
 /*
  * How many replicas must acknowledge a revocation before it is answered `Success` (issue 29 §1).

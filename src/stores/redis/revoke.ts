@@ -1,8 +1,8 @@
-import { decodeRecord, type TokenRecord } from '../../tokens/record.js'
-import { accountBucket } from '../../tokens/token.js'
-import type { RedisClient } from './client.js'
+import { decodeRecord } from '@auth-token-service/guard/layout'
+import { accountBucket } from '@auth-token-service/guard/token'
+import type { RedisClient } from '@auth-token-service/guard/shared/redis-connection'
 import type { EndMembers } from './end-members.js'
-import type { KeyLayout, Place } from './keys.js'
+import type { KeyLayout, Place, TokenRecord } from '@auth-token-service/guard/layout'
 import type { Replicated } from './replicated.js'
 import { epochArg, REVOKE_BATCH, type ScriptCommands } from './scripts.js'
 

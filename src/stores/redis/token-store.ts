@@ -1,15 +1,16 @@
-import { createRedisClient, DEFAULT_KEY_PREFIX, type RedisClient, type RedisTopology } from './client.js'
+import { DEFAULT_KEY_PREFIX, keyLayout, revocationChannel } from '@auth-token-service/guard/layout'
+import { createRevocationFeed } from '@auth-token-service/guard/shared/redis-feed'
+import { whenReady, type RedisClient } from '@auth-token-service/guard/shared/redis-connection'
+import { createRedisClient, type RedisTopology } from './client.js'
 import { createRedisApiKeyRecords } from './api-keys.js'
 import { createFinder } from './batched-find.js'
 import { createDenyList } from './deny-list.js'
 import { createMemberEnder } from './end-members.js'
 import type { EvictionPolicyError } from './eviction.js'
 import { createIssuing } from './issue.js'
-import { keyLayout } from './keys.js'
 import type { LossyPersistenceError, Persistence } from './persistence.js'
 import { createReplicaAcks, type MinReplicaAcks } from './replica-acks.js'
 import { createReplicationWait, ReplicaAckTimeout } from './replicated.js'
-import { createRevocationFeed } from './revocation-feed.js'
 import { createRevoking } from './revoke.js'
 import { createSafety } from './safety.js'
 import { defineScripts } from './scripts.js'
@@ -22,13 +23,14 @@ export { ReplicaAckTimeout } from './replicated.js'
 
 /*
  * The Redis token store, put together from parts that each read alone (issue 31 §4):
- *   keys.ts         where a token hash's keys live (its account's bucket: one Cluster slot)
+ *   the guard package's layout.ts: where a token hash's keys live (its account's bucket: one
+ *                   Cluster slot), the record's format, the revocation channel; shared with the guard
  *   scripts.ts      the Lua scripts, one per multi-step write
  *   issue.ts        Login's writes: issue (with the per-account cap) and refresh
  *   batched-find.ts Authenticate's read: GETs batched into MGETs
  *   revoke.ts       Logout and revoke-all, each acknowledged once replicated (replicated.ts,
  *                   replica-acks.ts); end-members.ts ends a batch of an account's tokens
- *   deny-list.ts    the ended tokens, for caches; revocation-feed.ts publishes them as they end
+ *   deny-list.ts    the ended tokens, for caches; the guard package's shared/redis-feed.ts follows them as they end
  *   safety.ts       refusing to serve from an evicting or lossy Redis (eviction.ts, persistence.ts)
  * This file holds the options, the connection's life, and the mapping of every failure to a 503.
  */
@@ -105,7 +107,7 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
   const commands = defineScripts(redis)
 
   const prefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX
-  const channel = `${prefix}revoked`
+  const channel = revocationChannel(prefix)
   const denyTtlMs = options.denyTtlMs
   const keys = keyLayout(prefix)
   const feed = createRevocationFeed(redis, channel)
@@ -147,18 +149,7 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
     tokenKey: keys.tokenKey,
     persistence: async () => await guarded(safety.checkPersistence),
     get lastPersistence () { return safety.lastPersistence },
-    async ready () {
-      if (redis.status === 'ready') return
-      if (redis.status === 'wait') await redis.connect()
-      if ((redis.status as string) !== 'ready') {
-        await new Promise<void>((resolve, reject) => {
-          const onReady = (): void => { redis.off('end', onEnd); resolve() }
-          const onEnd = (): void => { redis.off('ready', onReady); reject(new Error('Redis connection ended')) }
-          redis.once('ready', onReady)
-          redis.once('end', onEnd)
-        })
-      }
-    },
+    ready: async () => { await whenReady(redis) },
     issue: async (tokenHash, record, ttlMs, epoch) => await guarded(async () => {
       safety.refuseWhileUnsafe()
       return await issuing.issue(tokenHash, record, ttlMs, epoch)

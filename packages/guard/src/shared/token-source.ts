@@ -1,6 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http'
-import { TOKEN_COOKIE } from '../tokens/cookie.js'
-import { reasons, type Reason } from '../errors/reasons.js'
+import { TOKEN_COOKIE } from '../token.js'
 
 /**
  * Where a request's token comes from, for every route that takes one and for the guard
@@ -10,25 +9,26 @@ import { reasons, type Reason } from '../errors/reasons.js'
  * request carries.
  */
 
-/** Why a request presents no usable token although it carries one; routes decide the answer. */
+/**
+ * Why a request presents no usable token although it carries one; routes decide the answer
+ * (the service words it for its access log and a 400's detail: errors/reasons.ts, refusalReason).
+ */
 export class TokenRefusal {
   constructor (
-    readonly problem: 'malformed-authorization' | 'ambiguous-cookie' | 'malformed-parameter',
-    /** For the access log (and a 400's detail): never a value sent. */
-    readonly reason: Reason
+    readonly problem: 'malformed-authorization' | 'ambiguous-cookie' | 'malformed-parameter'
   ) {}
 }
 
 /** `Authorization: Bearer` with no credential, two, or characters no token68 has (RFC 6750 §2.1). */
-export const MALFORMED_AUTHORIZATION = new TokenRefusal('malformed-authorization', reasons.authorizationNotBearer())
+export const MALFORMED_AUTHORIZATION = new TokenRefusal('malformed-authorization')
 /**
  * Two different `AuthToken1` values: a sibling subdomain or a narrower path can toss a cookie
  * of its own beside the real one, and which comes first is the browser's choice, so none is
  * believed (issue 19 §3).
  */
-export const AMBIGUOUS_COOKIE = new TokenRefusal('ambiguous-cookie', reasons.cookieGivenMoreThanOnce())
+export const AMBIGUOUS_COOKIE = new TokenRefusal('ambiguous-cookie')
 /** A `token` parameter given twice, as an object or as a number (the guard sees unvalidated input). */
-export const MALFORMED_PARAMETER = new TokenRefusal('malformed-parameter', reasons.notAString('token'))
+export const MALFORMED_PARAMETER = new TokenRefusal('malformed-parameter')
 
 /** A token, a refusal, or nothing presented (undefined). */
 export type Presented = string | TokenRefusal | undefined

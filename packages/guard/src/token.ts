@@ -73,3 +73,6 @@ export const TOKEN_DIGEST_LENGTH = 22
 export function hashToken (token: string): string {
   return `${token.slice(1, 3)}${sha256(token).slice(0, TOKEN_DIGEST_LENGTH)}`
 }
+
+/** The cookie that carries the token (spec §2): set by Login, read by every operation, the client and the guard. */
+export const TOKEN_COOKIE = 'AuthToken1'

@@ -1,5 +1,4 @@
-import { FEED_PROOF_MS } from '../feed-liveness.js'
-import type { RevocationWatcher } from '../revocation-feed.js'
+import { FEED_PROOF_MS, type RevocationWatcher } from './feed.js'
 
 /** The watchers of one feed, told together: the part every kind of feed shares. */
 export interface FeedWatchers {

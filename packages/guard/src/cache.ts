@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks'
-import type { RevocationWatcher } from '../stores/revocation-feed.js'
-import type { TokenRecord } from '../tokens/record.js'
+import type { TokenRecord } from './layout.js'
+import type { RevocationWatcher } from './shared/feed.js'
 
 export interface PositiveCacheOptions {
   maxEntries: number

@@ -1,9 +1,7 @@
-import { authenticateAt, type FetchFunction } from '../client/wire.js'
-import type { RedisClient } from '../stores/redis/client.js'
-import { createRedisTokenStore } from '../stores/redis/token-store.js'
-import type { RevocationWatcher } from '../stores/revocation-feed.js'
-import type { TokenRecord } from '../tokens/record.js'
-import { withTimeout } from '../time-limit.js'
+import { authenticateAt, type FetchFunction } from './client/wire.js'
+import type { TokenRecord } from './layout.js'
+import type { RevocationWatcher } from './shared/feed.js'
+import { withTimeout } from './shared/time-limit.js'
 import { followRevocations } from './sse-feed.js'
 
 /** An active token, and how much longer it lives as its source measured it (from the request's start). */
@@ -31,62 +29,8 @@ export class VerifierUnavailable extends Error {
   }
 }
 
-async function within<T> (promise: Promise<T>, ms: number): Promise<T> {
+export async function within<T> (promise: Promise<T>, ms: number): Promise<T> {
   return await withTimeout(promise, ms, () => { throw new VerifierUnavailable(`no answer within ${ms} ms`) })
-}
-
-export interface DirectVerifierOptions {
-  redis?: RedisClient | undefined
-  redisUrl?: string | undefined
-  keyPrefix: string
-  timeoutMs: number
-  onError: (error: Error) => void
-}
-
-/**
- * Straight against the service's Redis: one GET of the token's key (store.tokenKey). The store is
- * the service's own Redis store, so key layout and record format cannot drift; it
- * closes only the connections it opened (a handed-in client stays open).
- */
-export function directVerifier (options: DirectVerifierOptions): Verifier {
-  const store = createRedisTokenStore({
-    ...(options.redis === undefined ? { url: options.redisUrl } : { redis: options.redis }),
-    keyPrefix: options.keyPrefix,
-    // Unused here: the guard never terminates a token.
-    denyTtlMs: 1000,
-    // The service refuses to serve on an evicting Redis and says so; a reader need not check again.
-    requireNoEviction: false,
-    // This machine's clock decides nothing: the key's own expiry does (and, cached, its PTTL).
-    expireOnRead: false,
-    commandTimeoutMs: options.timeoutMs,
-    onError: options.onError
-  })
-  let stopWatching: (() => void) | undefined
-  /**
-   * With a cache to keep: the key's PTTL beside the GET (sent together, one round trip), the
-   * remaining life by Redis's own clock, so the guard's wall clock never decides an expiry.
-   */
-  const findWithRemaining = async (hash: string): Promise<Verified | null> => {
-    const [record, pttl] = await Promise.all([store.find(hash), store.redis.pttl(store.tokenKey(hash))])
-    return record === null ? null : { record, remainingMs: Math.max(0, pttl) }
-  }
-  return {
-    // The race also bounds a handed-in client that queues commands while Redis is away.
-    verify: async (_token, hash) => await within(stopWatching === undefined
-      ? store.find(hash).then((record) => record === null ? null : { record })
-      : findWithRemaining(hash), options.timeoutMs),
-    watch (watcher) {
-      stopWatching = store.watchRevocations(watcher)
-    },
-    async settle (waitMs) {
-      // A lazy client fails its first command while it connects: connect first, but never wait long.
-      await within(store.ready(), waitMs).catch(() => {})
-    },
-    async close () {
-      stopWatching?.()
-      await store.close()
-    }
-  }
 }
 
 export interface HttpVerifierOptions {

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import type { Cluster, Redis } from 'ioredis'
-import { FEED_HEARTBEAT_MS, FEED_PROOF_MS, FEED_STALL_MS } from '../feed-liveness.js'
-import { duplicateForSubscribing, resubscribeDelayMs } from './client.js'
+import { FEED_HEARTBEAT_MS, FEED_PROOF_MS, FEED_STALL_MS } from './feed.js'
+import { duplicateForSubscribing, resubscribeDelayMs } from './redis-connection.js'
 import { createFeedWatchers } from './feed-watchers.js'
-import type { RevocationSubscription } from './revocation-feed.js'
+import type { RevocationSubscription } from './redis-feed.js'
 
 /** One heartbeat round: a nonce published on every master at `sentAt`, the ones not yet back. */
 interface Round {
@@ -16,7 +16,7 @@ interface Round {
  * The revocation feed on a Redis Cluster. A classic PUBLISH on any master reaches every node
  * over the cluster bus, so one subscription on any node hears every master: but only as late
  * as the bus carries it, and a PONG from the subscribed node proves only what that node had
- * received. So the proof of currency (stores/feed-liveness.ts) is a round trip through every
+ * received. So the proof of currency (feed.ts) is a round trip through every
  * master: each heartbeat publishes a nonce on every master (on a channel of this feed's own),
  * and only when all of them have come back on the subscribed connection is every revocation
  * published before the round known to be delivered (a master's messages keep their order on

@@ -1,10 +1,9 @@
 import { performance } from 'node:perf_hooks'
-import { Cluster, type Redis } from 'ioredis'
-import { FEED_HEARTBEAT_MS, FEED_PROOF_MS, FEED_STALL_MS } from '../feed-liveness.js'
-import type { RevocationWatcher } from '../revocation-feed.js'
+import type { Cluster, Redis } from 'ioredis'
+import { FEED_HEARTBEAT_MS, FEED_PROOF_MS, FEED_STALL_MS, type RevocationWatcher } from './feed.js'
 import { createFeedWatchers } from './feed-watchers.js'
-import { duplicateForSubscribing, type RedisClient } from './client.js'
-import { createClusterRevocationFeed } from './cluster-revocation-feed.js'
+import { duplicateForSubscribing, type RedisClient } from './redis-connection.js'
+import { createClusterRevocationFeed } from './cluster-feed.js'
 
 export interface RevocationSubscription {
   watch (watcher: RevocationWatcher): () => void
@@ -16,10 +15,13 @@ export interface RevocationSubscription {
  * do nothing else), opened with the first watcher. Each (re)connection subscribes
  * again and only then reports `live`; a lost connection reports `interrupted`, since
  * pub/sub does not replay what was published meanwhile. On a Redis Cluster, its own
- * kind (cluster-revocation-feed.ts): there a PONG proves less.
+ * kind (cluster-feed.ts): there a PONG proves less.
  */
+/** A value test (ioredis's `isCluster`), so that no class of ioredis is loaded here. */
+const isCluster = (redis: RedisClient): redis is Cluster => redis.isCluster
+
 export function createRevocationFeed (redis: RedisClient, channel: string): RevocationSubscription {
-  if (redis instanceof Cluster) return createClusterRevocationFeed(redis, channel)
+  if (isCluster(redis)) return createClusterRevocationFeed(redis, channel)
   const watchers = createFeedWatchers()
   let subscriber: Redis | undefined
 
@@ -36,7 +38,7 @@ export function createRevocationFeed (redis: RedisClient, channel: string): Revo
     return connection
   }
 
-  // The proof of liveness (stores/feed-liveness.ts): a PING on the subscribed connection every
+  // The proof of liveness (feed.ts): a PING on the subscribed connection every
   // FEED_HEARTBEAT_MS; its PONG renews every watcher's trust for FEED_PROOF_MS from the PING's
   // sending. A PING unanswered for FEED_STALL_MS (a half-open connection: a NAT drop, a frozen
   // proxy) cuts the connection, so it is made again; the watchers' trust has lapsed long before.

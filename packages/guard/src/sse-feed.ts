@@ -1,6 +1,5 @@
-import type { RevocationWatcher } from '../stores/revocation-feed.js'
-import type { FetchFunction } from '../client/wire.js'
-import { FEED_PROOF_MS } from '../stores/feed-liveness.js'
+import type { FetchFunction } from './client/wire.js'
+import { FEED_PROOF_MS, type RevocationWatcher } from './shared/feed.js'
 
 /**
  * The HTTP mode's revocation feed: a client of the service's `GET /auth/revocations`
@@ -83,7 +82,7 @@ export interface RevocationFeedOptions {
   maxBackoffMs?: number
   /**
    * No byte for this long: the stream is presumed dead and made again. (Trust in the cache
-   * lapses far sooner, with the heartbeats: stores/feed-liveness.ts.) Services before
+   * lapses far sooner, with the heartbeats: shared/feed.ts.) Services before
    * heartbeat events sent a comment every 15 s.
    */
   idleTimeoutMs?: number
@@ -145,7 +144,7 @@ export function followRevocations (options: RevocationFeedOptions, watcher: Revo
           live = true
           watcher.live(FEED_PROOF_MS)
         } else if (event.type === 'heartbeat' && live) {
-          // The service's own proof, passed on (stores/feed-liveness.ts): trusted no longer than it says.
+          // The service's own proof, passed on (shared/feed.ts): trusted no longer than it says.
           const remaining = Number(event.data)
           if (Number.isFinite(remaining) && remaining > 0) watcher.live(Math.min(remaining, FEED_PROOF_MS))
         } else if (event.type === 'revoked' && live) {

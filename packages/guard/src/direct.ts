@@ -1,0 +1,83 @@
+import { decodeRecord, keyLayout, revocationChannel } from './layout.js'
+import { createRevocationFeed, type RevocationSubscription } from './shared/redis-feed.js'
+import { failFastRedisOptions, whenReady, type RedisClient } from './shared/redis-connection.js'
+import { within, type Verified, type Verifier } from './verifiers.js'
+
+/*
+ * Direct mode: straight against the token service's Redis, through the key layout the
+ * service writes (layout.ts), one GET of the token's key. Loaded only in direct mode (the
+ * guard imports it when given `redis` or `redisUrl`), so ioredis, an optional peer of this
+ * package, is needed only here.
+ */
+
+export interface DirectVerifierOptions {
+  redis?: RedisClient | undefined
+  redisUrl?: string | undefined
+  keyPrefix: string
+  timeoutMs: number
+  onError: (error: Error) => void
+}
+
+/** A client of our own for `url`, failing fast (no queue while Redis is away). */
+async function connect (url: string, timeoutMs: number, onError: (error: Error) => void): Promise<RedisClient> {
+  let Redis: typeof import('ioredis').Redis
+  try {
+    ({ Redis } = await import('ioredis'))
+  } catch (cause) {
+    throw new Error('auth-token-guard: direct mode (redisUrl) needs ioredis: npm install ioredis', { cause })
+  }
+  const redis = new Redis(url, failFastRedisOptions(timeoutMs))
+  redis.on('error', onError)
+  return redis
+}
+
+/**
+ * One GET of the token's key; the record's own `expiresAt` is not held against this machine's
+ * clock, which may be wrong: the key's expiry (Redis's clock, a few ms past the named second)
+ * bounds the token. The service refuses to serve on an evicting Redis and says so; a reader need
+ * not check again. It closes only the connections it opened (a handed-in client stays open).
+ */
+export async function directVerifier (options: DirectVerifierOptions): Promise<Verifier> {
+  const owned = options.redis === undefined
+  const redis = options.redis ?? await connect(options.redisUrl ?? 'redis://127.0.0.1:6379', options.timeoutMs, options.onError)
+  const keys = keyLayout(options.keyPrefix)
+  let feed: RevocationSubscription | undefined
+  let stopWatching: (() => void) | undefined
+
+  const find = async (key: string): Promise<Verified | null> => {
+    const value = await redis.get(key)
+    const record = value === null ? null : decodeRecord(value)
+    return record === null ? null : { record }
+  }
+  /**
+   * With a cache to keep: the key's PTTL beside the GET (sent together, one round trip), the
+   * remaining life by Redis's own clock, so the guard's wall clock never decides an expiry.
+   */
+  const findWithRemaining = async (key: string): Promise<Verified | null> => {
+    const [value, pttl] = await Promise.all([redis.get(key), redis.pttl(key)])
+    const record = value === null ? null : decodeRecord(value)
+    return record === null ? null : { record, remainingMs: Math.max(0, pttl) }
+  }
+  return {
+    async verify (_token, hash) {
+      // A string that names no key is no token of the service's: no round trip.
+      const key = keys.keyOf(hash)
+      if (key === undefined) return null
+      // The race also bounds a handed-in client that queues commands while Redis is away.
+      return await within(stopWatching === undefined ? find(key) : findWithRemaining(key), options.timeoutMs)
+    },
+    watch (watcher) {
+      feed ??= createRevocationFeed(redis, revocationChannel(options.keyPrefix))
+      stopWatching = feed.watch(watcher)
+    },
+    async settle (waitMs) {
+      // A lazy client fails its first command while it connects: connect first, but never wait long.
+      await within(whenReady(redis), waitMs).catch(() => {})
+    },
+    async close () {
+      stopWatching?.()
+      await feed?.close()
+      if (owned) await redis.quit().catch(() => { redis.disconnect() })
+    }
+  }
+}

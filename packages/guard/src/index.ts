@@ -1,0 +1,218 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { endpoint } from './client/index.js'
+import type { FetchFunction } from './client/wire.js'
+import { createThrottledLog } from './shared/throttled-log.js'
+import { hashToken, isTokenShaped } from './token.js'
+import { DEFAULT_KEY_PREFIX, type TokenRecord } from './layout.js'
+import type { RedisClient } from './shared/redis-connection.js'
+import { createPositiveCache, type PositiveCache } from './cache.js'
+import { presentedToken, TokenRefusal } from './shared/token-source.js'
+import { httpVerifier, type Verifier } from './verifiers.js'
+
+/**
+ * The plugin other services register to require a token: `app.register(authTokenGuard,
+ * options)` protects every route of the registering scope (fastify-plugin: its hook
+ * and decorator land in that scope, not in a child). It answers before the route's
+ * own validation, so a caller without a valid token learns nothing about the route.
+ */
+
+/** Who the token belongs to, for handlers. */
+export interface AuthInfo {
+  accountId: string
+  username: string
+  federated: boolean
+  /** The instant the token stops working (its `expiration_date`). */
+  expiresAt: Date
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /**
+     * Set by the auth-token guard on the routes it protects. Elsewhere null, or absent in a
+     * scope with no guard at all (the decorator lives in the scopes that register it).
+     */
+    auth: AuthInfo | null
+  }
+}
+
+export interface GuardCacheOptions {
+  /** Most positive answers kept; least recently used go first. */
+  maxEntries: number
+  /** How long one is reused at most; never past the token's own expiry. */
+  ttlMs: number
+}
+
+interface CommonGuardOptions {
+  /** A cache of positive answers, kept right by the revocation feed; off when absent. */
+  cache?: GuardCacheOptions
+  /** Bound on one verification; default 500 ms against Redis, 2000 ms over HTTP. */
+  timeoutMs?: number
+}
+
+/** Verify straight against the token service's Redis (one GET); give `redisUrl` or `redis`. */
+export interface DirectGuardOptions extends CommonGuardOptions {
+  redisUrl?: string
+  /**
+   * A client to share: an ioredis `Redis` (plain or Sentinel) or `Cluster`. The guard never
+   * closes it; with a cache it opens one more connection of the same kind for the revocation feed.
+   */
+  redis?: RedisClient
+  /** The service's `AUTH_REDIS_KEY_PREFIX`; default the service's default, `{ats}:`. */
+  keyPrefix?: string
+}
+
+/** Verify over HTTP against the token service's Authenticate, e.g. `http://auth:3000/auth/Authenticate`. */
+export interface HttpGuardOptions extends CommonGuardOptions {
+  authenticateUrl: string | URL
+  /**
+   * The service's revocation stream, on its internal listener (INTERNAL_PORT); default the same
+   * origin's `/auth/revocations` (served there only with the service's AUTH_PUBLIC_INTERNALS=true).
+   */
+  revocationsUrl?: string | URL
+  /** The service's AUTH_REVOCATIONS_KEY, sent as `Authorization: Bearer` to the stream. */
+  revocationsKey?: string
+  fetch?: FetchFunction
+}
+
+export type AuthTokenGuardOptions = DirectGuardOptions | HttpGuardOptions
+
+/**
+ * For the host's request logger: a URL with the values of `token` (and other secret)
+ * query parameters replaced. Fastify logs `req.url` as it came, query and all.
+ */
+export { redactUrl } from './shared/redact.js'
+
+/** The Redis key layout direct mode reads (layout.ts): a guard reads the service's of the same version. */
+export { KEY_LAYOUT_VERSION } from './layout.js'
+
+const JSON_TYPE = 'application/json; charset=utf-8'
+const BODIES = {
+  401: JSON.stringify({ status: 401, message: 'Token Required' }),
+  403: JSON.stringify({ status: 403, message: 'Unauthorized' }),
+  503: JSON.stringify({ status: 503, message: 'Service Unavailable' })
+} as const
+
+/** Pre-serialized, so that no response schema or error handler of the host service reshapes it. */
+function refuse (reply: FastifyReply, httpStatus: keyof typeof BODIES): FastifyReply {
+  reply.code(httpStatus).header('cache-control', 'no-store').type(JSON_TYPE)
+  if (httpStatus === 401) reply.header('www-authenticate', 'Bearer')
+  return reply.send(BODIES[httpStatus])
+}
+
+const toAuth = (record: TokenRecord): AuthInfo => ({
+  accountId: record.accountId,
+  username: record.username,
+  federated: record.federated,
+  expiresAt: new Date(record.expiresAt)
+})
+
+function positiveNumber (value: unknown, name: string): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw new TypeError(`auth-token-guard: ${name} must be a positive number`)
+  }
+  return value
+}
+
+/** One log line per kind of trouble per 10 s (shared/throttled-log.ts): a dead Redis must not flood the host's log. */
+function throttled (log: (message: string) => void): (error: unknown) => void {
+  const throttle = createThrottledLog()
+  return (error) => {
+    throttle('trouble', () => { log(error instanceof Error ? error.message : String(error)) })
+  }
+}
+
+async function openVerifier (options: AuthTokenGuardOptions, onError: (error: unknown) => void): Promise<Verifier> {
+  const direct = options as DirectGuardOptions
+  if ('authenticateUrl' in options && options.authenticateUrl !== undefined) {
+    if (direct.redisUrl !== undefined || direct.redis !== undefined) throw new TypeError('auth-token-guard: give authenticateUrl or redisUrl/redis, not both')
+    const authenticateUrl = new URL(options.authenticateUrl)
+    return httpVerifier({
+      authenticateUrl,
+      revocationsUrl: options.revocationsUrl === undefined ? endpoint(authenticateUrl.origin, 'auth/revocations') : new URL(options.revocationsUrl),
+      revocationsKey: options.revocationsKey,
+      timeoutMs: options.timeoutMs === undefined ? 2000 : positiveNumber(options.timeoutMs, 'timeoutMs'),
+      fetch: options.fetch ?? globalThis.fetch,
+      onError
+    })
+  }
+  if ((direct.redisUrl === undefined) === (direct.redis === undefined)) {
+    throw new TypeError('auth-token-guard: give exactly one of redisUrl, redis or authenticateUrl')
+  }
+  // Loaded only here: ioredis is an optional peer, needed by direct mode alone.
+  const { directVerifier } = await import('./direct.js')
+  return await directVerifier({
+    redis: direct.redis,
+    redisUrl: direct.redisUrl,
+    keyPrefix: direct.keyPrefix ?? DEFAULT_KEY_PREFIX,
+    timeoutMs: direct.timeoutMs === undefined ? 500 : positiveNumber(direct.timeoutMs, 'timeoutMs'),
+    onError
+  })
+}
+
+const guard: FastifyPluginAsync<AuthTokenGuardOptions> = async (fastify, options) => {
+  let cache: PositiveCache | undefined
+  if (options.cache !== undefined) {
+    const maxEntries = positiveNumber(options.cache.maxEntries, 'cache.maxEntries')
+    cache = createPositiveCache({ maxEntries: Math.floor(maxEntries), ttlMs: positiveNumber(options.cache.ttlMs, 'cache.ttlMs') })
+  }
+  const log = fastify.log.child({ plugin: 'auth-token-guard' })
+  const backendTrouble = throttled((message) => { log.warn({ reason: message }, 'token verification backend trouble') })
+  const unverified = throttled((message) => { log.warn({ reason: message }, 'tokens could not be verified: answering 503') })
+  const verifier = await openVerifier(options, backendTrouble)
+  fastify.addHook('onClose', async () => { await verifier.close() })
+  if (cache !== undefined) verifier.watch(cache)
+  await verifier.settle(2000)
+
+  if (!fastify.hasRequestDecorator('auth')) fastify.decorateRequest('auth', null)
+
+  // Callback-style, so a cached answer costs no promise and no microtask turn.
+  const verifyAndSet = (request: FastifyRequest, reply: FastifyReply, token: string, hash: string, done: (error?: Error) => void): void => {
+    const lookup = cache?.begin(hash)
+    verifier.verify(token, hash).then((verified) => {
+      if (lookup !== undefined) cache?.finish(lookup, verified?.record ?? null, verified?.remainingMs ?? 0)
+      if (verified === null) {
+        refuse(reply, 403)
+        return
+      }
+      request.auth = toAuth(verified.record)
+      done()
+    }, (error: unknown) => {
+      if (lookup !== undefined) cache?.abandon(lookup)
+      // Fails closed: nobody could say, so nobody passes. The error names no token.
+      unverified(error)
+      refuse(reply, 503)
+    }).catch((error: unknown) => {
+      // Nothing above should throw; if it did, the request still gets an answer.
+      unverified(error)
+      if (!reply.sent) refuse(reply, 503)
+    })
+  }
+
+  // preValidation: the body is parsed (a form or JSON `token` counts), the route's schema not yet applied.
+  // A hook that answers does not call done: the reply is sent, the route never runs.
+  fastify.addHook('preValidation', (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
+    const token = presentedToken(request)
+    if (token === undefined) {
+      refuse(reply, 401)
+      return
+    }
+    // Garbage never reaches the store (nor a key name): it could not be one of our tokens. A
+    // refusal (a broken Bearer header, two AuthToken1 values) is no valid token: 403.
+    if (token instanceof TokenRefusal || !isTokenShaped(token)) {
+      refuse(reply, 403)
+      return
+    }
+    const hash = hashToken(token)
+    const cached = cache?.get(hash)
+    if (cached === undefined) {
+      verifyAndSet(request, reply, token, hash, done)
+      return
+    }
+    request.auth = toAuth(cached)
+    done()
+  })
+}
+
+export const authTokenGuard = fp(guard, { name: 'auth-token-guard', fastify: '5.x' })
+export default authTokenGuard

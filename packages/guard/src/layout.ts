@@ -1,0 +1,168 @@
+import { TOKEN_DIGEST_LENGTH } from './token.js'
+
+/**
+ * The token service's Redis layout, as the service writes it and direct mode reads it: one
+ * module that both use (issue 31 §1), so the two cannot drift. A change to anything here (key
+ * names, the record's fields, the channel) is a new KEY_LAYOUT_VERSION, and a guard reads
+ * only the layout its version names: give a guard of the same layout version as the service.
+ *
+ *   token key        <bucket prefix>t<digest>   value: the record (encodeRecord), PX = the token's life
+ *   record           `expiresAt|federated|accountId|username` (epoch ms, 1/0, username last);
+ *                    an API key's record (issue 33) has `k<keyId>` for 1/0, at its hash's token key
+ *   revocation feed  PUBLISH <prefix>revoked "<hash> <hash> …" (space-separated token hashes)
+ *
+ * (The service's own keys beside them, the account index, epoch and deny set, are its
+ * business: stores/redis/scripts.ts.)
+ */
+
+/**
+ * The layout's version: 2 is the bucketed layout of 0.2.0 (tokens `2…`, keys `{atsAb}t<digest>`).
+ * The layout of before 0.2.0 (version 1) is gone (issue 31 §2). An API key's record (`k<keyId>`
+ * in the second field, issue 33) is still 2: no key name, channel or token record changed, and a
+ * reader of before it decodes a key's record as a non-federated token of the same account.
+ */
+export const KEY_LAYOUT_VERSION = 2
+
+/**
+ * Every key starts with this (the service's AUTH_REDIS_KEY_PREFIX default). The braces are a
+ * hash tag: in a Redis Cluster a bucket's keys share one slot (the bucket goes inside the tag),
+ * so each Lua script's keys are on one node. On a single Redis they are plain characters.
+ */
+export const DEFAULT_KEY_PREFIX = '{ats}:'
+
+/** The channel revocations are published on (classic PUBLISH: a Cluster carries it to every node). */
+export function revocationChannel (prefix: string): string {
+  return `${prefix}revoked`
+}
+
+/*
+ * Where a token hash's keys live (issue 23). The configured prefix (default `{ats}:`) holds a
+ * hash tag; a bucket's keys carry the bucket inside it (`{atsAb}`), so one account's token keys,
+ * index, epoch and deny entries share one Cluster slot, and 1,024 buckets spread the accounts
+ * over every master (keys `{atsAb}t<digest>`, `{atsAb}a<accountId>`, ...: the service's scripts.ts). A token
+ * hash is the bucket + the digest (24 characters: token.ts). Any other string names no
+ * key: it is no token of ours (the layout of before 0.2.0, under the prefix itself, is gone:
+ * issue 31 §2).
+ */
+
+const TOKEN_HASH = new RegExp(`^[A-Za-z0-9_-]{${2 + TOKEN_DIGEST_LENGTH}}$`)
+
+export interface Place {
+  /** The token's bucket (its account's). */
+  bucket: string
+  /** Prefix of every key of the bucket (`{atsAb}`). */
+  prefix: string
+  /** What the bucket's keys, index and deny entries name the token by: its digest. */
+  member: string
+}
+
+export interface KeyLayout {
+  /** The prefix of a bucket's keys. */
+  bucketPrefix (bucket: string): string
+  /** Where a token hash lives; undefined for a string that is no token hash (no key is ever named by it). */
+  placeOf (tokenHash: string): Place | undefined
+  /** The hash a member of a bucket's index or deny set stands for. */
+  hashOf (bucket: string, member: string): string
+  /** The token key of a hash (what Authenticate GETs); undefined for a string that is no token hash. */
+  keyOf (tokenHash: string): string | undefined
+  /** The token key of a hash; a TypeError for a string that is no token hash (a caller's mistake). */
+  tokenKey (tokenHash: string): string
+}
+
+/**
+ * The bucket goes inside the prefix's hash tag, and the `:` after the tag goes (`{ats}:` ->
+ * `{atsAb}`); after an untagged prefix (a single Redis only), the bucket and a `:`. A bucket's
+ * keys are `<b>t<digest>`, `<b>a<accountId>` ...: no separators, so that they are no longer
+ * than the layout of before 0.2.0 (`{ats}:t:<digest>`); 2 more characters put a token key in
+ * the next allocation size (MEMORY USAGE 120 -> 136 B) and an active token at 316 B instead of 293.
+ */
+function withBucket (prefix: string, bucket: string): string {
+  const open = prefix.indexOf('{')
+  const close = open < 0 ? -1 : prefix.indexOf('}', open + 1)
+  if (close > open + 1) {
+    const rest = prefix.slice(close + 1)
+    return `${prefix.slice(0, close)}${bucket}}${rest.startsWith(':') ? rest.slice(1) : rest}`
+  }
+  return `${prefix}${bucket}:`
+}
+
+export function keyLayout (prefix: string): KeyLayout {
+  const prefixes = new Map<string, string>()
+  const bucketPrefix = (bucket: string): string => {
+    let found = prefixes.get(bucket)
+    if (found === undefined) {
+      found = withBucket(prefix, bucket)
+      prefixes.set(bucket, found)
+    }
+    return found
+  }
+  const placeOf = (tokenHash: string): Place | undefined => {
+    if (!TOKEN_HASH.test(tokenHash)) return undefined
+    const bucket = tokenHash.slice(0, 2)
+    return { bucket, prefix: bucketPrefix(bucket), member: tokenHash.slice(2) }
+  }
+  const keyOf = (tokenHash: string): string | undefined => {
+    const place = placeOf(tokenHash)
+    return place === undefined ? undefined : `${place.prefix}t${place.member}`
+  }
+  return {
+    bucketPrefix,
+    placeOf,
+    hashOf: (bucket, member) => `${bucket}${member}`,
+    keyOf,
+    tokenKey (tokenHash) {
+      const key = keyOf(tokenHash)
+      if (key === undefined) throw new TypeError('not a token hash: it names no key')
+      return key
+    }
+  }
+}
+
+/** What a token stands for, as the stores keep it and Authenticate answers it. */
+export interface TokenRecord {
+  accountId: string
+  username: string
+  federated: boolean
+  /** Epoch milliseconds of the `expiration_date` the client was given. */
+  expiresAt: number
+  /** Set for an API key's record (issue 33): the key's public id. Absent: a Login token. */
+  keyId?: string
+}
+
+/**
+ * The record while its token is active by the service's clock: strictly before `expiresAt`,
+ * the second `expiration_date` names. A key's PX counts from the moment of its write, a few
+ * milliseconds after the instant the date was computed from, so the key alone would answer
+ * Success just after the named second (issue 20 §5); this never does.
+ */
+export function activeAt (record: TokenRecord | null, nowMs: number): TokenRecord | null {
+  return record !== null && nowMs < record.expiresAt ? record : null
+}
+
+/**
+ * Compact, order-fixed value: `expiresAt|federated|accountId|username` (username last: it may hold
+ * `|`). An API key's record has `k<keyId>` in the federated field: a reader that knows only tokens
+ * still finds its account and username (and federated false), so the record stays in layout 2.
+ */
+export function encodeRecord (record: TokenRecord): string {
+  const second = record.keyId === undefined ? (record.federated ? '1' : '0') : `k${record.keyId}`
+  return `${record.expiresAt}|${second}|${record.accountId}|${record.username}`
+}
+
+export function decodeRecord (value: string): TokenRecord | null {
+  const first = value.indexOf('|')
+  const second = value.indexOf('|', first + 1)
+  const third = value.indexOf('|', second + 1)
+  if (first < 0 || second < 0 || third < 0) return null
+  const expiresAt = Number(value.slice(0, first))
+  if (!Number.isFinite(expiresAt)) return null
+  const flag = value.slice(first + 1, second)
+  const record: TokenRecord = {
+    expiresAt,
+    federated: flag === '1',
+    accountId: value.slice(second + 1, third),
+    username: value.slice(third + 1)
+  }
+  if (flag.startsWith('k') && flag.length > 1) record.keyId = flag.slice(1)
+  return record
+}
