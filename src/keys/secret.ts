@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { accountBucket, sha256, TOKEN_DIGEST_LENGTH } from '@auth-token-service/guard/token'
+import { accountBucket, API_KEY_PREFIX } from '@auth-token-service/guard/token'
 
 /*
  * An API key's secret: `atsk_` (a prefix secret scanners can match), the account's 2-character
@@ -10,23 +10,12 @@ import { accountBucket, sha256, TOKEN_DIGEST_LENGTH } from '@auth-token-service/
  * token's, and Authenticate reads it the same way.
  */
 
-export const API_KEY_PREFIX = 'atsk_'
-
-const API_KEY_SHAPE = /^atsk_[A-Za-z0-9_-]{45}$/
+// The key's shape and hash are the guard package's (token.ts), which reads keys too.
+export { API_KEY_PREFIX, hashApiKey, isApiKeyShaped } from '@auth-token-service/guard/token'
 
 /** A new secret for a key of the account. */
 export function generateApiKey (accountId: string): string {
   return `${API_KEY_PREFIX}${accountBucket(accountId)}${randomBytes(32).toString('base64url')}`
-}
-
-/** Only a value of this shape can be one of our keys: anything else is refused without a look-up. */
-export function isApiKeyShaped (value: string): boolean {
-  return API_KEY_SHAPE.test(value)
-}
-
-/** The stored digest of a key-shaped secret: its bucket and SHA-256's first 22 base64url characters (as hashToken). */
-export function hashApiKey (secret: string): string {
-  return `${secret.slice(API_KEY_PREFIX.length, API_KEY_PREFIX.length + 2)}${sha256(secret).slice(0, TOKEN_DIGEST_LENGTH)}`
 }
 
 const KEY_ID_SHAPE = /^[A-Za-z0-9_-]{16}$/
