@@ -6,7 +6,8 @@ import { checkedPassword, checkedUsername } from './credentials.js'
 import type { AuditLog } from './stores/audit-log.js'
 import type { LoginLimiter } from './stores/login-limiter.js'
 import { RevocationIncomplete, type TokenStore } from './stores/token-store.js'
-import type { AccountDetails, UserRecord, UserStore } from './stores/user-store.js'
+import type { AccountDetails, AccountKind, UserRecord, UserStore } from './stores/user-store.js'
+import type { ApiKeys } from './keys/api-keys.js'
 
 /**
  * Account administration shared by the command line and the start-up bootstrap.
@@ -28,8 +29,11 @@ export interface AccountPage {
 }
 
 export interface AccountAdmin {
-  /** No password: a federated account only the directory can check. */
-  add (username: string, password: string | undefined, federated: boolean): Promise<UserRecord>
+  /**
+   * No password: a federated account only the directory can check, or a service account (kind
+   * 'service'), which has none and authenticates with API keys only.
+   */
+  add (username: string, password: string | undefined, federated: boolean, kind?: AccountKind): Promise<UserRecord>
   setPassword (username: string, password: string): Promise<{ account: UserRecord, ended: number }>
   setDisabled (username: string, disabled: boolean): Promise<{ account: UserRecord, ended: number }>
   list (): Promise<UserRecord[]>
@@ -86,11 +90,13 @@ export interface AccountAdminDeps {
   actor?: AdminActor
   /** What a new password must be (passwords/policy.ts); NIST SP 800-63B's defaults when absent. */
   passwordPolicy?: PasswordPolicy
+  /** The accounts' API keys: disabling, revoke-all and delete end them (a new password does not). */
+  apiKeys?: Pick<ApiKeys, 'endAccount'> | undefined
 }
 
 type AdminEvent = 'user.add' | 'user.passwd' | 'user.disable' | 'user.enable' | 'sessions.revoke' | 'user.unlock' | 'user.delete'
 
-export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now = Date.now, actor = { userAgent: 'admin' }, passwordPolicy = DEFAULT_PASSWORD_POLICY }: AccountAdminDeps): AccountAdmin {
+export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now = Date.now, actor = { userAgent: 'admin' }, passwordPolicy = DEFAULT_PASSWORD_POLICY, apiKeys }: AccountAdminDeps): AccountAdmin {
   const by = { clientIp: actor.clientIp, userAgent: actor.userAgent, credential: actor.credential }
   const outcomes: Partial<Record<AdminEvent, string>> = { 'user.add': 'created', 'user.unlock': 'unlocked' }
   const record = (event: AdminEvent, account: UserRecord, ended: number): void => {
@@ -133,16 +139,20 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now
   }
 
   const admin: AccountAdmin = {
-    async add (username, password, federated) {
+    async add (username, password, federated, kind = 'person') {
       const name = checkedUsername(username)
-      if (password === undefined && !federated) throw badRequest(reasons.required('password'))
+      if (kind === 'service') {
+        if (password !== undefined) throw badRequest(reasons.serviceAccountPassword())
+        if (federated) throw badRequest(reasons.serviceAccountFederated())
+      } else if (password === undefined && !federated) throw badRequest(reasons.required('password'))
       const passwordHash = password === undefined ? null : await hasher.hash(await validPassword(password, name))
-      const account = await users.create({ username: name, passwordHash, federated })
+      const account = await users.create({ username: name, passwordHash, federated, kind })
       record('user.add', account, 0)
       return account
     },
     async setPassword (username, password) {
       const account = await existing(username)
+      if (account.kind === 'service') throw badRequest(reasons.serviceAccountPassword())
       const updated = await users.setPasswordHash(account.username, await hasher.hash(await validPassword(password, account.username)))
       if (updated === null) throw unknownUser()
       const ended = await endTokens('user.passwd', updated)
@@ -154,6 +164,8 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now
       const updated = await users.setDisabled(account.username, disabled)
       if (updated === null) throw unknownUser()
       const ended = disabled ? await endTokens('user.disable', updated) : 0
+      // Postgres says ended before Redis is told (keys/api-keys.ts): no re-seed brings one back.
+      if (disabled) await apiKeys?.endAccount(updated, by, 'account-disabled')
       record(disabled ? 'user.disable' : 'user.enable', updated, ended)
       return { account: updated, ended }
     },
@@ -172,6 +184,9 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now
       return await view(account)
     },
     async remove (username) {
+      // Its keys end while their rows still name them (the delete cascades to the rows).
+      const before = await users.findByUsername(checkedUsername(username))
+      if (before !== null) await apiKeys?.endAccount(before, by, 'account-deleted')
       // The row goes first and returns its epoch raised: a Login that read it before is refused its token.
       const account = await users.remove(checkedUsername(username))
       if (account === null) throw unknownUser()
@@ -183,6 +198,7 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now
       const account = await users.raiseTokenEpoch((await existing(username)).username)
       if (account === null) throw unknownUser()
       const ended = await endTokens('sessions.revoke', account)
+      await apiKeys?.endAccount(account, by, 'revoke-all')
       record('sessions.revoke', account, ended)
       return { account, ended }
     },

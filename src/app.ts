@@ -22,9 +22,11 @@ import { loginRoutes } from './routes/login.js'
 import { logoutRoutes } from './routes/logout.js'
 import { registerOpenApi, registerOpenApiRoutes } from './routes/openapi.js'
 import { passwordRoutes } from './routes/password.js'
+import { keyRoutes } from './routes/keys.js'
 import { revocationRoutes } from './routes/revocations.js'
 import { sessionRoutes } from './routes/sessions.js'
 import { createSqlSessions, type SqlSessions } from './sessions/sql-sessions.js'
+import { createApiKeys, type ApiKeys } from './keys/api-keys.js'
 import { verifyRoutes } from './routes/verify.js'
 import { PACKAGE_VERSION } from './version.js'
 
@@ -36,6 +38,8 @@ declare module 'fastify' {
     accounts: AccountAdmin
     /** The accounts' sessions (issue 21): the self-service routes and the admin API act through it. */
     sessions: SqlSessions
+    /** API keys (issue 33): the admin API, the self-service routes and the command line act through it. */
+    apiKeys: ApiKeys
     metrics: Metrics
     /** Shutdown state: once draining, readiness answers 503. */
     lifecycle: { draining: boolean }
@@ -63,7 +67,8 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   const metrics = createMetrics({
     hashQueueDepth: () => sources?.hasher.queueDepth() ?? 0,
     auditDropped: () => sources?.audit.dropped() ?? 0,
-    logLinesDropped: logging.droppedLines
+    logLinesDropped: logging.droppedLines,
+    keysExpiringSoon: async () => sources === undefined ? 0 : await sources.apiKeyStore.countExpiring(7 * 86_400_000)
   })
   const app = Fastify({
     ...logging.fastifyOptions(metrics.observeRequest),
@@ -89,10 +94,13 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   const observed = { ...backends, audit: metrics.countEvents(backends.audit), hasher: metrics.timeHashing(backends.hasher) }
   const passwordPolicy = configuredPasswordPolicy(config.passwordMinLength)
   const sessions = createSqlSessions({ db: backends.database, tokens: backends.tokens, audit: observed.audit, onError: () => { metrics.backendError('postgres') } })
-  const auth = createAuthService({ ...observed, config, sessions, passwordPolicy })
+  const apiKeys = createApiKeys({ store: backends.apiKeyStore, tokens: backends.tokens, audit: observed.audit, maxDays: config.apiKeyMaxDays })
+  app.addHook('onClose', async () => { await apiKeys.close() })
+  const auth = createAuthService({ ...observed, config, sessions, passwordPolicy, apiKeys })
   app.decorate('backends', backends)
   app.decorate('auth', auth)
-  app.decorate('accounts', createAccountAdmin({ ...observed, passwordPolicy }))
+  app.decorate('accounts', createAccountAdmin({ ...observed, passwordPolicy, apiKeys }))
+  app.decorate('apiKeys', apiKeys)
   app.decorate('sessions', sessions)
   app.decorate('metrics', metrics)
   app.decorate('lifecycle', { draining: false })
@@ -108,6 +116,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   await app.register(logoutRoutes, { auth, config })
   await app.register(sessionRoutes, { auth, sessions, config })
   await app.register(passwordRoutes, { auth })
+  await app.register(keyRoutes, { auth, apiKeys, users: backends.users })
   await app.register(verifyRoutes, { auth, trustProxy: config.trustProxy, originalUriHeader: config.originalUriHeader })
   await app.register(introspectRoutes, { auth, config, limiter: openLoginLimiter(config, backends.tokens, 'introspect:'), audit: observed.audit })
   // The public port serves the internal surfaces only when AUTH_PUBLIC_INTERNALS asks for it.

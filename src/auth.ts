@@ -13,6 +13,8 @@ import type { AuditLog } from './stores/audit-log.js'
 import type { LoginLimiter } from './stores/login-limiter.js'
 import { RevocationIncomplete, type TokenStore } from './stores/token-store.js'
 import type { TokenRecord } from '@auth-token-service/guard/layout'
+import type { ApiKeys } from './keys/api-keys.js'
+import { hashApiKey, isApiKeyShaped } from './keys/secret.js'
 import type { UserRecord, UserStore } from './stores/user-store.js'
 
 /**
@@ -64,8 +66,13 @@ export interface AuthService {
    * the account ends; the caller's stays. Returns how many ended.
    */
   changePassword (request: PasswordChangeRequest): Promise<{ ended: number }>
-  /** The active token's record; fails with 403 for anything else. Never writes. */
+  /** The active Login token's record; fails with 403 for anything else (an API key too). Never writes. */
   authenticate (token: string | undefined): Promise<TokenRecord>
+  /**
+   * What Authenticate, /auth/verify and /auth/introspect accept: a Login token or an API key
+   * (issue 33). A key's record carries its `keyId`. Writes nothing on the answer's path.
+   */
+  authenticateCredential (token: string | undefined): Promise<TokenRecord>
   /** Ends an active token; fails with 403 when it was not active (or another caller ended it first). */
   logout (token: string | undefined, client: ClientContext): Promise<void>
 }
@@ -83,12 +90,15 @@ export interface AuthServiceDeps {
   sessions?: SessionRecorder | undefined
   /** What a new password must be (POST /auth/Password); NIST SP 800-63B's defaults when absent. */
   passwordPolicy?: PasswordPolicy | undefined
+  /** API keys: absent, an `atsk_` secret is refused as any unknown token. */
+  apiKeys?: Pick<ApiKeys, 'recover' | 'used'> | undefined
   /** Wall clock in epoch ms; injectable for tests. */
   now?: () => number
 }
 
 const activeOrRefused = (record: TokenRecord | null): TokenRecord => {
-  if (record === null) throw unauthorized()
+  // A key's record is never a Login token's (the hashes of the two shapes never meet; this says so).
+  if (record === null || record.keyId !== undefined) throw unauthorized()
   return record
 }
 
@@ -101,7 +111,12 @@ type CredentialCheck =
   | { ok: false, outcome: 'unknown-user' | 'wrong-password' | 'disabled' | 'not-provisioned', account?: UserRecord }
 
 export function createAuthService (deps: AuthServiceDeps): AuthService {
-  const { users, tokens, hasher, limiter, audit, config, directory, sessions } = deps
+  const { users, tokens, hasher, limiter, audit, config, directory, sessions, apiKeys } = deps
+  const activeKey = (record: TokenRecord | null): TokenRecord => {
+    if (record?.keyId === undefined) throw unauthorized()
+    apiKeys?.used(record.keyId)
+    return record
+  }
   const passwordPolicy = deps.passwordPolicy ?? DEFAULT_PASSWORD_POLICY
   const now = deps.now ?? Date.now
 
@@ -152,8 +167,9 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
       return { ok: false, outcome: 'unknown-user' }
     }
     const hash = account.passwordHash
-    if (hash === null) {
-      // A directory-only account while no directory is configured: it cannot log in.
+    if (hash === null || account.kind === 'service') {
+      // A directory-only account while no directory is configured, or a service account (API
+      // keys only): it cannot log in, and is answered as a wrong password, after the same verify.
       await hasher.verifyDummy(password, caller)
       return { ok: false, outcome: 'wrong-password', account }
     }
@@ -266,6 +282,12 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
     return checked.account
   }
 
+  // The hot path: the store's own promise, chained, rather than another async frame around it.
+  function authenticateToken (token: string | undefined): Promise<TokenRecord> {
+    if (token === undefined || !isTokenShaped(token)) return Promise.reject(unauthorized())
+    return tokens.find(hashToken(token)).then(activeOrRefused)
+  }
+
   return {
     async login (request) {
       // Refused before any hashing or counting: a megabyte password must not cost a hash.
@@ -313,10 +335,14 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
       return { ended: ended.length }
     },
 
-    // The hot path: the store's own promise, chained, rather than another async frame around it.
-    authenticate (token) {
-      if (token === undefined || !isTokenShaped(token)) return Promise.reject(unauthorized())
-      return tokens.find(hashToken(token)).then(activeOrRefused)
+    authenticate: authenticateToken,
+
+    authenticateCredential (token) {
+      if (token === undefined || apiKeys === undefined || !isApiKeyShaped(token)) return authenticateToken(token)
+      const keyHash = hashApiKey(token)
+      return tokens.find(keyHash)
+        .then((record) => record ?? apiKeys.recover(keyHash))
+        .then(activeKey)
     },
 
     async logout (token, client) {

@@ -14,6 +14,7 @@ import { createRedisLoginLimiter } from './stores/redis/login-limiter.js'
 import { createRedisTokenStore, type RedisTokenStore } from './stores/redis/token-store.js'
 import type { RevocationFeed } from './stores/revocation-feed.js'
 import { createSqlUserStore, type UserStore } from './stores/user-store.js'
+import { createSqlApiKeyStore, type ApiKeyStore } from './stores/api-key-store.js'
 import { withTimeout } from '@auth-token-service/guard/shared/time-limit'
 
 /** A token store the service runs on: it ends tokens and feeds their revocations, in one object (one Lua script each). */
@@ -22,6 +23,8 @@ export type ServiceTokenStore = RedisTokenStore | MemoryTokenStore
 export interface Backends {
   database: Database
   users: UserStore
+  /** API keys' rows (issue 33); their records live in `tokens`. */
+  apiKeyStore: ApiKeyStore
   tokens: ServiceTokenStore
   /** The same object as `tokens`, as the guard-facing feed of ended tokens (the revocations route). */
   revocations: RevocationFeed
@@ -170,6 +173,7 @@ export function assembleBackends (config: Config, parts: { database: Database, t
   return {
     database,
     users: createSqlUserStore(database, () => { hook?.('postgres') }),
+    apiKeyStore: createSqlApiKeyStore(database, () => { hook?.('postgres') }),
     tokens,
     revocations: tokens,
     hasher,

@@ -34,6 +34,8 @@ export interface Config {
   federatedTokenTtlSeconds: number
   /** How long a terminated token's hash stays in the deny set for caching verifiers. */
   denyTtlSeconds: number
+  /** The longest life an API key may be given, in days (AUTH_API_KEY_MAX_DAYS; default 365). */
+  apiKeyMaxDays: number
   cookieSecure: boolean
   cookieDomain: string | undefined
   bootstrapUsername: string | undefined
@@ -400,6 +402,7 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     tokenTtlSeconds: integer(env, 'AUTH_TOKEN_TTL_SECONDS', 43200, 1, 365 * DAY),
     federatedTokenTtlSeconds: integer(env, 'AUTH_FEDERATED_TOKEN_TTL_SECONDS', 86400, 1, 365 * DAY),
     denyTtlSeconds: integer(env, 'AUTH_DENY_TTL_SECONDS', 300, 1, DAY),
+    apiKeyMaxDays: integer(env, 'AUTH_API_KEY_MAX_DAYS', 365, 1, 3650),
     // Secure whatever NODE_ENV says (issue 30 §4): browsers and curl keep a Secure cookie from
     // http://localhost too; plain http on another host opts out with AUTH_COOKIE_SECURE=false.
     cookieSecure: boolean(env, 'AUTH_COOKIE_SECURE', true),

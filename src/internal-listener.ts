@@ -88,7 +88,8 @@ export async function buildInternalApp (app: FastifyInstance, config: Config, op
   await internal.register(adminApi, {
     prefix: '/admin',
     keys,
-    accountsFor: (actor) => createAccountAdmin({ ...observed, actor, passwordPolicy }),
+    accountsFor: (actor) => createAccountAdmin({ ...observed, actor, passwordPolicy, apiKeys: app.apiKeys }),
+    apiKeys: app.apiKeys,
     audit: backends.audit,
     limiter: openLoginLimiter(config, backends.tokens, 'admin:'),
     sessions: { sessions: app.sessions, accountOf: sessionOwner(backends.database) }

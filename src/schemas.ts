@@ -111,9 +111,11 @@ export const AuthenticateSuccessSchema = Type.Object({
   expiration_date: EXPIRATION_DATE,
   account_id: Type.String(),
   username: Type.String(),
-  federated: Type.Boolean()
+  federated: Type.Boolean(),
+  kind: Type.Optional(Type.Union([Type.Literal('token'), Type.Literal('api_key')], { description: 'A Login token or an API key (issue 33)' })),
+  key_id: Type.Optional(Type.String({ description: 'The API key\'s id (kind api_key only)' }))
 }, {
-  description: 'Success: status 0, the token is active',
+  description: 'Success: status 0, the token (or API key) is active',
   examples: [{ status: 0, message: 'Success', expiration_date: EXAMPLE_EXPIRATION, account_id: '1', username: EXAMPLE_USERNAME, federated: false }]
 })
 

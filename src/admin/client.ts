@@ -13,11 +13,22 @@ export const ADMIN_CLIENT_USER_AGENT = `auth-token-service-admin-client/${PACKAG
 
 export interface AdminUser {
   username: string
+  kind: 'person' | 'service'
+  totp: boolean
   federated: boolean
   disabled: boolean
   locked_until: string | null
   created: string
   last_login: string | null
+}
+
+/** An API key as the admin API shows it (never its secret). */
+export interface AdminKey {
+  id: string
+  name: string
+  created: string
+  expiration_date: string
+  last_used: string | null
 }
 
 export interface AdminEvent {
@@ -53,7 +64,7 @@ export interface AdminClientOptions {
 export interface AdminClient {
   /** The internal listener it talks to (no key in it). */
   readonly url: string
-  addUser (username: string, password: string | undefined, federated: boolean): Promise<AdminUser>
+  addUser (username: string, password: string | undefined, federated: boolean, kind?: 'person' | 'service'): Promise<AdminUser>
   changeUser (username: string, change: { disabled?: boolean, password?: string }): Promise<{ user: AdminUser, ended: number }>
   deleteUser (username: string): Promise<number>
   unlockUser (username: string): Promise<AdminUser>
@@ -62,6 +73,10 @@ export interface AdminClient {
   sessions (username: string): Promise<AdminSession[]>
   revokeSessions (username: string): Promise<number>
   endSession (id: string): Promise<void>
+  /** A new API key of the account, and its secret (shown this once). */
+  createKey (username: string, name: string, days: number | undefined): Promise<{ key: AdminKey, secret: string }>
+  keys (username: string): Promise<AdminKey[]>
+  revokeKey (id: string): Promise<AdminKey>
   /** The audit trail, oldest first, page after page. */
   events (filter: { user?: string | undefined, since?: Date | undefined, event?: string | undefined }): AsyncIterable<AdminEvent>
 }
@@ -113,8 +128,8 @@ export function createAdminClient ({ url, key, timeoutMs = 30_000 }: AdminClient
 
   return {
     url: base,
-    addUser: async (username, password, federated) =>
-      (await call<{ user: AdminUser }>('POST', '/admin/users', { username, ...(password === undefined ? {} : { password }), federated })).user,
+    addUser: async (username, password, federated, kind) =>
+      (await call<{ user: AdminUser }>('POST', '/admin/users', { username, ...(password === undefined ? {} : { password }), federated, ...(kind === undefined ? {} : { kind }) })).user,
     async changeUser (username, change) {
       const answer = await call<{ user: AdminUser, sessions_ended: number }>('PATCH', user(username), change)
       return { user: answer.user, ended: answer.sessions_ended }
@@ -125,6 +140,10 @@ export function createAdminClient ({ url, key, timeoutMs = 30_000 }: AdminClient
     sessions: async (username) => (await call<{ sessions: AdminSession[] }>('GET', `${user(username)}/sessions`)).sessions,
     revokeSessions: async (username) => (await call<{ sessions_ended: number }>('DELETE', `${user(username)}/sessions`)).sessions_ended,
     async endSession (id) { await call('DELETE', `/admin/sessions/${encodeURIComponent(id)}`) },
+    createKey: async (username, name, days) =>
+      await call<{ key: AdminKey, secret: string }>('POST', `${user(username)}/keys`, { name, ...(days === undefined ? {} : { expires_in_days: days }) }),
+    keys: async (username) => (await call<{ keys: AdminKey[] }>('GET', `${user(username)}/keys`)).keys,
+    revokeKey: async (id) => (await call<{ key: AdminKey }>('DELETE', `/admin/keys/${encodeURIComponent(id)}`)).key,
     events (filter) {
       const query = new URLSearchParams()
       if (filter.user !== undefined) query.set('user', filter.user)

@@ -12,6 +12,8 @@ import { eventRoutes } from './event-routes.js'
 import { createAdminDocument } from './openapi.js'
 import { sessionRoutes, type SessionRoutesOptions } from './session-routes.js'
 import { userRoutes } from './user-routes.js'
+import { keyRoutes } from './key-routes.js'
+import type { ApiKeys } from '../keys/api-keys.js'
 
 /**
  * The admin API (api-contract.md, "Admin API"), registered under /admin on the internal
@@ -30,6 +32,8 @@ export interface AdminApiOptions {
   audit: AuditLog
   /** The admin namespace's limiter: its "account" is the client address. */
   limiter: LoginLimiter
+  /** API keys (issue 33); absent: no key routes (404). */
+  apiKeys?: ApiKeys | undefined
   /** The session routes' parts; absent: no session routes (404). */
   sessions?: Pick<SessionRoutesOptions, 'sessions' | 'accountOf'> | undefined
 }
@@ -41,7 +45,7 @@ const unauthorized = (missing: boolean): StatusError =>
   new StatusError(401, 'Unauthorized', 401, { 'www-authenticate': 'Bearer realm="admin"' },
     { detail: missing ? reasons.adminKeyRequired() : reasons.adminKeyWrong() })
 
-export const adminApi: FastifyPluginAsyncTypebox<AdminApiOptions> = async (app, { keys, accountsFor, audit, limiter, sessions }) => {
+export const adminApi: FastifyPluginAsyncTypebox<AdminApiOptions> = async (app, { keys, accountsFor, audit, limiter, sessions, apiKeys }) => {
   // Off: nothing registered, so the listener's own 404 answers every /admin path alike.
   if (keys.length === 0) return
   const accepted = adminKeyCheck(keys)
@@ -81,5 +85,6 @@ export const adminApi: FastifyPluginAsyncTypebox<AdminApiOptions> = async (app, 
   app.get('/openapi.json', { schema: { hide: true } }, async () => doc.document())
   await app.register(userRoutes, { accounts })
   await app.register(eventRoutes, { audit })
+  if (apiKeys !== undefined) await app.register(keyRoutes, { accounts, apiKeys, actorOf: (request) => actors.get(request) ?? {} })
   if (sessions !== undefined) await app.register(sessionRoutes, { ...sessions, accounts, actor: ADMIN_API_ACTOR, credentialOf: (request) => actors.get(request)?.credential })
 }

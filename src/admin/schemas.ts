@@ -21,7 +21,10 @@ export const UserListQuerySchema = Type.Object({ limit: Limit, cursor: Cursor },
 export const NewUserSchema = Type.Object({
   username: Type.String({ minLength: 1, maxLength: 1024, examples: [EXAMPLE_USERNAME] }),
   password: Type.Optional(Type.String({ maxLength: 4096, description: 'Required unless federated (the directory checks a federated account). The password policy applies.', examples: [EXAMPLE_PASSWORD] })),
-  federated: Type.Optional(Type.Boolean({ default: false }))
+  federated: Type.Optional(Type.Boolean({ default: false })),
+  kind: Type.Optional(Type.Union([Type.Literal('person'), Type.Literal('service')], {
+    default: 'person', description: 'service: no password, never a Login; it authenticates with API keys'
+  }))
 }, { additionalProperties: false })
 
 export const UserChangeSchema = Type.Object({
@@ -39,6 +42,8 @@ export const EventsQuerySchema = Type.Object({
 
 export const UserSchema = Type.Object({
   username: Type.String(),
+  kind: Type.Union([Type.Literal('person'), Type.Literal('service')]),
+  totp: Type.Boolean({ description: 'Whether a second factor is active (always false until TOTP exists)' }),
   federated: Type.Boolean(),
   disabled: Type.Boolean(),
   locked_until: NULLABLE_DATE('Until when failed logins lock the account; null when not locked'),
@@ -89,3 +94,22 @@ export const AdminErrorSchema = Type.Object({
   message: Type.String(),
   detail: Type.Optional(Type.String({ description: 'What is wrong, never a value sent' }))
 }, { description: 'An error: 400 (detail names the parameter), 401 (no or wrong admin key), 404 (no such account or session), 409 (username taken), 429 (too many wrong keys from this address; Retry-After), 503' })
+
+export const KeyPathSchema = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) })
+
+export const NewKeySchema = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 512, description: 'What the key is for (1-128 characters)', examples: ['billing-prod'] }),
+  expires_in_days: Type.Optional(Type.Integer({ description: 'Days until it expires: default 90, at most AUTH_API_KEY_MAX_DAYS (default 365)' }))
+}, { additionalProperties: false })
+
+export const KeySchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  created: DATE('When the key was made'),
+  expiration_date: DATE('When the key stops working'),
+  last_used: NULLABLE_DATE('When it was last used (may lag by a minute); null when never')
+})
+
+export const CreatedKeyAnswerSchema = success({ key: KeySchema, secret: Type.String({ description: 'atsk_…: shown this once, never again' }) }, 'The new key and its secret')
+export const KeyListAnswerSchema = success({ keys: Type.Array(KeySchema) }, 'The account\'s live keys, oldest first')
+export const KeyAnswerSchema = success({ key: KeySchema }, 'The key, now ended')

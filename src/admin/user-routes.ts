@@ -22,8 +22,8 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ accounts: (request: Fastify
     // 200 as every Success of the contract (status 0 is HTTP 200), not 201.
     schema: { summary: 'Create an account (the password policy applies)', body: NewUserSchema, response: { 200: UserAnswerSchema, ...errors } }
   }, async (request) => {
-    const { username, password, federated = false } = request.body
-    const account = await accountsOf(request).add(username, password, federated)
+    const { username, password, federated = false, kind = 'person' } = request.body
+    const account = await accountsOf(request).add(username, password, federated, kind)
     return { ...OK, user: userView(await accountsOf(request).show(account.username)) }
   })
 

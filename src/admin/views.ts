@@ -3,6 +3,7 @@ import { reasons, type AdminParameter } from '../errors/reasons.js'
 import { badRequest } from '../errors/status.js'
 import type { SessionInfo } from '../sessions/sessions.js'
 import type { StoredAuditEvent } from '../stores/audit-log.js'
+import type { ApiKeyRow } from '../stores/api-key-store.js'
 import { formatExpirationDate } from '../tokens/time.js'
 import { sessionItem } from '../sessions/view.js'
 import type { SessionItem } from '../schemas.js'
@@ -14,11 +15,23 @@ const date = (at: Date | null): string | null => at === null ? null : formatExpi
 export function userView (account: AccountView) {
   return {
     username: account.username,
+    kind: account.kind,
+    totp: false,
     federated: account.federated,
     disabled: account.disabled,
     locked_until: date(account.lockedUntil),
     created: formatExpirationDate(account.createdAt.getTime()),
     last_login: date(account.lastLoginAt)
+  }
+}
+
+export function keyView (key: ApiKeyRow) {
+  return {
+    id: key.id,
+    name: key.name,
+    created: formatExpirationDate(key.createdAt.getTime()),
+    expiration_date: formatExpirationDate(key.expiresAt.getTime()),
+    last_used: date(key.lastUsedAt)
   }
 }
 

@@ -1,6 +1,6 @@
 import { EXIT } from './exit-codes.js'
 import type { AdminOperations } from './operations.js'
-import { accountLine, eventLine, sessionLine } from './output.js'
+import { accountLine, eventLine, keyLine, sessionLine } from './output.js'
 import { UsageError, type AccountInvocation } from './parse.js'
 import { readPassword } from './read-password.js'
 
@@ -46,7 +46,13 @@ async function optionalPasswordFromStdin (terminal: Terminal): Promise<string | 
 }
 
 const COMMANDS: CommandTable = {
-  async 'user add' (operations, { username, federated }, terminal) {
+  async 'user add' (operations, { username, federated, service }, terminal) {
+    if (service) {
+      // No password to read: a service account authenticates with API keys only.
+      const account = await operations.addUser(username, undefined, false, 'service')
+      terminal.say(`created service account ${account.username}`)
+      return
+    }
     // Read before the service is asked: an empty stdin is a usage error that touches nothing.
     // But not typed in vain: a target that cannot take the command refuses first.
     await operations.beforePassword()
@@ -85,6 +91,19 @@ const COMMANDS: CommandTable = {
   async 'sessions revoke' (operations, { username }, { say }) {
     const { username: name, ended } = await operations.revokeSessions(username)
     say(`${ended} active token(s) of ${name} ended`)
+  },
+  async 'keys create' (operations, { username, name, days }, { out, say }) {
+    const { key, secret } = await operations.createKey(username, name, days)
+    say(`created key ${key.id} (${key.name}) for ${username}, expires ${key.expiration_date}; its secret is shown this once:`)
+    // Alone on stdout's last line: `| tail -n 1` hands it to a secret store and nothing else.
+    out(`${secret}\n`)
+  },
+  async 'keys list' (operations, { username }, { out }) {
+    for (const key of await operations.keys(username)) out(keyLine(key))
+  },
+  async 'keys revoke' (operations, { id }, { say }) {
+    const key = await operations.revokeKey(id)
+    say(`key ${key.id} (${key.name}) revoked`)
   },
   async events (operations, { username, since }, { out }) {
     for await (const event of operations.events({ user: username, since })) out(eventLine(event))

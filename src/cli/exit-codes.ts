@@ -42,6 +42,8 @@ export function describe (error: unknown): { message: string, code: number } {
   if (error instanceof StatusError) {
     // A refused username or password: the reason, which names the rule and never the value.
     if (error.status === 400 && error.detail !== undefined) return { message: error.detail, code: EXIT.failure }
+    // The key commands' refusals (no such key, a disabled account) carry their own detail.
+    if ((error.status === 404 || error.status === 409) && error.detail !== undefined) return { message: error.detail, code: EXIT.failure }
     const messages: Record<number, string> = {
       400: 'invalid username or password (username 1-256 characters, password 1-1024 bytes)',
       404: 'no such account',

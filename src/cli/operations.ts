@@ -1,4 +1,4 @@
-import type { AdminEvent, AdminSession } from '../admin/client.js'
+import type { AdminEvent, AdminKey, AdminSession } from '../admin/client.js'
 
 /**
  * What the account and session commands need of the service, whoever answers: the running
@@ -9,8 +9,8 @@ import type { AdminEvent, AdminSession } from '../admin/client.js'
 export interface AdminOperations {
   /** Refuses before a password is read when the command cannot run, so it is not typed in vain. */
   beforePassword (): Promise<void>
-  /** No password: a federated account only the directory can check. */
-  addUser (username: string, password: string | undefined, federated: boolean): Promise<AccountSummary>
+  /** No password: a federated account only the directory can check, or a service account (API keys only). */
+  addUser (username: string, password: string | undefined, federated: boolean, kind?: 'person' | 'service'): Promise<AccountSummary>
   setPassword (username: string, password: string): Promise<Ended>
   setDisabled (username: string, disabled: boolean): Promise<Ended>
   unlockUser (username: string): Promise<{ username: string }>
@@ -20,6 +20,11 @@ export interface AdminOperations {
   /** The account's active sessions, newest first. */
   sessions (username: string): Promise<AdminSession[]>
   revokeSessions (username: string): Promise<Ended>
+  /** A new API key of the account and its secret (shown once). */
+  createKey (username: string, name: string, days: number | undefined): Promise<{ key: AdminKey, secret: string }>
+  /** The account's live keys, oldest first. */
+  keys (username: string): Promise<AdminKey[]>
+  revokeKey (id: string): Promise<AdminKey>
   /** The audit trail, oldest first. */
   events (filter: { user: string | undefined, since: Date | undefined }): AsyncIterable<AdminEvent>
 }
@@ -27,6 +32,7 @@ export interface AdminOperations {
 /** An account as the commands show it. */
 export interface AccountSummary {
   username: string
+  kind: 'person' | 'service'
   federated: boolean
   disabled: boolean
 }

@@ -1,4 +1,4 @@
-import type { AdminEvent, AdminSession } from '../admin/client.js'
+import type { AdminEvent, AdminKey, AdminSession } from '../admin/client.js'
 import { escapeControlCharacters } from '@auth-token-service/guard/shared/log-escape'
 import type { AccountSummary } from './operations.js'
 
@@ -13,7 +13,7 @@ export function line (cells: readonly string[]): string {
 }
 
 export function accountLine (account: AccountSummary): string {
-  return line([account.username, account.federated ? 'federated' : 'local', account.disabled ? 'disabled' : 'enabled'])
+  return line([account.username, account.kind === 'service' ? 'service' : account.federated ? 'federated' : 'local', account.disabled ? 'disabled' : 'enabled'])
 }
 
 /** One session: id, created, last refresh (- when none), client IP, user agent (- when none), expiry. */
@@ -24,4 +24,9 @@ export function sessionLine (session: AdminSession): string {
 /** One audit event: time, event, username, outcome, client IP, user agent (- for each one missing). */
 export function eventLine (event: AdminEvent): string {
   return line([event.time, event.event, event.username ?? '-', event.outcome, event.client_ip ?? '-', event.user_agent ?? '-'])
+}
+
+/** One API key: id, name, created, expiry, last used (- when never). Never its secret. */
+export function keyLine (key: AdminKey): string {
+  return line([key.id, key.name, key.created, key.expiration_date, key.last_used ?? '-'])
 }

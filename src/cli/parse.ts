@@ -7,6 +7,8 @@ commands:
   migrate                             apply the SQL migrations in sql/ (idempotent)
   user add <username> [--federated]   create an account; password: first line of stdin
                                       (optional with --federated: the directory checks it)
+  user add <username> --service       create a service account: no password, never a Login;
+                                      it authenticates with API keys
   user passwd <username>              set a new password from stdin; ends the account's tokens
   user disable <username>             disable the account; ends its tokens
   user enable <username>              enable the account again
@@ -16,6 +18,12 @@ commands:
   sessions list <username>            the account's active sessions, one per line:
                                       id, created, last refresh, IP, user agent, expiry
   sessions revoke <username>          end all active tokens of the account
+  keys create <username> --name NAME [--days N]
+                                      a new API key (default 90 days); its secret, shown
+                                      once, is alone on the last line of stdout
+  keys list <username>                the account's live keys, one per line:
+                                      id, name, created, expiry, last used
+  keys revoke <id>                    end the key at once, everywhere
   events [--user NAME] [--since ISO]  print the audit events, oldest first
 
 options:
@@ -34,9 +42,12 @@ export class UsageError extends Error {}
 /** The account and session commands: the ones written once against AdminOperations (commands.ts). */
 export type AccountInvocation =
   | { command: 'user list' }
-  | { command: 'user add', username: string, federated: boolean }
+  | { command: 'user add', username: string, federated: boolean, service: boolean }
   | { command: 'events', username: string | undefined, since: Date | undefined }
   | { command: 'user passwd', username: string }
+  | { command: 'keys create', username: string, name: string, days: number | undefined }
+  | { command: 'keys list', username: string }
+  | { command: 'keys revoke', id: string }
   | { command: 'user disable' | 'user enable' | 'user unlock' | 'user delete' | 'sessions revoke' | 'sessions list', username: string }
 
 export type Invocation = (
@@ -66,6 +77,9 @@ export function parseCommandLine (argv: string[]): Invocation {
     strict: true,
     options: {
       federated: { type: 'boolean' },
+      service: { type: 'boolean' },
+      name: { type: 'string' },
+      days: { type: 'string' },
       user: { type: 'string' },
       since: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -77,13 +91,16 @@ export function parseCommandLine (argv: string[]): Invocation {
   return values.verbose === true ? { ...invocation, verbose: true } : invocation
 }
 
-interface Options { federated?: boolean, user?: string, since?: string }
+interface Options { federated?: boolean, service?: boolean, user?: string, since?: string, name?: string, days?: string }
 
 function parseCommand (values: Options, positionals: string[]): Invocation {
   const [command, sub, ...rest] = positionals
   if (command === undefined) throw new UsageError('a command is required')
   if (values.federated === true && !(command === 'user' && sub === 'add')) throw new UsageError('--federated belongs to `user add`')
+  if (values.service === true && !(command === 'user' && sub === 'add')) throw new UsageError('--service belongs to `user add`')
+  if (values.service === true && values.federated === true) throw new UsageError('--service and --federated exclude each other: a service account has no password to check')
   if ((values.user !== undefined || values.since !== undefined) && command !== 'events') throw new UsageError('--user and --since belong to `events`')
+  if ((values.name !== undefined || values.days !== undefined) && !(command === 'keys' && sub === 'create')) throw new UsageError('--name and --days belong to `keys create`')
   switch (command) {
     case 'events': {
       if (sub !== undefined) throw new UsageError('events takes no positional arguments')
@@ -101,7 +118,7 @@ function parseCommand (values: Options, positionals: string[]): Invocation {
     case 'user':
       switch (sub) {
         case 'add':
-          return { command: 'user add', username: oneName(rest, 'user add'), federated: values.federated === true }
+          return { command: 'user add', username: oneName(rest, 'user add'), federated: values.federated === true, service: values.service === true }
         case 'passwd':
         case 'disable':
         case 'enable':
@@ -113,6 +130,21 @@ function parseCommand (values: Options, positionals: string[]): Invocation {
           return { command: 'user list' }
         default:
           throw new UsageError(`unknown user command: ${sub ?? '(none)'}`)
+      }
+    case 'keys':
+      switch (sub) {
+        case 'create': {
+          if (values.name === undefined || values.name === '') throw new UsageError('keys create wants --name NAME')
+          if (values.days !== undefined && !/^\d{1,5}$/.test(values.days)) throw new UsageError(`--days wants a whole number of days, got "${values.days}"`)
+          return { command: 'keys create', username: oneName(rest, 'keys create'), name: values.name, days: values.days === undefined ? undefined : Number(values.days) }
+        }
+        case 'list':
+          return { command: 'keys list', username: oneName(rest, 'keys list') }
+        case 'revoke':
+          if (rest.length !== 1 || rest[0] === undefined) throw new UsageError('keys revoke takes exactly one <id>')
+          return { command: 'keys revoke', id: rest[0] }
+        default:
+          throw new UsageError(`unknown keys command: ${sub ?? '(none)'}`)
       }
     case 'sessions':
       if (sub !== 'revoke' && sub !== 'list') throw new UsageError(`unknown sessions command: ${sub ?? '(none)'}`)

@@ -15,7 +15,7 @@ export const PARAMETERS = ['username', 'password', 'token', 'format', 'jsonpFunc
 export type Parameter = typeof PARAMETERS[number]
 
 /** The admin API's parameters (admin/schemas.ts): its reasons may name these. */
-export const ADMIN_PARAMETERS = ['username', 'password', 'federated', 'disabled', 'limit', 'cursor', 'user', 'since', 'event', 'id'] as const
+export const ADMIN_PARAMETERS = ['username', 'password', 'federated', 'disabled', 'limit', 'cursor', 'user', 'since', 'event', 'id', 'kind', 'name', 'expires_in_days'] as const
 export type AdminParameter = typeof ADMIN_PARAMETERS[number]
 
 const KNOWN: ReadonlySet<string> = new Set(PARAMETERS)
@@ -92,16 +92,23 @@ export const reasons = {
   passwordHasUsername: (parameter: PasswordParameter = 'password') => reason(`${parameter} contains the username`),
   federatedPassword: () => reason('the directory owns this account\'s password'),
   unknownSession: () => reason('no such session of this account'),
+  unknownKey: () => reason('no such key of this account'),
   usernameRefusedCharacter: () => reason('username holds a space, control, invisible or unassigned character'),
   usernameCompatibilityCharacter: () => reason('username holds a compatibility character (a ligature, or a circled, superscript or styled letter)'),
   authorizationNotBearer: () => reason('Authorization header is not a valid Bearer credential'),
   // The admin API's (admin/): its own parameters, and what its 401 and 404 say.
   adminParameterNotValid: (parameter: AdminParameter) => reason(`${parameter} is not valid`),
   adminParameterRequired: (parameter: AdminParameter) => reason(`${parameter} is required`),
+  serviceAccountPassword: () => reason('a service account has no password (it authenticates with API keys)'),
+  serviceAccountFederated: () => reason('a service account cannot be federated'),
+  apiKeyDaysOutOfRange: (max: number) => reason(`expires_in_days must be a whole number from 1 to ${max}`),
+  apiKeyNameNotValid: () => reason('name must be 1 to 128 characters, without control characters'),
   adminKeyRequired: () => reason('Authorization: Bearer with the admin key is required'),
   adminKeyWrong: () => reason('the admin key is not valid'),
   unknownAccount: () => reason('no such account'),
   noSuchSession: () => reason('no such session'),
+  noSuchKey: () => reason('no such key'),
+  accountDisabled: () => reason('the account is disabled'),
   usernameTaken: () => reason('username is taken'),
   // Log-only reasons of refusals whose answer carries no detail (a 403 or 401 is byte-identical).
   cookieGivenMoreThanOnce: () => reason('AuthToken1 cookie given more than once'),

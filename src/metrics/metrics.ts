@@ -25,6 +25,8 @@ export interface MetricSources {
   /** Running totals kept where the dropping happens, read at each scrape. */
   auditDropped: () => number
   logLinesDropped: () => number
+  /** Live API keys expiring within 7 days (a Postgres count, at each scrape); absent: no gauge. */
+  keysExpiringSoon?: () => Promise<number>
 }
 
 /** A counter that follows a running total kept elsewhere, brought up to it at each scrape. */
@@ -67,6 +69,21 @@ export function createMetrics (sources: MetricSources): Metrics {
   })
   // eslint-disable-next-line no-new -- a metric registers itself; the registry holds it
   new Gauge({ name: 'auth_password_hash_queue_depth', help: 'argon2id operations running or waiting', registers: [registry], collect () { this.set(sources.hashQueueDepth()) } })
+  const keysExpiringSoon = sources.keysExpiringSoon
+  if (keysExpiringSoon !== undefined) {
+    let last = 0
+    // eslint-disable-next-line no-new -- a metric registers itself; the registry holds it
+    new Gauge({
+      name: 'auth_api_keys_expiring_soon',
+      help: 'Live API keys that expire within 7 days (rotate them: docs/machine-credentials.md)',
+      registers: [registry],
+      // A database that cannot answer leaves the last value: the scrape still succeeds.
+      async collect () {
+        last = await keysExpiringSoon().catch(() => last)
+        this.set(last)
+      }
+    })
+  }
   totalCounter(registry, 'auth_audit_events_dropped_total', 'Audit events dropped (buffer full or database refused)', sources.auditDropped)
   totalCounter(registry, 'auth_log_lines_dropped_total', 'Log lines dropped because stdout took none while the log buffer was full (its reader slow or stopped), or refused them', sources.logLinesDropped)
 

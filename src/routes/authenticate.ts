@@ -58,23 +58,35 @@ export const authenticateRoutes: FastifyPluginAsyncTypebox<AuthenticateRoutesOpt
       '`function <name>() {return <status object>;}` as application/javascript, always HTTP 200. Never extends a token.'
   }
 
-  const success = (record: TokenRecord) => ({
-    status: 0 as const,
-    message: 'Success' as const,
-    expiration_date: formatExpirationDate(record.expiresAt),
-    account_id: record.accountId,
-    username: record.username,
-    federated: record.federated
-  })
+  const success = (record: TokenRecord) => record.keyId === undefined
+    ? {
+        status: 0 as const,
+        message: 'Success' as const,
+        expiration_date: formatExpirationDate(record.expiresAt),
+        account_id: record.accountId,
+        username: record.username,
+        federated: record.federated,
+        kind: 'token' as const
+      }
+    : {
+        status: 0 as const,
+        message: 'Success' as const,
+        expiration_date: formatExpirationDate(record.expiresAt),
+        account_id: record.accountId,
+        username: record.username,
+        federated: record.federated,
+        kind: 'api_key' as const,
+        key_id: record.keyId
+      }
 
   // Not async: the hot path returns the store's promise chained once, no frame awaiting it.
   function answer (request: FastifyRequest, reply: FastifyReply, params: AuthenticateParams) {
     const padding = paddingFunction(params)
     // Path segment, then `token` parameter, then Bearer, then the cookie (contract).
-    const token = routeToken(request)
-    if (padding === undefined) return auth.authenticate(token).then(success)
+    const token = routeToken(request, { keys: true })
+    if (padding === undefined) return auth.authenticateCredential(token).then(success)
     // Sent here, so the promise settles with nothing for Fastify to send.
-    return auth.authenticate(token).then(
+    return auth.authenticateCredential(token).then(
       () => { sendPadded(reply, padding, SUCCESS) },
       (error: unknown) => {
         if (!(error instanceof StatusError)) throw error

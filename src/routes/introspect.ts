@@ -94,7 +94,9 @@ export const introspectRoutes: FastifyPluginAsyncTypebox<IntrospectRoutesOptions
     username: Type.Optional(Type.String()),
     exp: Type.Optional(Type.Integer({ description: 'When the token stops working, seconds since the epoch' })),
     iat: Type.Optional(Type.Integer({ description: 'When the token was issued or last refreshed (its expiry less its lifetime), seconds since the epoch' })),
-    token_type: Type.Optional(Type.Literal('Bearer'))
+    token_type: Type.Optional(Type.Literal('Bearer')),
+    kind: Type.Optional(Type.Union([Type.Literal('token'), Type.Literal('api_key')], { description: 'A Login token or an API key' })),
+    key_id: Type.Optional(Type.String({ description: 'The API key\'s id (kind api_key only)' }))
   }, {
     description: 'The token\'s state (RFC 7662 §2.2)',
     examples: [{ active: true, sub: '1', username: EXAMPLE_USERNAME, exp: 1795394508, iat: 1795351308, token_type: 'Bearer' }, { active: false }]
@@ -139,8 +141,10 @@ export const introspectRoutes: FastifyPluginAsyncTypebox<IntrospectRoutesOptions
     // Given twice (an array), as a number or an object: not a token of ours.
     if (typeof token !== 'string') return INACTIVE
     try {
-      const record = await auth.authenticate(token)
+      const record = await auth.authenticateCredential(token)
       const exp = Math.floor(record.expiresAt / 1000)
+      // A key's issue time is not in its record (its life is its own): no iat.
+      if (record.keyId !== undefined) return { active: true, sub: record.accountId, username: record.username, exp, token_type: 'Bearer' as const, kind: 'api_key' as const, key_id: record.keyId }
       return { active: true, sub: record.accountId, username: record.username, exp, iat: exp - lifetimeSeconds(config, record.federated), token_type: 'Bearer' as const }
     } catch (error) {
       // Unknown, expired or ended: inactive. A store that cannot answer is a 503, never a false answer either way.

@@ -146,6 +146,7 @@ export async function registerOpenApi (app: FastifyInstance, version: string): P
       tags: [
         { name: 'tokens', description: 'Login, Authenticate, Logout (token services v1.4)' },
         { name: 'sessions', description: 'The caller\'s own sessions and password, with the caller\'s token: list, end one, end the others, change the password' },
+        { name: 'keys', description: 'The caller\'s own API keys, with the caller\'s Login token: list, make, end one (docs/machine-credentials.md)' },
         { name: 'operations', description: 'Health, metrics and the revocation feed' },
         { name: 'gateways', description: 'For gateways and API clients: forward-auth (/auth/verify) and OAuth 2.0 introspection (RFC 7662)' }
       ]

@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify'
 import { noteRefusal } from '../logging/refusal-log.js'
-import { MALFORMED_AUTHORIZATION, presentedToken, TokenRefusal } from '@auth-token-service/guard/shared/token-source'
+import { cookieToken, MALFORMED_AUTHORIZATION, presentedToken, TokenRefusal } from '@auth-token-service/guard/shared/token-source'
+import { isApiKeyShaped } from '../keys/secret.js'
 import { refusalReason } from '../http/token-refusal.js'
 import { badRequest } from '../errors/status.js'
 
@@ -10,8 +11,13 @@ import { badRequest } from '../errors/status.js'
  * with its detail; any other refusal (two AuthToken1 values) is no token at all, the
  * route answering as it does without one, and the access log says why.
  */
-export function routeToken (request: FastifyRequest): string | undefined {
+export function routeToken (request: FastifyRequest, options: { keys?: boolean } = {}): string | undefined {
   const presented = presentedToken(request)
+  if (typeof presented === 'string' && options.keys === true && isApiKeyShaped(presented) && presented === cookieToken(request.headers.cookie) &&
+    presentedToken({ params: request.params, query: request.query, body: request.body, headers: { ...request.headers, cookie: undefined } }) !== presented) {
+    // An API key is never taken from the AuthToken1 cookie (issue 33): answered as no token.
+    return undefined
+  }
   if (!(presented instanceof TokenRefusal)) return presented
   if (presented === MALFORMED_AUTHORIZATION) throw badRequest(refusalReason(presented))
   noteRefusal(request, refusalReason(presented))

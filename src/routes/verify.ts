@@ -6,6 +6,7 @@ import type { AuthService } from '../auth.js'
 import type { OriginalUriHeader, TrustProxy } from '../config.js'
 import { noteRefusal } from '../logging/refusal-log.js'
 import { bearerToken, cookieToken, TokenRefusal, type Presented } from '@auth-token-service/guard/shared/token-source'
+import { isApiKeyShaped } from '../keys/secret.js'
 import { refusalReason, WordedRefusal } from '../http/token-refusal.js'
 import { reasons } from '../errors/reasons.js'
 import { StatusError } from '../errors/status.js'
@@ -103,7 +104,11 @@ export const verifyRoutes: FastifyPluginAsyncTypebox<VerifyRoutesOptions> = asyn
    * are no token (401), noted for the log.
    */
   function presented (request: FastifyRequest): string | undefined {
-    let found = bearerToken(request.headers.authorization) ?? cookieToken(request.headers.cookie)
+    const bearer = bearerToken(request.headers.authorization)
+    const cookie = bearer === undefined ? cookieToken(request.headers.cookie) : undefined
+    // An API key is never taken from the cookie (issue 33): no token at all, as for garbage.
+    if (typeof cookie === 'string' && isApiKeyShaped(cookie)) return undefined
+    let found = bearer ?? cookie
     if (found === undefined) {
       const forwarded = header(request, originalUriHeader)
       if (forwarded !== undefined && trusted(request.socket.remoteAddress)) {
@@ -136,8 +141,9 @@ export const verifyRoutes: FastifyPluginAsyncTypebox<VerifyRoutesOptions> = asyn
       refuse(reply)
       return
     }
-    auth.authenticate(token).then((record) => {
+    auth.authenticateCredential(token).then((record) => {
       reply.code(200)
+        .header('x-auth-kind', record.keyId === undefined ? 'token' : 'api_key')
         .header('x-auth-user', userHeaderValue(record.username))
         .header('x-auth-account-id', record.accountId)
         .header('x-auth-federated', record.federated ? 'true' : 'false')

@@ -5,12 +5,13 @@ export type AuditEventName =
   | 'logout' | 'sessions.revoke' | 'user.add' | 'user.passwd' | 'user.disable' | 'user.enable'
   | 'session.end' | 'sessions.end' | 'password.change'
   | 'user.unlock' | 'user.delete' | 'admin.unauthorized' | 'introspect.unauthorized'
+  | 'key.created' | 'key.revoked'
 
 /** Every event name, for filters that must name one (the admin API's `event`). */
 export const AUDIT_EVENT_NAMES: readonly AuditEventName[] = [
   'login.success', 'login.failure', 'login.refused', 'login.lockout', 'logout', 'sessions.revoke',
   'user.add', 'user.passwd', 'user.disable', 'user.enable', 'session.end', 'sessions.end', 'password.change',
-  'user.unlock', 'user.delete', 'admin.unauthorized', 'introspect.unauthorized'
+  'user.unlock', 'user.delete', 'admin.unauthorized', 'introspect.unauthorized', 'key.created', 'key.revoked'
 ]
 
 export interface AuditEvent {

@@ -1,9 +1,13 @@
 import { StatusError, serviceUnavailable } from '../errors/status.js'
 import type { Queryable } from '../db/database.js'
 
+/** A person logs in; a service has no password and authenticates with API keys only (issue 33). */
+export type AccountKind = 'person' | 'service'
+
 export interface UserRecord {
   id: string
   username: string
+  kind: AccountKind
   /** argon2id PHC string; null for a federated account that only the directory can check. */
   passwordHash: string | null
   federated: boolean
@@ -27,6 +31,8 @@ export interface NewUser {
   username: string
   passwordHash: string | null
   federated: boolean
+  /** Default 'person'. A service account has no password hash and is not federated. */
+  kind?: AccountKind
 }
 
 /** Usernames reach the store already NFC-normalized; the store compares exactly. */
@@ -64,6 +70,7 @@ export const duplicateUsername = (): StatusError => new StatusError(409, 'Userna
 interface UserRow {
   id: string | number | bigint
   username: string
+  kind: string
   password_hash: string | null
   federated: boolean
   disabled: boolean
@@ -75,12 +82,13 @@ interface DetailsRow extends UserRow {
   last_login_at: Date | string | null
 }
 
-const COLUMNS = 'id::text AS id, username, password_hash, federated, disabled, token_epoch'
+const COLUMNS = 'id::text AS id, username, kind, password_hash, federated, disabled, token_epoch'
 
 function toRecord (row: UserRow): UserRecord {
   return {
     id: String(row.id),
     username: row.username,
+    kind: row.kind === 'service' ? 'service' : 'person',
     passwordHash: row.password_hash,
     federated: row.federated,
     disabled: row.disabled,
@@ -122,8 +130,8 @@ export function createSqlUserStore (db: Queryable, onError?: (error: unknown) =>
       await one(`SELECT ${COLUMNS} FROM users WHERE username = $1`, [username])),
     create: async (user) => await guarded(async () => {
       const created = await one(
-        `INSERT INTO users (username, password_hash, federated) VALUES ($1, $2, $3) RETURNING ${COLUMNS}`,
-        [user.username, user.passwordHash, user.federated])
+        `INSERT INTO users (username, password_hash, federated, kind) VALUES ($1, $2, $3, $4) RETURNING ${COLUMNS}`,
+        [user.username, user.passwordHash, user.federated, user.kind ?? 'person'])
       if (created === null) throw serviceUnavailable('database')
       return created
     }),
@@ -156,7 +164,7 @@ export function createSqlUserStore (db: Queryable, onError?: (error: unknown) =>
       return row === undefined ? null : toDetails(row)
     }),
     remove: async (username) => await guarded(async () =>
-      await one('DELETE FROM users WHERE username = $1 RETURNING id::text AS id, username, password_hash, federated, disabled, token_epoch + 1 AS token_epoch', [username])),
+      await one('DELETE FROM users WHERE username = $1 RETURNING id::text AS id, username, kind, password_hash, federated, disabled, token_epoch + 1 AS token_epoch', [username])),
     recordLogin: async (accountId) => {
       await guarded(async () => await db.query('UPDATE users SET last_login_at = now() WHERE id = $1', [accountId]))
     }

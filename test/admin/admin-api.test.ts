@@ -65,7 +65,8 @@ function adminContract (t: Test, kind: BackendKind): void {
     t.equal(created.status, 200)
     t.match(created.body, { status: 0, message: 'Success', user: { username: 'ann', federated: false, disabled: false, locked_until: null, last_login: null } })
     t.match((created.body.user as { created: string }).created, DATE, 'created in the expiration_date form')
-    t.same(Object.keys(created.body.user as object).sort(), ['created', 'disabled', 'federated', 'last_login', 'locked_until', 'username'])
+    t.same(Object.keys(created.body.user as object).sort(), ['created', 'disabled', 'federated', 'kind', 'last_login', 'locked_until', 'totp', 'username'])
+    t.match(created.body.user, { kind: 'person', totp: false }, 'a person by default')
     t.equal((await admin.login('ann', PASSWORD)).status, 0, 'Login works at once')
     // The Login writes last_login off its answer's path (auth.ts): wait for it, a busy machine may be slow.
     let shown = await admin.call('GET', '/admin/users/ann')
@@ -83,6 +84,28 @@ function adminContract (t: Test, kind: BackendKind): void {
     t.match(await admin.call('POST', '/admin/users', { username: 'bob', password: PASSWORD, role: 'x' }), { status: 400, body: { status: 400 } }, 'an unknown field')
     t.match(await admin.call('POST', '/admin/users', { username: 'fed', federated: true }), { status: 200, body: { user: { username: 'fed', federated: true } } }, 'a federated account needs no password')
     t.match(await admin.call('GET', '/admin/users/nobody'), { status: 404, body: { status: 404, message: 'Not Found', detail: 'no such account' } })
+  })
+
+  t.test('a service account: kind service, no password, never a Login (answered as a wrong password)', async (t) => {
+    const admin = await adminFor(t, kind)
+    const created = await admin.call('POST', '/admin/users', { username: 'Billing', kind: 'service' })
+    t.match(created, { status: 200, body: { status: 0, user: { username: 'billing', kind: 'service', totp: false, federated: false, disabled: false } } })
+    t.match(await admin.call('GET', '/admin/users/billing'), { status: 200, body: { user: { kind: 'service' } } })
+    t.match(await admin.call('POST', '/admin/users', { username: 'svc2', kind: 'service', password: PASSWORD }), { status: 400, body: { detail: 'a service account has no password (it authenticates with API keys)' } })
+    t.match(await admin.call('POST', '/admin/users', { username: 'svc3', kind: 'service', federated: true }), { status: 400, body: { detail: 'a service account cannot be federated' } })
+    t.match(await admin.call('POST', '/admin/users', { username: 'svc4', kind: 'robot' }), { status: 400 }, 'an unknown kind')
+    t.match(await admin.call('PATCH', '/admin/users/billing', { password: PASSWORD }), { status: 400, body: { detail: 'a service account has no password (it authenticates with API keys)' } })
+
+    // Login of a service account: the same answer as a wrong password (and as an unknown name).
+    const form = (username: string) => ({ method: 'POST' as const, url: '/auth/Login', headers: FORM, payload: new URLSearchParams({ username, password: PASSWORD }).toString() })
+    const service = await admin.app.inject(form('billing'))
+    const unknown = await admin.app.inject(form('nobody-at-all'))
+    t.equal(service.statusCode, 401)
+    t.equal(service.body, unknown.body, 'byte-identical to an unknown user\'s')
+    t.same(service.json(), { status: 701, message: 'Login Failed' })
+    t.equal(service.headers['set-cookie'], undefined)
+    const failures = await admin.call('GET', '/admin/events?user=billing&event=login.failure')
+    t.match(failures.body.events, [{ event: 'login.failure', outcome: 'wrong-password' }], 'counted and audited as a wrong password')
   })
 
   t.test('list pages by username: limit, cursor, next_cursor; a bad cursor or limit is a 400', async (t) => {

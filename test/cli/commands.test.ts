@@ -116,8 +116,11 @@ async function commandCases (t: Test, service: Service, actor: Actor): Promise<s
     const masked = (text: string): string => text
       .replace(/\d{4}-\d{2}-\d{2}T[\d:.]+Z?/g, '<time>')
       .replace(/^[A-Za-z0-9_-]{22}\t/gm, '<session>\t')
+      .replace(/atsk_[A-Za-z0-9_-]{45}/g, '<secret>')
+      .replace(/^[A-Za-z0-9_-]{16}\t/gm, '<key>\t')
+      .replace(/key [A-Za-z0-9_-]{16} /g, 'key <key> ')
       .replace(new RegExp(`\t${escapeRegExp(actor.ip)}\t${escapeRegExp(actor.agent)}$`, 'gm'), '\t<actor>')
-    transcript.push(`${args.join(' ')} -> ${result.code}\n${masked(result.stdout)}--\n${masked(result.stderr)}`)
+    transcript.push(`${args.join(' ').replace(/revoke [A-Za-z0-9_-]{16}$/, 'revoke <key>')} -> ${result.code}\n${masked(result.stdout)}--\n${masked(result.stderr)}`)
     return result
   }
   const succeeded = (t: Test, result: Run, stderr: string): void => {
@@ -136,10 +139,41 @@ async function commandCases (t: Test, service: Service, actor: Actor): Promise<s
     t.equal((await service.login('alice', PASSWORD)).status, 0, 'alice logs in with it')
   })
 
+  await t.test('user add --service: no password read, a service account that cannot log in', async (t) => {
+    const added = await run(['user', 'add', 'svc', '--service'], ['would-be password'])
+    succeeded(t, added, 'created service account svc\n')
+    t.equal((await service.login('svc', 'would-be password')).status, 701, 'no Login')
+    const both = await run(['user', 'add', 'svc2', '--service', '--federated'])
+    t.equal(both.code, 2, '--service with --federated is a usage error')
+    const list = await run(['user', 'list'])
+    t.ok(lines(list.stdout).includes('svc\tservice\tenabled'), 'listed as a service account')
+  })
+
+  await t.test('keys create, list, revoke: the secret alone on stdout\'s last line, ended at once', async (t) => {
+    const made = await run(['keys', 'create', 'svc', '--name', 'deploy', '--days', '30'])
+    t.equal(made.code, 0, made.stderr)
+    const secret = lines(made.stdout).at(-1) ?? ''
+    t.match(secret, /^atsk_[A-Za-z0-9_-]{45}$/, 'the secret, alone on the last line')
+    t.equal(lines(made.stdout).length, 1, 'nothing else on stdout')
+    t.match(made.stderr, /^created key [A-Za-z0-9_-]{16} \(deploy\) for svc, expires /)
+    t.equal(await service.authenticate(secret), 200, 'the key works at once')
+    const list = await run(['keys', 'list', 'svc'])
+    const rows = lines(list.stdout).map((row) => row.split('\t'))
+    t.equal(rows.length, 1)
+    t.equal(rows[0]?.[1], 'deploy')
+    t.notOk(list.stdout.includes(secret.slice(7)), 'a listing never shows the secret')
+    const id = rows[0]?.[0] ?? ''
+    succeeded(t, await run(['keys', 'revoke', id]), `key ${id} (deploy) revoked\n`)
+    t.equal(await service.authenticate(secret), 403, 'ended at once')
+    t.same(lines((await run(['keys', 'list', 'svc'])).stdout), [])
+    t.equal((await run(['keys', 'create', 'svc'])).code, 2, 'no --name: a usage error')
+    t.same(await run(['keys', 'revoke', 'AAAAAAAAAAAAAAAA']), { code: 1, stdout: '', stderr: 'auth-token-service: no such key\n' })
+  })
+
   await t.test('user list: one account per line, username order', async (t) => {
     const list = await run(['user', 'list'])
     t.same([list.code, list.stderr], [0, ''])
-    t.same(lines(list.stdout), ['alice\tlocal\tenabled', 'bob\tlocal\tenabled', 'carol\tfederated\tenabled'])
+    t.same(lines(list.stdout), ['alice\tlocal\tenabled', 'bob\tlocal\tenabled', 'carol\tfederated\tenabled', 'svc\tservice\tenabled'])
   })
 
   await t.test('refusals: exit 1 and one line, the same for either adapter', async (t) => {
@@ -192,7 +226,7 @@ async function commandCases (t: Test, service: Service, actor: Actor): Promise<s
     t.equal(bob.status, 0, 'unlocked')
     succeeded(t, await run(['user', 'delete', 'bob']), 'bob deleted; 2 active token(s) ended\n')
     t.equal(await service.authenticate(bob.token), 403)
-    t.same(lines((await run(['user', 'list'])).stdout), ['alice\tlocal\tenabled', 'carol\tfederated\tenabled'])
+    t.same(lines((await run(['user', 'list'])).stdout), ['alice\tlocal\tenabled', 'carol\tfederated\tenabled', 'svc\tservice\tenabled'])
   })
 
   await t.test('events: oldest first, filtered by user and time, with who made each change', async (t) => {

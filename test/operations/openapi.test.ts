@@ -293,7 +293,7 @@ t.test('every operation has a summary and a tag', async (t) => {
   for (const [path, operations] of Object.entries(doc.paths)) {
     for (const [method, operation] of Object.entries(operations)) {
       t.ok(typeof operation.summary === 'string' && operation.summary.length > 0, `${method} ${path}: summary`)
-      t.ok(operation.tags?.length === 1 && ['tokens', 'sessions', 'operations', 'gateways'].includes(operation.tags[0] ?? ''), `${method} ${path}: tagged`)
+      t.ok(operation.tags?.length === 1 && ['tokens', 'sessions', 'keys', 'operations', 'gateways'].includes(operation.tags[0] ?? ''), `${method} ${path}: tagged`)
     }
   }
 })

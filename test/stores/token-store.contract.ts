@@ -5,9 +5,11 @@ import { hashToken, generateToken } from '@auth-token-service/guard/token'
 import { expiryInstant } from '../../src/tokens/time.js'
 import type { RevocationFeed } from '../../src/stores/revocation-feed.js'
 import type { TokenStore } from '../../src/stores/token-store.js'
+import type { ApiKeyRecords } from '../../src/stores/api-key-records.js'
+import { generateApiKey, hashApiKey } from '../../src/keys/secret.js'
 import type { TokenRecord } from '@auth-token-service/guard/layout'
 
-export type MakeTokenStore = (t: Test, options: { denyTtlMs: number, maxTokensPerAccount?: number }) => Promise<TokenStore & RevocationFeed>
+export type MakeTokenStore = (t: Test, options: { denyTtlMs: number, maxTokensPerAccount?: number }) => Promise<TokenStore & ApiKeyRecords & RevocationFeed>
 
 const record = (accountId: string, overrides: Partial<TokenRecord> = {}): TokenRecord => ({
   accountId,
@@ -303,5 +305,46 @@ export function tokenStoreContract (t: Test, makeStore: MakeTokenStore): void {
     }
     t.ok(await store.find(plain), 'no pattern matched the account\'s token')
     t.same(await store.terminateAccount('3'), [plain])
+  })
+
+  t.test('API keys: a seeded key is found with its key id, outside the account index; a password change\'s revoke-all leaves it', async (t) => {
+    const store = await makeStore(t, { denyTtlMs: 5000 })
+    const keyHash = hashApiKey(generateApiKey('7'))
+    const token = newHash('7')
+    const keyRecord = record('7', { username: 'svc|pipe', keyId: 'AbCdEfGhIjKlMnOp' })
+    t.equal(await store.seedKey(keyHash, keyRecord, 60_000), true)
+    await store.issue(token, record('7'), 60_000)
+    t.same(await store.find(keyHash), keyRecord, 'found with its key id')
+    t.same(await store.terminateAccount('7', 3), [token], 'a revoke-all of tokens ends the token only')
+    t.same(await store.find(keyHash), keyRecord, 'the key stays')
+    t.equal(await store.issue(newHash('7'), record('7'), 60_000, 2), false, 'the epoch still refuses an overtaken Login')
+  })
+
+  t.test('API keys: endKey ends, denies and announces, held or not; a denied key cannot be re-seeded', async (t) => {
+    const store = await makeStore(t, { denyTtlMs: 5000 })
+    const watcher = recordRevocations(store)
+    t.teardown(watcher.stop)
+    await until(watcher.isLive)
+    const held = hashApiKey(generateApiKey('8'))
+    const lost = hashApiKey(generateApiKey('8'))
+    await store.seedKey(held, record('8', { keyId: 'k000000000000001' }), 60_000)
+    await store.endKey(held)
+    await store.endKey(lost)
+    t.equal(await store.find(held), null, 'ended at once')
+    t.ok(await store.isDenied(held), 'denied')
+    t.ok(await store.isDenied(lost), 'denied though no record was held (a re-seed in flight cannot revive it)')
+    t.equal(await store.seedKey(lost, record('8', { keyId: 'k000000000000002' }), 60_000), false, 're-seed refused')
+    t.equal(await store.find(lost), null)
+    await until(() => watcher.events.flat().includes(held) && watcher.events.flat().includes(lost))
+    t.pass('both announced on the revocation feed')
+  })
+
+  t.test('API keys: a seeded record expires with its TTL', async (t) => {
+    const store = await makeStore(t, { denyTtlMs: 5000 })
+    const keyHash = hashApiKey(generateApiKey('9'))
+    await store.seedKey(keyHash, record('9', { keyId: 'k000000000000003' }), 150)
+    t.ok(await store.find(keyHash))
+    await sleep(400)
+    t.equal(await store.find(keyHash), null)
   })
 }

@@ -3,11 +3,11 @@ import fp from 'fastify-plugin'
 import { endpoint } from './client/index.js'
 import type { FetchFunction } from './client/wire.js'
 import { createThrottledLog } from './shared/throttled-log.js'
-import { hashToken, isTokenShaped } from './token.js'
+import { hashApiKey, hashToken, isApiKeyShaped, isTokenShaped } from './token.js'
 import { DEFAULT_KEY_PREFIX, type TokenRecord } from './layout.js'
 import type { RedisClient } from './shared/redis-connection.js'
 import { createPositiveCache, type PositiveCache } from './cache.js'
-import { presentedToken, TokenRefusal } from './shared/token-source.js'
+import { presentedToken, TokenRefusal, type TokenCarrier } from './shared/token-source.js'
 import { httpVerifier, type Verifier } from './verifiers.js'
 
 /**
@@ -24,6 +24,8 @@ export interface AuthInfo {
   federated: boolean
   /** The instant the token stops working (its `expiration_date`). */
   expiresAt: Date
+  /** Set when the credential is an API key (`atsk_…`, issue 33): the key's public id. Absent for a Login token. */
+  keyId?: string
 }
 
 declare module 'fastify' {
@@ -100,12 +102,27 @@ function refuse (reply: FastifyReply, httpStatus: keyof typeof BODIES): FastifyR
   return reply.send(BODIES[httpStatus])
 }
 
-const toAuth = (record: TokenRecord): AuthInfo => ({
-  accountId: record.accountId,
-  username: record.username,
-  federated: record.federated,
-  expiresAt: new Date(record.expiresAt)
-})
+const toAuth = (record: TokenRecord): AuthInfo => {
+  const auth: AuthInfo = {
+    accountId: record.accountId,
+    username: record.username,
+    federated: record.federated,
+    expiresAt: new Date(record.expiresAt)
+  }
+  if (record.keyId !== undefined) auth.keyId = record.keyId
+  return auth
+}
+
+/**
+ * Whether the request's value came only from the `AuthToken1` cookie: what the request presents
+ * without its cookie is something else. An API key is never taken from the cookie (issue 33),
+ * which a browser would send on its own.
+ */
+function onlyInCookie (request: FastifyRequest, value: string): boolean {
+  const { cookie: _cookie, ...headers } = request.headers
+  const carrier: TokenCarrier = { params: request.params, query: request.query, body: request.body, headers }
+  return presentedToken(carrier) !== value
+}
 
 function positiveNumber (value: unknown, name: string): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
@@ -199,11 +216,22 @@ const guard: FastifyPluginAsync<AuthTokenGuardOptions> = async (fastify, options
     }
     // Garbage never reaches the store (nor a key name): it could not be one of our tokens. A
     // refusal (a broken Bearer header, two AuthToken1 values) is no valid token: 403.
-    if (token instanceof TokenRefusal || !isTokenShaped(token)) {
+    if (token instanceof TokenRefusal) {
       refuse(reply, 403)
       return
     }
-    const hash = hashToken(token)
+    // An API key (`atsk_…`, issue 33) is read as a token is, by its hash (a token hash's layout,
+    // the one the feed carries when it ends), but never from the cookie: there it is no token.
+    const key = isApiKeyShaped(token)
+    if (key && onlyInCookie(request, token)) {
+      refuse(reply, 401)
+      return
+    }
+    if (!key && !isTokenShaped(token)) {
+      refuse(reply, 403)
+      return
+    }
+    const hash = key ? hashApiKey(token) : hashToken(token)
     const cached = cache?.get(hash)
     if (cached === undefined) {
       verifyAndSet(request, reply, token, hash, done)

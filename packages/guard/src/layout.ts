@@ -7,7 +7,8 @@ import { TOKEN_DIGEST_LENGTH } from './token.js'
  * only the layout its version names: give a guard of the same layout version as the service.
  *
  *   token key        <bucket prefix>t<digest>   value: the record (encodeRecord), PX = the token's life
- *   record           `expiresAt|federated|accountId|username` (epoch ms, 1/0, username last)
+ *   record           `expiresAt|federated|accountId|username` (epoch ms, 1/0, username last);
+ *                    an API key's record (issue 33) has `k<keyId>` for 1/0, at its hash's token key
  *   revocation feed  PUBLISH <prefix>revoked "<hash> <hash> …" (space-separated token hashes)
  *
  * (The service's own keys beside them, the account index, epoch and deny set, are its
@@ -16,7 +17,9 @@ import { TOKEN_DIGEST_LENGTH } from './token.js'
 
 /**
  * The layout's version: 2 is the bucketed layout of 0.2.0 (tokens `2…`, keys `{atsAb}t<digest>`).
- * The layout of before 0.2.0 (version 1) is gone (issue 31 §2).
+ * The layout of before 0.2.0 (version 1) is gone (issue 31 §2). An API key's record (`k<keyId>`
+ * in the second field, issue 33) is still 2: no key name, channel or token record changed, and a
+ * reader of before it decodes a key's record as a non-federated token of the same account.
  */
 export const KEY_LAYOUT_VERSION = 2
 
@@ -122,6 +125,8 @@ export interface TokenRecord {
   federated: boolean
   /** Epoch milliseconds of the `expiration_date` the client was given. */
   expiresAt: number
+  /** Set for an API key's record (issue 33): the key's public id. Absent: a Login token. */
+  keyId?: string
 }
 
 /**
@@ -134,9 +139,14 @@ export function activeAt (record: TokenRecord | null, nowMs: number): TokenRecor
   return record !== null && nowMs < record.expiresAt ? record : null
 }
 
-/** Compact, order-fixed value: `expiresAt|federated|accountId|username` (username last: it may hold `|`). */
+/**
+ * Compact, order-fixed value: `expiresAt|federated|accountId|username` (username last: it may hold
+ * `|`). An API key's record has `k<keyId>` in the federated field: a reader that knows only tokens
+ * still finds its account and username (and federated false), so the record stays in layout 2.
+ */
 export function encodeRecord (record: TokenRecord): string {
-  return `${record.expiresAt}|${record.federated ? 1 : 0}|${record.accountId}|${record.username}`
+  const second = record.keyId === undefined ? (record.federated ? '1' : '0') : `k${record.keyId}`
+  return `${record.expiresAt}|${second}|${record.accountId}|${record.username}`
 }
 
 export function decodeRecord (value: string): TokenRecord | null {
@@ -146,10 +156,13 @@ export function decodeRecord (value: string): TokenRecord | null {
   if (first < 0 || second < 0 || third < 0) return null
   const expiresAt = Number(value.slice(0, first))
   if (!Number.isFinite(expiresAt)) return null
-  return {
+  const flag = value.slice(first + 1, second)
+  const record: TokenRecord = {
     expiresAt,
-    federated: value.slice(first + 1, second) === '1',
+    federated: flag === '1',
     accountId: value.slice(second + 1, third),
     username: value.slice(third + 1)
   }
+  if (flag.startsWith('k') && flag.length > 1) record.keyId = flag.slice(1)
+  return record
 }

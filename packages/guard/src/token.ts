@@ -76,3 +76,25 @@ export function hashToken (token: string): string {
 
 /** The cookie that carries the token (spec §2): set by Login, read by every operation, the client and the guard. */
 export const TOKEN_COOKIE = 'AuthToken1'
+
+/*
+ * An API key (issue 33): `atsk_` + the account's 2-character bucket + 43 base64url characters
+ * (50 characters). Its hash has a token hash's layout (bucket + 22 digest characters of the
+ * whole secret), so its record lives where a token's would, and the revocation feed carries it
+ * as it carries a token's.
+ */
+
+/** The prefix of every API key (one secret scanners can match). */
+export const API_KEY_PREFIX = 'atsk_'
+
+const API_KEY_SHAPE = /^atsk_[A-Za-z0-9_-]{45}$/
+
+/** Only a value of this shape can be one of the service's API keys: anything else is refused without a look-up. */
+export function isApiKeyShaped (value: string): boolean {
+  return API_KEY_SHAPE.test(value)
+}
+
+/** The stored digest of a key-shaped secret: its bucket and SHA-256's first 22 base64url characters (as hashToken). */
+export function hashApiKey (secret: string): string {
+  return `${secret.slice(API_KEY_PREFIX.length, API_KEY_PREFIX.length + 2)}${sha256(secret).slice(0, TOKEN_DIGEST_LENGTH)}`
+}

@@ -10,7 +10,7 @@ export function createAdminApiOperations (client: AdminClient): AdminOperations 
   return {
     // The service has the database; nothing here can refuse before the request does.
     async beforePassword () {},
-    addUser: async (username, password, federated) => await client.addUser(username, password, federated),
+    addUser: async (username, password, federated, kind) => await client.addUser(username, password, federated, kind),
     async setPassword (username, password) {
       const { user, ended } = await client.changeUser(username, { password })
       return { username: user.username, ended }
@@ -25,6 +25,9 @@ export function createAdminApiOperations (client: AdminClient): AdminOperations 
     users: () => client.users(),
     sessions: async (username) => await client.sessions(username),
     revokeSessions: async (username) => ({ username, ended: await client.revokeSessions(username) }),
-    events: ({ user, since }) => client.events({ user, since })
+    events: ({ user, since }) => client.events({ user, since }),
+    createKey: async (username, name, days) => await client.createKey(username, name, days),
+    keys: async (username) => await client.keys(username),
+    revokeKey: async (id) => await client.revokeKey(id)
   }
 }

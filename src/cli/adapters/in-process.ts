@@ -1,5 +1,6 @@
 import type { AccountAdmin } from '../../accounts.js'
-import { eventView, sessionView } from '../../admin/views.js'
+import { eventView, keyView, sessionView } from '../../admin/views.js'
+import type { ApiKeys, KeyActor } from '../../keys/api-keys.js'
 import type { Backends, ServiceTokenStore } from '../../backends.js'
 import type { Config } from '../../config.js'
 import { normalizeUsername } from '../../credentials.js'
@@ -49,11 +50,12 @@ async function openConnectedTokenStore (config: Config, database: Database): Pro
  * Runs `work` on the accounts. The database is opened first: on the embedded one that takes
  * its directory, or refuses at once (exit 1) while the service or another command has it.
  */
-async function withAccounts<T> (config: Config, command: string, endsTokens: boolean, work: (admin: AccountAdmin, backends: Backends) => Promise<T>): Promise<T> {
+async function withAccounts<T> (config: Config, command: string, endsTokens: boolean, work: (admin: AccountAdmin, backends: Backends, apiKeys: ApiKeys) => Promise<T>): Promise<T> {
   const [{ openDatabase }, { migrateOrCheck }, { assembleBackends, openAuditLog }, { createMemoryTokenStore }, { createAccountAdmin, LOCAL_CLI_ACTOR }, { configuredPasswordPolicy }] = await Promise.all([
     import('../../db/open.js'), import('../../db/migrate.js'), import('../../backends.js'), import('../../stores/memory/token-store.js'), import('../../accounts.js'),
     import('../../passwords/policy.js')
   ])
+  const { createApiKeys } = await import('../../keys/api-keys.js')
   const database = await openDatabase(config, { command })
   let backends: Backends | undefined
   try {
@@ -68,7 +70,8 @@ async function withAccounts<T> (config: Config, command: string, endsTokens: boo
     backends = assembleBackends(config, { database, tokens, audit: openAuditLog(config, database, quietLog) })
     const { audit } = backends
     try {
-      return await work(createAccountAdmin({ ...backends, actor: LOCAL_CLI_ACTOR, passwordPolicy: configuredPasswordPolicy(config.passwordMinLength) }), backends)
+      const apiKeys = createApiKeys({ store: backends.apiKeyStore, tokens: backends.tokens, audit, maxDays: config.apiKeyMaxDays, flushEveryMs: 0 })
+      return await work(createAccountAdmin({ ...backends, actor: LOCAL_CLI_ACTOR, passwordPolicy: configuredPasswordPolicy(config.passwordMinLength), apiKeys }), backends, apiKeys)
     } finally {
       await audit.close()
     }
@@ -84,8 +87,11 @@ async function withAccounts<T> (config: Config, command: string, endsTokens: boo
  * Those that end tokens or lift a lock connect the token store first (locks live beside the
  * tokens: in Redis, or, embedded with no service running, nowhere any more).
  */
+/** accounts.ts's LOCAL_CLI_ACTOR, for the key commands' audit events (accounts.ts is loaded lazily). */
+const CLI_KEY_ACTOR: KeyActor = Object.freeze({ userAgent: 'cli', credential: 'local-cli' })
+
 export function createInProcessOperations (config: Config, command: string): AdminOperations {
-  const accounts = <T>(endsTokens: boolean, work: (admin: AccountAdmin, backends: Backends) => Promise<T>): Promise<T> =>
+  const accounts = <T>(endsTokens: boolean, work: (admin: AccountAdmin, backends: Backends, apiKeys: ApiKeys) => Promise<T>): Promise<T> =>
     withAccounts(config, command, endsTokens, work)
   const ended = ({ account, ended }: { account: { username: string }, ended: number }) => ({ username: account.username, ended })
   return {
@@ -93,7 +99,7 @@ export function createInProcessOperations (config: Config, command: string): Adm
       // On the embedded database: refuses at once while another process has its directory.
       if (config.databaseUrl === undefined) await assertDataDirFree(config.dataDir, command)
     },
-    addUser: async (username, password, federated) => await accounts(false, async (admin) => await admin.add(username, password, federated)),
+    addUser: async (username, password, federated, kind) => await accounts(false, async (admin) => await admin.add(username, password, federated, kind)),
     setPassword: async (username, password) => await accounts(true, async (admin) => ended(await admin.setPassword(username, password))),
     setDisabled: async (username, disabled) => await accounts(disabled, async (admin) => ended(await admin.setDisabled(username, disabled))),
     unlockUser: async (username) => await accounts(true, async (admin) => await admin.unlock(username)),
@@ -110,6 +116,13 @@ export function createInProcessOperations (config: Config, command: string): Adm
       })
     },
     revokeSessions: async (username) => await accounts(true, async (admin) => ended(await admin.revokeSessions(username))),
+    // Keys' records live in the token store: these connect it, as the commands that end tokens do.
+    createKey: async (username, name, days) => await accounts(true, async (admin, _backends, apiKeys) => {
+      const { key, secret } = await apiKeys.create(await admin.show(username), name, days, CLI_KEY_ACTOR)
+      return { key: keyView(key), secret }
+    }),
+    keys: async (username) => await accounts(false, async (admin, _backends, apiKeys) => (await apiKeys.list((await admin.show(username)).id)).map(keyView)),
+    revokeKey: async (id) => await accounts(true, async (_admin, _backends, apiKeys) => keyView(await apiKeys.revoke(id, CLI_KEY_ACTOR))),
     async * events ({ user, since }) {
       const found = await accounts(false, async (_admin, { audit }) => await audit.list({ username: user === undefined ? undefined : normalizeUsername(user), since, limit: 100_000 }))
       yield * found.map(eventView)

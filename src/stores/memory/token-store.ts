@@ -3,6 +3,7 @@ import { activeAt, type TokenRecord } from '@auth-token-service/guard/layout'
 import type { RevocationFeed } from '../revocation-feed.js'
 import type { RevocationWatcher } from '@auth-token-service/guard/shared/feed'
 import type { TokenStore } from '../token-store.js'
+import type { ApiKeyRecords } from '../api-key-records.js'
 
 interface Entry {
   record: TokenRecord
@@ -24,7 +25,7 @@ export interface MemoryTokenStoreOptions {
  * The embedded default's token store: the Redis store's semantics in one process.
  * Every method is synchronous inside, so each is atomic as the Redis scripts are.
  */
-export interface MemoryTokenStore extends TokenStore, RevocationFeed {
+export interface MemoryTokenStore extends TokenStore, ApiKeyRecords, RevocationFeed {
   readonly kind: 'in-process'
 }
 
@@ -128,6 +129,20 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Memor
       deny(tokenHash)
       announce([tokenHash])
       return { ...entry.record }
+    },
+    // An API key's record: kept with the tokens, never in its account's index (api-key-records.ts).
+    async seedKey (keyHash, record, ttlMs) {
+      const until = denied.get(keyHash)
+      if (until !== undefined && until > now()) return false
+      pruneOldest()
+      tokens.set(keyHash, { record: { ...record }, deadline: now() + ttlMs })
+      return true
+    },
+    async endKey (keyHash) {
+      const entry = tokens.get(keyHash)
+      if (entry !== undefined) forget(keyHash, entry)
+      deny(keyHash)
+      announce([keyHash])
     },
     async terminateAccount (accountId, epoch, exceptTokenHash) {
       if (epoch !== undefined && (epochs.get(accountId) ?? -Infinity) < epoch) epochs.set(accountId, epoch)

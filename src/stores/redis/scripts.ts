@@ -33,7 +33,7 @@ import type { RedisClient } from '@auth-token-service/guard/shared/redis-connect
 export const PRUNE_BATCH = 16
 export const REVOKE_BATCH = 64
 
-const SHARED = `
+export const SHARED = `
 local function nowMs()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

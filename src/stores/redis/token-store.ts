@@ -2,6 +2,7 @@ import { DEFAULT_KEY_PREFIX, keyLayout, revocationChannel } from '@auth-token-se
 import { createRevocationFeed } from '@auth-token-service/guard/shared/redis-feed'
 import { whenReady, type RedisClient } from '@auth-token-service/guard/shared/redis-connection'
 import { createRedisClient, type RedisTopology } from './client.js'
+import { createRedisApiKeyRecords } from './api-keys.js'
 import { createFinder } from './batched-find.js'
 import { createDenyList } from './deny-list.js'
 import { createMemberEnder } from './end-members.js'
@@ -16,6 +17,7 @@ import { defineScripts } from './scripts.js'
 import { serviceUnavailable, StatusError, UnavailableError } from '../../errors/status.js'
 import type { RevocationFeed } from '../revocation-feed.js'
 import { RevocationIncomplete, type TokenStore } from '../token-store.js'
+import type { ApiKeyRecords } from '../api-key-records.js'
 
 export { ReplicaAckTimeout } from './replicated.js'
 
@@ -86,7 +88,7 @@ export interface RedisTokenStoreOptions {
   minReplicaAcks?: MinReplicaAcks
 }
 
-export interface RedisTokenStore extends TokenStore, RevocationFeed {
+export interface RedisTokenStore extends TokenStore, ApiKeyRecords, RevocationFeed {
   readonly kind: 'redis'
   /** The store's client: the login limiter runs its scripts on the same connection. */
   readonly redis: RedisClient
@@ -113,9 +115,11 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
   const ackTimeoutMs = options.replicaAckTimeoutMs ?? Math.min(250, Math.floor((options.commandTimeoutMs ?? 500) / 2))
   const endMembers = createMemberEnder({ commands, keys, denyTtlMs, channel })
   const issuing = createIssuing({ commands, keys, maxTokens: options.maxTokensPerAccount ?? 1000, endMembers, onCommandError: options.onCommandError })
+  const replicated = createReplicationWait(redis, acks, ackTimeoutMs)
   const revoking = createRevoking({
-    redis, commands, keys, endMembers, replicated: createReplicationWait(redis, acks, ackTimeoutMs), denyTtlMs, epochTtlMs: options.epochTtlMs ?? 86_400_000, channel
+    redis, commands, keys, endMembers, replicated, denyTtlMs, epochTtlMs: options.epochTtlMs ?? 86_400_000, channel
   })
+  const apiKeys = createRedisApiKeyRecords({ redis, keys, replicated, denyTtlMs, channel })
   const denyList = createDenyList(redis, commands, keys)
   const requireNoEviction = options.requireNoEviction ?? true
   const safety = createSafety(redis, {
@@ -163,6 +167,14 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
     terminate: async (tokenHash) => await guarded(async () => {
       refuseWhileLossy()
       return await revoking.terminate(tokenHash)
+    }),
+    seedKey: async (keyHash, record, ttlMs) => await guarded(async () => {
+      safety.refuseWhileUnsafe()
+      return await apiKeys.seedKey(keyHash, record, ttlMs)
+    }),
+    endKey: async (keyHash) => await guarded(async () => {
+      refuseWhileLossy()
+      await apiKeys.endKey(keyHash)
     }),
     terminateAccount: async (accountId, epoch, exceptTokenHash) => await guarded(async () => {
       refuseWhileLossy()

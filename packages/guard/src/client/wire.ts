@@ -188,6 +188,8 @@ export interface AuthenticatedToken {
   accountId: string
   username: string
   federated: boolean
+  /** Set when the credential is an API key (the answer's `kind` api_key): the key's public id. */
+  keyId?: string
 }
 
 /** POST <authenticateUrl> with the token in a form body (or, asked to, as the cookie). */
@@ -217,7 +219,9 @@ export async function authenticateAt (
   if (expiresAt === undefined || typeof body.account_id !== 'string' || typeof body.username !== 'string' || typeof body.federated !== 'boolean') {
     return protocolError(answer, 'Authenticate success without the token\'s account')
   }
-  return { ok: true, token, expiresAt, accountId: body.account_id, username: body.username, federated: body.federated }
+  const authenticated: AuthenticatedToken = { ok: true, token, expiresAt, accountId: body.account_id, username: body.username, federated: body.federated }
+  if (body.kind === 'api_key' && typeof body.key_id === 'string') authenticated.keyId = body.key_id
+  return authenticated
 }
 
 /** The `AuthToken1` Set-Cookie line of an answer, as the service wrote it (to pass on to a browser). */

@@ -1,0 +1,30 @@
+import { randomBytes } from 'node:crypto'
+import { accountBucket, API_KEY_PREFIX } from '@auth-token-service/guard/token'
+
+/*
+ * An API key's secret: `atsk_` (a prefix secret scanners can match), the account's 2-character
+ * routing bucket, and 43 base64url characters of 256 random bits (50 characters). The bucket
+ * puts its record in its account's Redis Cluster slot, as a token's (tokens/token.ts); it is no
+ * secret and not trusted: the digest covers the whole secret. Its hash has a token hash's
+ * layout (bucket + 22 digest characters), so the token store keeps its record where it keeps a
+ * token's, and Authenticate reads it the same way.
+ */
+
+// The key's shape and hash are the guard package's (token.ts), which reads keys too.
+export { API_KEY_PREFIX, hashApiKey, isApiKeyShaped } from '@auth-token-service/guard/token'
+
+/** A new secret for a key of the account. */
+export function generateApiKey (accountId: string): string {
+  return `${API_KEY_PREFIX}${accountBucket(accountId)}${randomBytes(32).toString('base64url')}`
+}
+
+const KEY_ID_SHAPE = /^[A-Za-z0-9_-]{16}$/
+
+/** A key's public id: 96 random bits, base64url (16 characters); nothing to do with the secret. */
+export function newKeyId (): string {
+  return randomBytes(12).toString('base64url')
+}
+
+export function isKeyIdShaped (value: string): boolean {
+  return KEY_ID_SHAPE.test(value)
+}

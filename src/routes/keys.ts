@@ -1,0 +1,100 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import type { AuthService } from '../auth.js'
+import { keyView } from '../admin/views.js'
+import { reasons } from '../errors/reasons.js'
+import { StatusError } from '../errors/status.js'
+import { refuseOtherMethods } from '../http/methods.js'
+import { noSuchKey, type ApiKeys } from '../keys/api-keys.js'
+import { errorResponses, forbiddenAnswer, TokenParamsSchema } from '../schemas.js'
+import type { UserStore } from '../stores/user-store.js'
+import { clientOf } from './client-context.js'
+import { routeToken } from './presented-token.js'
+
+export interface KeyRoutesOptions {
+  auth: AuthService
+  apiKeys: ApiKeys
+  users: Pick<UserStore, 'findByUsername'>
+}
+
+/** An unknown id and another account's alike (contract): the same status and body. */
+const unknownKey = (): StatusError => new StatusError(403, 'Forbidden', 403, {}, { detail: reasons.unknownKey() })
+
+const DATE = Type.String({ description: 'UTC, YYYY-MM-DDTHH:MM:SS' })
+const KeyItemSchema = Type.Object({ id: Type.String(), name: Type.String(), created: DATE, expiration_date: DATE, last_used: Type.Union([DATE, Type.Null()]) })
+const NewKeyBodySchema = Type.Object({
+  token: Type.Optional(Type.String({ maxLength: 2048 })),
+  name: Type.String({ minLength: 1, maxLength: 512 }),
+  expires_in_days: Type.Optional(Type.Integer())
+})
+const DeleteParamsSchema = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) })
+
+const CALLER = 'The caller\'s Login token (token parameter, Authorization: Bearer or the AuthToken1 cookie); an API key is refused (403) here.'
+
+/** The caller's own API keys (issue 33): GET, POST /auth/keys and DELETE /auth/keys/{id}, with a Login token only. */
+export const keyRoutes: FastifyPluginAsyncTypebox<KeyRoutesOptions> = async (app, { auth, apiKeys, users }) => {
+  const tags = ['keys']
+
+  app.get('/auth/keys', {
+    schema: {
+      tags,
+      summary: 'The caller\'s live API keys',
+      description: CALLER,
+      querystring: TokenParamsSchema,
+      response: { 200: Type.Object({ status: Type.Literal(0), message: Type.Literal('Success'), keys: Type.Array(KeyItemSchema) }), ...errorResponses(reasons.authorizationNotBearer(), 403, 404, 405, 503) }
+    }
+  }, async (request) => {
+    const holder = await auth.authenticate(routeToken(request))
+    return { status: 0 as const, message: 'Success' as const, keys: (await apiKeys.list(holder.accountId)).map(keyView) }
+  })
+
+  app.post('/auth/keys', {
+    schema: {
+      tags,
+      summary: 'A new API key of the caller: its secret is in this answer only',
+      description: CALLER,
+      body: NewKeyBodySchema,
+      response: {
+        200: Type.Object({ status: Type.Literal(0), message: Type.Literal('Success'), key: KeyItemSchema, secret: Type.String() }),
+        ...errorResponses(reasons.authorizationNotBearer(), 403, 404, 405, 413, 415, 503)
+      }
+    }
+  }, async (request) => {
+    const holder = await auth.authenticate(routeToken(request))
+    const account = await users.findByUsername(holder.username)
+    // The name now belongs to another account than the token's (deleted and made again): not yours.
+    if (account === null || account.id !== holder.accountId) throw unknownKey()
+    const client = clientOf(request)
+    const { key, secret } = await apiKeys.create(account, request.body.name, request.body.expires_in_days, { clientIp: client.ip, userAgent: client.userAgent })
+    return { status: 0 as const, message: 'Success' as const, key: keyView(key), secret }
+  })
+
+  app.delete('/auth/keys/:id', {
+    schema: {
+      tags,
+      summary: 'End one of the caller\'s API keys at once',
+      description: `${CALLER} An unknown id and another account's get the same 403.`,
+      params: DeleteParamsSchema,
+      querystring: TokenParamsSchema,
+      body: TokenParamsSchema,
+      response: {
+        200: Type.Object({ status: Type.Literal(0), message: Type.Literal('Success'), key: KeyItemSchema }),
+        ...errorResponses(reasons.authorizationNotBearer(), 403, 404, 405, 413, 415, 503),
+        403: forbiddenAnswer('no such key of this account (an unknown id and another account\'s alike)', reasons.unknownKey())
+      }
+    }
+  }, async (request) => {
+    const holder = await auth.authenticate(routeToken(request))
+    const client = clientOf(request)
+    try {
+      const key = await apiKeys.revoke(request.params.id, { clientIp: client.ip, userAgent: client.userAgent }, holder.accountId)
+      return { status: 0 as const, message: 'Success' as const, key: keyView(key) }
+    } catch (error) {
+      if (error instanceof StatusError && error.status === noSuchKey().status && error.httpStatus === 404) throw unknownKey()
+      throw error
+    }
+  })
+
+  refuseOtherMethods(app, '/auth/keys', ['GET', 'POST'])
+  refuseOtherMethods(app, '/auth/keys/:id', ['DELETE'])
+}
