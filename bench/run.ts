@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import { keyLayout } from '@auth-token-service/guard/layout'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
@@ -173,7 +174,9 @@ async function main (): Promise<void> {
       return child
     }
 
-    const service = await start('service', join(ROOT, 'dist', 'cli', 'main.js'), serviceEnv, '/health/ready', { args: ['serve'], logs: true })
+    // The admin API's key is given to this service only (never to serviceEnv, which the report prints): the bench makes its API key there.
+    const adminKey = randomBytes(32).toString('base64url')
+    const service = await start('service', join(ROOT, 'dist', 'cli', 'main.js'), { ...serviceEnv, AUTH_ADMIN_KEY: adminKey }, '/health/ready', { args: ['serve'], logs: true })
     const login = await fetch(`${service.origin}/auth/Login`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
@@ -182,6 +185,7 @@ async function main (): Promise<void> {
     const { token } = await login.json() as { token?: string }
     if (login.status !== 200 || token === undefined) throw new Error(`the service refused the bench's Login: ${login.status}`)
     const { account_id: accountId, username } = await (await fetch(`${service.origin}/auth/Authenticate?token=${token}`)).json() as { account_id: string, username: string }
+    const apiKey = await createServiceKey(`http://127.0.0.1:${internalPort}`, adminKey)
     log('service up, its stdout a pipe to a log reader of its own; starting the baselines')
 
     const argon2Env = { BENCH_HASH: passwordHash, BENCH_PASSWORD: PASSWORD, BENCH_CONCURRENCY: String(config.hashing.concurrency), BENCH_QUEUE_MAX: String(config.hashing.maxQueued) }
@@ -211,6 +215,7 @@ async function main (): Promise<void> {
       origins: { service: service.origin, bare: bare.origin, oneGet: oneGet.origin, oneGetTwin: oneGetTwin.origin, jwt: jwt.origin, argon2: argon2.origin, argon2NodeRs: argon2NodeRs.origin, ordersDirect: ordersDirect.origin, ordersCached: ordersCached.origin, ordersUnguarded: ordersUnguarded.origin, serviceOtherBinding: serviceOtherBinding.origin, serviceTraced: serviceTraced.origin },
       serviceBinding: SERVICE_BINDING,
       token,
+      apiKey,
       unknownToken: generateToken('unknown'),
       jwtToken,
       password: PASSWORD,
@@ -305,7 +310,8 @@ async function main (): Promise<void> {
         if (scenario.background === undefined && pause === undefined && scenario.unsliced !== true && partners.length > 0) {
           // The scenario and the baselines it is divided by, in short slices taken in turns.
           await quiesce()
-          const [primary, ...beside] = await runInterleaved([scenario, ...partners].map((entry) => ({ spec: entry.load, clocks: clocksOf(entry) })), settings, settings.slices)
+          const group = [scenario, ...partners]
+          const [primary, ...beside] = shareLogBytes(group.map((entry) => entry.server), await runInterleaved(group.map((entry) => ({ spec: entry.load, clocks: clocksOf(entry) })), settings, settings.slices))
           if (primary === undefined) throw new Error(`no sample of ${scenario.id}`)
           partners.forEach((partner, index) => {
             const sample = beside[index]
@@ -445,6 +451,38 @@ async function keepInReadme (markdown: string): Promise<void> {
 }
 
 await main()
+
+/**
+ * Loads interleaved on one server (auth-key beside auth-query-get) read the same log reader, so
+ * each was charged every byte of both: their log B/req is the bytes over both loads' answers.
+ */
+function shareLogBytes (servers: readonly ServerName[], samples: Sample[]): Sample[] {
+  return samples.map((sample, index) => {
+    const sharing = samples.filter((_, other) => servers[other] === servers[index])
+    if (sharing.length === 1) return sample
+    const responses = sharing.reduce((sum, other) => sum + other.responses, 0)
+    return { ...sample, logBytesPerRequest: sample.logBytesPerRequest * sample.responses / responses }
+  })
+}
+
+/**
+ * A service account and one API key of it, made as an operator makes them: through the admin
+ * API on the service's internal listener (docs/machine-credentials.md). The secret is returned
+ * to the caller only, never logged.
+ */
+async function createServiceKey (internalOrigin: string, adminKey: string): Promise<string> {
+  const post = async (path: string, body: Record<string, unknown>): Promise<Response> => await fetch(`${internalOrigin}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body)
+  })
+  const account = await post('/admin/users', { username: 'bench-service', kind: 'service' })
+  if (!account.ok) throw new Error(`the admin API refused the bench's service account: ${account.status}`)
+  const created = await post('/admin/users/bench-service/keys', { name: 'bench', expires_in_days: 1 })
+  const { secret } = await created.json() as { secret?: unknown }
+  if (!created.ok || typeof secret !== 'string') throw new Error(`the admin API refused the bench's API key: ${created.status}`)
+  return secret
+}
 
 /**
  * The guarded route and its unguarded ceiling must answer the same bytes, or their ratio

@@ -26,6 +26,8 @@ export interface ScenarioContext {
   serviceBinding: Binding
   /** An active token, issued by the service's own Login. */
   token: string
+  /** An API key (`atsk_…`) of a service account, made through the service's admin API. */
+  apiKey: string
   /** Shaped like a token, never issued. */
   unknownToken: string
   jwtToken: string
@@ -183,6 +185,9 @@ export function defineScenarios (context: ScenarioContext): Scenario[] {
     // Tracing's cost (issue 24): the same request to the same build with OTEL_EXPORTER_OTLP_ENDPOINT set,
     // against the service without it, run side by side.
     { id: 'auth-traced', server: 'serviceTraced', group: 'authenticate', unsliced: true, paired: ['auth-query-get'], title: 'Authenticate (query, GET), tracing on (OTLP to a local sink)', baseline: 'auth-query-get', load: { url: `${origins.serviceTraced}/auth/Authenticate?token=${token}`, expectedStatuses: [200] } },
+    // Authenticate by API key (issue 33) against Authenticate by token: the same request shape and ceiling,
+    // and auth-query-get's slices taken in turns with its own, so that their CPU ratio is a same-seconds one.
+    { id: 'auth-key', server: 'service', group: 'authenticate', paired: ['one-get-query', 'auth-query-get'], title: 'Authenticate by API key, key in query, GET', baseline: 'one-get-query', load: { url: `${authenticate}?token=${context.apiKey}`, expectedStatuses: [200] } },
     { id: 'auth-unknown', server: 'service', group: 'authenticate', paired: ['one-get-query'], title: 'Authenticate, unknown token (403)', baseline: 'one-get-query', load: { url: `${authenticate}?token=${context.unknownToken}`, expectedStatuses: [403] } },
 
     { id: 'login-success', server: 'service', group: 'login', minSeconds: 1, title: 'Login, right password', baseline: ownArgon2, load: loginSpec(context, context.password, 200) },

@@ -184,6 +184,9 @@ export const VERIFY_SOURCES = ['verify-bearer']
  */
 export const READER_STOP_P99_LIMIT = 2
 
+/** Authenticate by key ÷ by token, CPU per request: within the A/A noise of a paired ratio (issue 33). */
+export const KEY_CPU_LIMIT = 1.1
+
 const fixed = (value: number, digits = 2): string => Number.isFinite(value) ? value.toFixed(digits) : value === Infinity ? '∞' : '—'
 
 /** Every target of issue 17, judged on this run's figures; a target whose scenarios did not run is undecided. */
@@ -237,6 +240,11 @@ export function checkTargets (rows: Row[], memory: MemoryFigure | undefined): Ta
     return base === undefined ? undefined : roundRatio(base, row.runs, (sample) => sample.cpuMicrosPerRequest)
   }, 1 / 0.9)
   each("Login: req/s ÷ raw argon2id verify's (same parameters and concurrency)", ['login-success'], 0.9, true, (row) => row.ratio)
+  // Issue 33: a key costs what a token costs; 1.10 is the A/A noise of a paired ratio on this VM (bench/README.md, "Noise").
+  each('Authenticate by API key: CPU µs per request ÷ Authenticate by token\'s (query, GET, same slices; issue 33)', ['auth-key'], KEY_CPU_LIMIT, false, (row) => {
+    const token = row.paired?.['auth-query-get']
+    return token === undefined ? undefined : roundRatio(row.runs, token, (sample) => sample.cpuMicrosPerRequest)
+  })
   each('Authenticate during a login storm: p99 ÷ its idle p99', ['auth-storm'], 2, false, (row) => row.p99Ratio)
   each('Authenticate with tracing on, every request sampled: CPU µs per request ÷ tracing off\'s (issue 31)', ['auth-traced'], TRACING_CPU_LIMIT, false, (row) => row.cpuRatio)
   each('Authenticate with its log reader stopped: p99 of the requests sent meanwhile ÷ p99 over the same seconds of the runs right before and after, reader running', ['auth-reader-stopped'], READER_STOP_P99_LIMIT, false, (row) => row.window?.p99Ratio)
