@@ -58,26 +58,17 @@ export const authenticateRoutes: FastifyPluginAsyncTypebox<AuthenticateRoutesOpt
       '`function <name>() {return <status object>;}` as application/javascript, always HTTP 200. Never extends a token.'
   }
 
-  const success = (record: TokenRecord) => record.keyId === undefined
-    ? {
-        status: 0 as const,
-        message: 'Success' as const,
-        expiration_date: formatExpirationDate(record.expiresAt),
-        account_id: record.accountId,
-        username: record.username,
-        federated: record.federated,
-        kind: 'token' as const
-      }
-    : {
-        status: 0 as const,
-        message: 'Success' as const,
-        expiration_date: formatExpirationDate(record.expiresAt),
-        account_id: record.accountId,
-        username: record.username,
-        federated: record.federated,
-        kind: 'api_key' as const,
-        key_id: record.keyId
-      }
+  const success = (record: TokenRecord) => {
+    const answer = {
+      status: 0 as const,
+      message: 'Success' as const,
+      expiration_date: formatExpirationDate(record.expiresAt),
+      account_id: record.accountId,
+      username: record.username,
+      federated: record.federated
+    }
+    return record.keyId === undefined ? { ...answer, kind: 'token' as const } : { ...answer, kind: 'api_key' as const, key_id: record.keyId }
+  }
 
   // Not async: the hot path returns the store's promise chained once, no frame awaiting it.
   function answer (request: FastifyRequest, reply: FastifyReply, params: AuthenticateParams) {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Queryable } from '../db/database.js'
 import { escapeControlCharacters } from '@auth-token-service/guard/shared/log-escape'
-import { serviceUnavailable, StatusError } from '../errors/status.js'
+import { databaseGuard } from '../db/guarded.js'
 import type { AuditLog } from '../stores/audit-log.js'
 import type { TokenStore } from '../stores/token-store.js'
 import type { NewSession, SessionInfo, SessionRecorder, Sessions } from './sessions.js'
@@ -57,15 +57,7 @@ const ms = (value: Date | string): number => new Date(value).getTime()
  */
 export function createSqlSessions ({ db, tokens, audit, now = Date.now, onError }: SqlSessionsDeps): SqlSessions {
   /** Any driver failure is the contract's 503: the caller fails closed. */
-  async function guarded<T> (work: () => Promise<T>): Promise<T> {
-    try {
-      return await work()
-    } catch (error) {
-      if (error instanceof StatusError) throw error
-      onError?.(error)
-      throw serviceUnavailable('database', error)
-    }
-  }
+  const guarded = databaseGuard(onError)
 
   /** Rows of tokens that ended; a failure leaves them to the next look (they are never listed). */
   const forget = async (tokenHashes: readonly string[]): Promise<void> => {

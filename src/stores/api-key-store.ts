@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/database.js'
-import { serviceUnavailable, StatusError } from '../errors/status.js'
+import { databaseGuard } from '../db/guarded.js'
 
 /** An API key as Postgres keeps it (sql/009-machine-credentials.sql): never its secret, only its hash. */
 export interface ApiKeyRow {
@@ -74,15 +74,7 @@ const COLUMNS = 'k.id, k.account_id::text AS account_id, u.username, k.name, k.k
 const LIVE = 'k.ended_at IS NULL AND k.expires_at > now()'
 
 export function createSqlApiKeyStore (db: Queryable, onError?: (error: unknown) => void): ApiKeyStore {
-  async function guarded<T> (work: () => Promise<T>): Promise<T> {
-    try {
-      return await work()
-    } catch (error) {
-      if (error instanceof StatusError) throw error
-      onError?.(error)
-      throw serviceUnavailable('database', error)
-    }
-  }
+  const guarded = databaseGuard(onError)
   const rows = async (sql: string, params: unknown[]): Promise<ApiKeyRow[]> => (await db.query<Row>(sql, params)).rows.map(toRow)
   const first = async (sql: string, params: unknown[]): Promise<ApiKeyRow | null> => (await rows(sql, params))[0] ?? null
   /** An UPDATE of api_keys, returned with its account's username. */

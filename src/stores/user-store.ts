@@ -1,5 +1,6 @@
 import { StatusError, serviceUnavailable } from '../errors/status.js'
 import type { Queryable } from '../db/database.js'
+import { databaseGuard } from '../db/guarded.js'
 
 /** A person logs in; a service has no password and authenticates with API keys only (issue 33). */
 export type AccountKind = 'person' | 'service'
@@ -109,16 +110,7 @@ function isUniqueViolation (error: unknown): boolean {
 /** One implementation for Postgres and PGlite: the SQL is the same, only the Queryable differs. */
 export function createSqlUserStore (db: Queryable, onError?: (error: unknown) => void): UserStore {
   /** Any driver failure is the contract's 503: the caller fails closed. */
-  async function guarded<T> (work: () => Promise<T>): Promise<T> {
-    try {
-      return await work()
-    } catch (error) {
-      if (error instanceof StatusError) throw error
-      if (isUniqueViolation(error)) throw duplicateUsername()
-      onError?.(error)
-      throw serviceUnavailable('database', error)
-    }
-  }
+  const guarded = databaseGuard(onError, (error) => isUniqueViolation(error) ? duplicateUsername() : undefined)
 
   const one = async (sql: string, params: unknown[]): Promise<UserRecord | null> => {
     const { rows } = await db.query<UserRow>(sql, params)
