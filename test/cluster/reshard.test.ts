@@ -53,7 +53,20 @@ t.test('reshard under load: no wrong answer', async (t) => {
   for (const token of state.active) if (await authenticate(app, token, state, 'after the reshard') === 200) working++
   t.equal(working, state.active.size, 'every active token authenticates afterwards')
   let refused = 0
-  for (const token of state.ended.keys()) if (await authenticate(app, token, state, 'after the reshard') === 403 && await throughGuard(guard, token, state, 'after the reshard', 0) === 403) refused++
+  // A 503 is no wrong answer (it fails closed) but no refusal either: asked again, up to three times
+  // (one guard answer of 975 was a 503 right after a reshard at a load of 10).
+  const settled = async (ask: () => Promise<number>): Promise<number> => {
+    let status = await ask()
+    for (let again = 0; status === 503 && again < 3; again++) {
+      await sleep(200)
+      status = await ask()
+    }
+    return status
+  }
+  for (const token of state.ended.keys()) {
+    if (await settled(async () => await authenticate(app, token, state, 'after the reshard')) === 403 &&
+      await settled(async () => await throughGuard(guard, token, state, 'after the reshard', 0)) === 403) refused++
+  }
   t.equal(refused, state.ended.size, 'every logged-out token is refused by the service and the guard')
   t.same(state.violations, [], 'and none afterwards')
   const found = await Promise.all(seeded.map(async ({ hash }) => await redisStore.find(hash) !== null))
