@@ -28,6 +28,9 @@ import { sessionRoutes } from './routes/sessions.js'
 import { createSqlSessions, type SqlSessions } from './sessions/sql-sessions.js'
 import { createApiKeys, type ApiKeys } from './keys/api-keys.js'
 import { verifyRoutes } from './routes/verify.js'
+import { signInRoutes } from './routes/signin.js'
+import { createSqlPasskeyStore } from './stores/passkey-store.js'
+import { createMemoryPendingStore, createRedisPendingStore } from './stores/pending-store.js'
 import { PACKAGE_VERSION } from './version.js'
 
 declare module 'fastify' {
@@ -118,6 +121,13 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   await app.register(passwordRoutes, { auth })
   await app.register(keyRoutes, { auth, apiKeys, users: backends.users })
   await app.register(verifyRoutes, { auth, trustProxy: config.trustProxy, originalUriHeader: config.originalUriHeader })
+  await app.register(signInRoutes, {
+    auth,
+    config,
+    sessions,
+    passkeys: createSqlPasskeyStore(backends.database, () => { metrics.backendError('postgres') }),
+    pending: backends.tokens.kind === 'redis' ? createRedisPendingStore(backends.tokens.redis, config.redisKeyPrefix) : createMemoryPendingStore()
+  })
   await app.register(introspectRoutes, { auth, config, limiter: openLoginLimiter(config, backends.tokens, 'introspect:'), audit: observed.audit })
   // The public port serves the internal surfaces only when AUTH_PUBLIC_INTERNALS asks for it.
   const internals = publicServesInternals(config)
