@@ -16,7 +16,7 @@ import { redirectParameter, safeRedirect } from '../signin/redirect.js'
 import type { PasskeyStore } from '../stores/passkey-store.js'
 import type { PendingStore } from '../stores/pending-store.js'
 import type { UserRecord } from '../stores/user-store.js'
-import { formatExpirationDate } from '../tokens/time.js'
+import { clientName, instant } from '../signin/display.js'
 import { cookieToken } from '@auth-token-service/guard/shared/token-source'
 import { hashToken, TOKEN_COOKIE } from '@auth-token-service/guard/token'
 import type { TokenRecord } from '@auth-token-service/guard/layout'
@@ -114,6 +114,10 @@ export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app,
       .header('content-security-policy', csp)
       .header('x-frame-options', 'DENY')
       .header('x-content-type-options', 'nosniff')
+      // Not no-referrer: under it a browser sends `Origin: null` with the form's POST, which the
+      // login-CSRF rule (http/cross-site.ts) rightly refuses. same-origin sends the Origin (and a
+      // Referer) to this origin only; no other site ever learns the page's URL.
+      .header('referrer-policy', 'same-origin')
       .send(body)
   }
 
@@ -155,21 +159,21 @@ export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app,
     const [list, keys] = await Promise.all([sessions.list(record.accountId, hashToken(token)), passkeys.listByAccount(record.accountId)])
     return page(reply, 200, signedInPage({
       username: record.username,
-      expires: formatExpirationDate(record.expiresAt),
+      expires: instant(record.expiresAt),
       message,
       sessions: list.map((session) => ({
         id: session.id,
-        created: formatExpirationDate(session.created),
-        expires: formatExpirationDate(session.expiresAt),
+        created: instant(session.created),
+        expires: instant(session.expiresAt),
         ip: session.ip,
-        userAgent: session.userAgent,
+        client: clientName(session.userAgent),
         current: session.current
       })),
       passkeys: keys.map((key) => ({
         id: key.id,
         name: key.name,
-        created: formatExpirationDate(key.createdAt.getTime()),
-        lastUsed: key.lastUsedAt === null ? undefined : formatExpirationDate(key.lastUsedAt.getTime())
+        created: instant(key.createdAt.getTime()),
+        lastUsed: key.lastUsedAt === null ? undefined : instant(key.lastUsedAt.getTime())
       }))
     }))
   }
@@ -330,7 +334,7 @@ export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app,
       const current = await signedIn(request)
       if (current === undefined) return await reply.code(403).send({ status: 403, message: 'Unauthorized' })
       const response = (request.body as { response?: unknown } | undefined)?.response
-      if (!isCredentialAnswer(response) || !await ceremonies.register(current.record.accountId, response as RegistrationResponseJSON, relyingParty(request))) {
+      if (!isCredentialAnswer(response) || !await ceremonies.register(current.record.accountId, response as RegistrationResponseJSON, relyingParty(request), `Passkey from ${clientName(request.headers['user-agent'] ?? '')}`)) {
         return await reply.code(400).send({ status: 400, message: 'Bad Request' })
       }
       return { status: 0, message: 'Success' }

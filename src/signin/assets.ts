@@ -13,6 +13,7 @@ export const STYLESHEET = `:root{color-scheme:light dark;--bg:#f4f6fb;--card:#ff
 html,body{margin:0}
 body{min-height:100vh;display:flex;flex-direction:column;align-items:center;justify-content:center;padding:24px 16px;background:var(--bg);color:var(--text);font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif}
 .card{width:100%;max-width:420px;background:var(--card);border:1px solid var(--line);border-radius:14px;padding:32px 32px 28px;box-shadow:0 12px 32px rgba(20,30,60,.08)}
+.card.wide{max-width:560px}
 .brand{display:flex;align-items:center;gap:10px;font-weight:600;color:var(--muted);font-size:14px;letter-spacing:.02em;text-transform:uppercase;margin-bottom:20px}
 .logo{width:28px;height:28px;border-radius:8px;background:linear-gradient(135deg,var(--accent),#7c4dff)}
 h1{font-size:24px;line-height:1.25;margin:0 0 16px}
@@ -36,12 +37,14 @@ button{font:inherit;cursor:pointer;border-radius:8px;padding:10px 16px}
 .error{background:var(--error-bg);color:var(--error)}
 .info{background:var(--info-bg);color:var(--info)}
 .list{list-style:none;margin:0;padding:0;border:1px solid var(--line);border-radius:10px}
-.list li{display:flex;flex-wrap:wrap;align-items:baseline;gap:4px 8px;padding:10px 12px;border-top:1px solid var(--line)}
+.list li{display:flex;flex-wrap:wrap;align-items:center;gap:4px 8px;padding:10px 12px;border-top:1px solid var(--line)}
+.list li .inline{margin-left:auto}
 .list li:first-child{border-top:0}
 .what{font-weight:600;overflow-wrap:anywhere}
 .meta{color:var(--muted);font-size:13px;flex-basis:100%}
 .badge{font-size:12px;padding:1px 8px;border-radius:99px;background:var(--info-bg);color:var(--info)}
 .inline{margin:0}
+#passkey-register{margin-top:12px}
 .signout{margin-top:24px}
 .signout .primary{width:100%}
 .aside{margin:16px 0 0;font-size:14px}

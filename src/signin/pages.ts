@@ -21,7 +21,7 @@ function notice (message: Notice | undefined): Markup {
     : html`<p class="notice info" role="status" id="notice">${message.text}</p>`
 }
 
-function layout (title: string, body: Markup, options: { passkeys?: boolean } = {}): string {
+function layout (title: string, body: Markup, options: { passkeys?: boolean, wide?: boolean } = {}): string {
   const scripts = options.passkeys === true
     ? html`<script src="${ASSET_PATH}/webauthn.js" defer></script><script src="${ASSET_PATH}/signin.js" defer></script>`
     : html``
@@ -30,13 +30,12 @@ function layout (title: string, body: Markup, options: { passkeys?: boolean } = 
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
 <title>${title}</title>
 <link rel="stylesheet" href="${ASSET_PATH}/signin.css">
 ${scripts}
 </head>
 <body>
-<main class="card">
+<main class="${options.wide === true ? 'card wide' : 'card'}">
 <header class="brand"><span class="logo" aria-hidden="true"></span><span>Sign-in</span></header>
 ${body}
 </main>
@@ -101,7 +100,8 @@ export interface SessionRow {
   created: string
   expires: string
   ip: string
-  userAgent: string
+  /** "Chrome 142 on Linux" */
+  client: string
   current: boolean
 }
 
@@ -121,12 +121,13 @@ export interface SignedInView {
 }
 
 export function signedInPage (view: SignedInView): string {
-  const sessions = view.sessions.map((session) => html`<li><span class="what">${session.userAgent === '' ? 'Unknown client' : session.userAgent}</span>${session.current ? html` <span class="badge">this browser</span>` : html``}<span class="meta">from ${session.ip} · since ${session.created} UTC · until ${session.expires} UTC</span></li>`)
-  const passkeys = view.passkeys.map((passkey) => html`<li><span class="what">${passkey.name}</span><span class="meta">added ${passkey.created} UTC${passkey.lastUsed === undefined ? html`` : html` · last used ${passkey.lastUsed} UTC`}</span>
-<form method="post" action="/auth/passkeys/${passkey.id}/delete" class="inline"><button type="submit" class="link danger" aria-label="Remove passkey ${passkey.name}">Remove</button></form></li>`)
+  const sessions = view.sessions.map((session) => html`<li><span class="what">${session.client}</span>${session.current ? html` <span class="badge">this browser</span>` : html``}<span class="meta">from ${session.ip} · signed in ${session.created} · until ${session.expires}</span></li>`)
+  const passkeys = view.passkeys.map((passkey) => html`<li><span class="what">${passkey.name}</span>
+<form method="post" action="/auth/passkeys/${passkey.id}/delete" class="inline"><button type="submit" class="link danger" aria-label="Remove passkey ${passkey.name}">Remove</button></form>
+<span class="meta">added ${passkey.created}${passkey.lastUsed === undefined ? html`` : html` · last used ${passkey.lastUsed}`}</span></li>`)
   return layout('Signed in', html`
 <h1>You are signed in</h1>
-<p class="lead">Signed in as <strong id="signed-in-user">${view.username}</strong> until ${view.expires} UTC.</p>
+<p class="lead">Signed in as <strong id="signed-in-user">${view.username}</strong> until ${view.expires}.</p>
 ${notice(view.message)}
 <section>
 <h2>Your sessions</h2>
@@ -142,7 +143,7 @@ ${view.passkeys.length === 0 ? html`<p class="meta" id="no-passkeys">No passkeys
 <form method="post" action="/auth/signout" class="signout">
 <button type="submit" class="primary" id="signout-button">Sign out</button>
 </form>
-`, { passkeys: true })
+`, { passkeys: true, wide: true })
 }
 
 export function signOutPage (view: { username?: string | undefined, rd?: string | undefined }): string {

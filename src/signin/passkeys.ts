@@ -37,13 +37,12 @@ export interface PasskeyCeremoniesDeps {
   pending: PendingStore
   /** Shown by the browser while a passkey is made. */
   rpName?: string
-  now?: () => number
 }
 
 export interface PasskeyCeremonies {
   registrationOptions (account: { id: string, username: string }, rp: RelyingParty): Promise<PublicKeyCredentialCreationOptionsJSON>
   /** Stores the new passkey; false when the answer does not verify (or was for another account, or late). */
-  register (accountId: string, response: RegistrationResponseJSON, rp: RelyingParty): Promise<boolean>
+  register (accountId: string, response: RegistrationResponseJSON, rp: RelyingParty, name: string): Promise<boolean>
   authenticationOptions (rp: RelyingParty): Promise<PublicKeyCredentialRequestOptionsJSON>
   /** The Login a passkey's answer proves; 701 when it proves nothing. */
   signIn (response: AuthenticationResponseJSON, rp: RelyingParty, client: ClientContext, presentedToken: string | undefined): Promise<IssuedToken>
@@ -52,7 +51,7 @@ export interface PasskeyCeremonies {
 const toBase64Url = (bytes: Uint8Array): string => Buffer.from(bytes).toString('base64url')
 const fromBase64Url = (text: string): Uint8Array<ArrayBuffer> => new Uint8Array(Buffer.from(text, 'base64url'))
 
-export function createPasskeyCeremonies ({ auth, passkeys, pending, rpName = 'auth-token-service', now = Date.now }: PasskeyCeremoniesDeps): PasskeyCeremonies {
+export function createPasskeyCeremonies ({ auth, passkeys, pending, rpName = 'auth-token-service' }: PasskeyCeremoniesDeps): PasskeyCeremonies {
   /** The challenge, once: true only for the first answer that names a challenge this service issued for `purpose`. */
   const answeredOnce = (purpose: string, expected?: string) => async (challenge: string): Promise<boolean> => {
     const held = await pending.take(`webauthn:${purpose}:${challenge}`)
@@ -78,7 +77,7 @@ export function createPasskeyCeremonies ({ auth, passkeys, pending, rpName = 'au
       return options
     },
 
-    async register (accountId, response, rp) {
+    async register (accountId, response, rp, name) {
       let verification
       try {
         verification = await verifyRegistrationResponse({
@@ -99,7 +98,7 @@ export function createPasskeyCeremonies ({ auth, passkeys, pending, rpName = 'au
         publicKey: toBase64Url(credential.publicKey),
         counter: credential.counter,
         transports: credential.transports ?? [],
-        name: `Passkey added ${new Date(now()).toISOString().slice(0, 10)}`
+        name: name.slice(0, 128)
       })
     },
 
