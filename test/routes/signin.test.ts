@@ -139,8 +139,8 @@ t.test('login CSRF: the rule of src/http/cross-site.ts holds for the sign-in and
   t.equal((await app.inject({ method: 'POST', url: '/auth/signin', headers: { ...FORM, ...SAME_ORIGIN }, payload: form({ username: 'alice', password: PASSWORD }) })).statusCode, 303, 'this origin\'s own form passes')
 })
 
-t.test('sign-out: ends the token, clears the cookie, 303 to an allowed rd or the sign-in page', async (t) => {
-  const { app } = await buildTestApp(t, 'embedded', { redirectAllowed: ['app.example.org'] })
+t.test('sign-out: ends the token, clears the cookie, 303 to an allowed rd or the sign-in page (Postgres and Redis)', async (t) => {
+  const { app } = await buildTestApp(t, 'real', { redirectAllowed: ['app.example.org'] })
   await app.accounts.add('alice', PASSWORD, false)
   const signIn = async (): Promise<string> => {
     const res = await app.inject({ method: 'POST', url: '/auth/signin', headers: { ...FORM, ...SAME_ORIGIN }, payload: form({ username: 'alice', password: PASSWORD }) })
@@ -152,6 +152,19 @@ t.test('sign-out: ends the token, clears the cookie, 303 to an allowed rd or the
   assertPageHeaders(t, button.headers, 'sign-out page')
   t.match(button.body, /<form method="post" action="\/auth\/signout"/, 'a button, not a GET that signs out')
   t.equal((await app.inject({ url: '/auth/Authenticate', headers: { authorization: `Bearer ${token}` } })).statusCode, 200, 'GET changed nothing')
+
+  const removal = await app.inject({ method: 'POST', url: '/auth/passkeys/unknown-id/delete', headers: { ...FORM, ...SAME_ORIGIN, cookie: `AuthToken1=${token}` }, payload: '' })
+  t.equal(removal.statusCode, 200, 'removing a passkey one does not have: the signed-in page')
+  t.match(removal.body, 'id="no-passkeys"')
+  const options = await app.inject({ method: 'POST', url: '/auth/passkeys/options', headers: { 'content-type': 'application/json', ...SAME_ORIGIN, cookie: `AuthToken1=${token}` }, payload: '{}' })
+  t.equal(options.statusCode, 200, 'a signed-in browser may register a passkey')
+  const creation = options.json<{ options: { rp: { id: string }, user: { name: string }, authenticatorSelection: { residentKey: string, userVerification: string } } }>().options
+  t.equal(creation.rp.id, HOST)
+  t.equal(creation.user.name, 'alice')
+  t.same(creation.authenticatorSelection, { residentKey: 'required', userVerification: 'required', requireResidentKey: true }, 'discoverable, user verification required')
+  const fake = { id: 'AAAA', rawId: 'AAAA', type: 'public-key', response: { clientDataJSON: 'e30', attestationObject: '' }, clientExtensionResults: {} }
+  const refused = await app.inject({ method: 'POST', url: '/auth/passkeys', headers: { 'content-type': 'application/json', ...SAME_ORIGIN, cookie: `AuthToken1=${token}` }, payload: JSON.stringify({ response: fake }) })
+  t.equal(refused.statusCode, 400, 'an attestation that does not verify stores nothing')
 
   const out = await app.inject({ method: 'POST', url: '/auth/signout', headers: { ...FORM, ...SAME_ORIGIN, cookie: `AuthToken1=${token}` }, payload: form({ rd: 'https://app.example.org/bye' }) })
   t.equal(out.statusCode, 303)
