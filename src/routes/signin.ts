@@ -225,7 +225,8 @@ export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app,
       }
       try {
         const issued = await auth.login({ username, password, presentedToken: browserToken(request), client: clientOf(request) })
-        reply.clearCookie(PENDING_COOKIE, pendingCookie)
+        // A code step left unfinished before this sign-in: its cookie goes (the record expires by itself).
+        if (request.cookies[PENDING_COOKIE] !== undefined) reply.clearCookie(PENDING_COOKIE, pendingCookie)
         return done(request, reply, issued, rd)
       } catch (error) {
         if (!(error instanceof StatusError)) throw error
