@@ -335,7 +335,7 @@ export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app,
       const current = await signedIn(request)
       if (current === undefined) return await reply.code(403).send({ status: 403, message: 'Unauthorized' })
       const response = (request.body as { response?: unknown } | undefined)?.response
-      if (!isCredentialAnswer(response) || !await ceremonies.register(current.record.accountId, response as RegistrationResponseJSON, relyingParty(request), `Passkey from ${clientName(request.headers['user-agent'] ?? '')}`)) {
+      if (!isCredentialAnswer(response) || !await ceremonies.register(current.record.accountId, response as RegistrationResponseJSON, relyingParty(request), clientName(request.headers['user-agent'] ?? ''))) {
         return await reply.code(400).send({ status: 400, message: 'Bad Request' })
       }
       return { status: 0, message: 'Success' }

@@ -39,6 +39,7 @@ button{font:inherit;cursor:pointer;border-radius:8px;padding:10px 16px}
 .list{list-style:none;margin:0;padding:0;border:1px solid var(--line);border-radius:10px}
 .list li{display:flex;flex-wrap:wrap;align-items:center;gap:4px 8px;padding:10px 12px;border-top:1px solid var(--line)}
 .list li .inline{margin-left:auto}
+#passkeys .what{flex:1 1 auto;min-width:0}
 .list li:first-child{border-top:0}
 .what{font-weight:600;overflow-wrap:anywhere}
 .meta{color:var(--muted);font-size:13px;flex-basis:100%}
