@@ -15,6 +15,7 @@ import { createRedisTokenStore, type RedisTokenStore } from './stores/redis/toke
 import type { RevocationFeed } from './stores/revocation-feed.js'
 import { createSqlUserStore, type UserStore } from './stores/user-store.js'
 import { createSqlApiKeyStore, type ApiKeyStore } from './stores/api-key-store.js'
+import { createSqlTotpStore, type TotpStore } from './stores/totp-store.js'
 import { withTimeout } from '@auth-token-service/guard/shared/time-limit'
 
 /** A token store the service runs on: it ends tokens and feeds their revocations, in one object (one Lua script each). */
@@ -25,6 +26,8 @@ export interface Backends {
   users: UserStore
   /** API keys' rows (issue 33); their records live in `tokens`. */
   apiKeyStore: ApiKeyStore
+  /** Second factors (issue 34): the sealed TOTP secrets and recovery codes' hashes. */
+  totp: TotpStore
   tokens: ServiceTokenStore
   /** The same object as `tokens`, as the guard-facing feed of ended tokens (the revocations route). */
   revocations: RevocationFeed
@@ -174,6 +177,7 @@ export function assembleBackends (config: Config, parts: { database: Database, t
     database,
     users: createSqlUserStore(database, () => { hook?.('postgres') }),
     apiKeyStore: createSqlApiKeyStore(database, () => { hook?.('postgres') }),
+    totp: createSqlTotpStore(database, () => { hook?.('postgres') }),
     tokens,
     revocations: tokens,
     hasher,
