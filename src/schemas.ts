@@ -142,7 +142,7 @@ const badRequestAnswer = (detail: Reason) => errorAnswer('Bad Request: `detail` 
 export const ERROR_ANSWERS = {
   401: errorAnswer('Login Failed (status 701): unknown user, wrong password, disabled account, or a wrong, reused or expired second-factor code, answered alike. ' +
     'Second Factor Required (status 702): the password was right and the account has a second factor, but no otp came',
-    { status: 701, message: 'Login Failed' }),
+  { status: 701, message: 'Login Failed' }),
   403: Type.Object({
     status: Type.Integer(),
     message: Type.String(),
