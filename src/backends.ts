@@ -97,11 +97,15 @@ export function canLose (tokens: ServiceTokenStore): string | undefined {
   return persistence === undefined ? undefined : `${persistence.canLose} (${persistence.settings})`
 }
 
+/** AUTH_IDLE_TIMEOUT_SECONDS in ms, or undefined (off). */
+export const idleTimeoutMs = (config: Pick<Config, 'idleTimeoutSeconds'>): number | undefined =>
+  config.idleTimeoutSeconds === undefined ? undefined : config.idleTimeoutSeconds * 1000
+
 /** The token store the config names: Redis when REDIS_URL is set, else the in-process one. */
 export function openTokenStore (config: Config, log: Log, hook?: BackendErrorHook): ServiceTokenStore {
   const denyTtlMs = config.denyTtlSeconds * 1000
   const maxTokensPerAccount = config.maxTokensPerAccount
-  if (config.redis === undefined) return createMemoryTokenStore({ denyTtlMs, maxTokensPerAccount })
+  if (config.redis === undefined) return createMemoryTokenStore({ denyTtlMs, maxTokensPerAccount, idleTimeoutMs: idleTimeoutMs(config) })
   const store = createRedisTokenStore({
     topology: config.redis,
     keyPrefix: config.redisKeyPrefix,
@@ -109,6 +113,7 @@ export function openTokenStore (config: Config, log: Log, hook?: BackendErrorHoo
     // An epoch must outlive every Login that could have read the one before it: the longest lifetime is ample.
     epochTtlMs: Math.max(config.tokenTtlSeconds, config.federatedTokenTtlSeconds) * 1000,
     maxTokensPerAccount,
+    idleTimeoutMs: idleTimeoutMs(config),
     commandTimeoutMs: config.redisCommandTimeoutMs,
     minReplicaAcks: config.redisMinReplicaAcks,
     onError: throttledErrorLog(log, 'redis', hook),
