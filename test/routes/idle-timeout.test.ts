@@ -28,10 +28,12 @@ t.test('fake clock, in-process store: refused exactly at the timeout after the l
   t.ok(await store.find(hash), 'presented just before the timeout: active')
   clock += 899_999
   t.ok(await store.find(hash), 'and again: the timeout counts from the last presentation (past the first timeout since issue)')
-  clock += 900_000
-  t.equal(await store.find(hash), null, 'not presented for the timeout: refused')
-  t.ok(await store.refresh(hash, record(), 3_600_000), 'a Login refreshing it (password checked again) brings it back')
-  t.ok(await store.find(hash), 'active after the refresh')
+  t.ok(await store.refresh(hash, record(), 3_600_000), 'a Login refreshes an active token')
+  clock += 899_000
+  t.ok(await store.find(hash, true), 'a peek (the sessions list) sees it ...')
+  clock += 1000
+  t.equal(await store.find(hash), null, '... without keeping it from going idle: refused at the timeout')
+  t.notOk(await store.refresh(hash, record(), 3_600_000), 'an idle token is not refreshed (the Login issues a new one)')
   const key = hashToken(generateToken('8'))
   await store.seedKey(key, { ...record('8'), keyId: 'k1' }, 3_600_000)
   clock += 2_000_000
@@ -66,8 +68,15 @@ t.test('fake clock, Redis: the idle key is touched at most once per slack per to
   for (let i = 0; i < 5; i++) t.ok(await idle.find(hash))
   await sleep(20)
   t.ok(await redis.pttl(idleKey) <= 100_000, 'and not again within the next slack, however often presented')
+  clock += idleSlackMs(600_000)
+  await redis.pexpire(idleKey, 100_000)
+  t.ok(await idle.find(hash, true), 'a peek finds it')
+  await sleep(20)
+  t.ok(await redis.pttl(idleKey) <= 100_000, 'and touches nothing, though a slack has passed')
+  t.ok(await idle.alive(hash))
   await redis.del(idleKey)
   t.equal(await idle.find(hash), null, 'idle key gone: refused')
+  t.notOk(await idle.alive(hash), 'not alive: a Login will not refresh it')
 })
 
 t.test('real time, 2 s: the service, /auth/verify and a direct-mode guard refuse an idle token; presented in time it outlives the timeout', async (t) => {
@@ -102,14 +111,16 @@ t.test('real time, 2 s: the service, /auth/verify and a direct-mode guard refuse
 })
 
 t.test('the absolute lifetime still applies while the token is presented', async (t) => {
-  const service = await buildTestApp(t, 'embedded', { idleTimeoutSeconds: 2, tokenTtlSeconds: 2 })
+  // A 3 s life (whole seconds: 2-3 s from now) and a 3 s idle timeout; presented every 1.6 s.
+  const service = await buildTestApp(t, 'embedded', { idleTimeoutSeconds: 3, tokenTtlSeconds: 3 })
   await service.addUser('ivy', PASSWORD)
+  const started = Date.now()
   const token = String((await service.app.inject({ method: 'POST', url: '/auth/Login', payload: { username: 'ivy', password: PASSWORD } })).json().token)
   t.equal((await service.app.inject({ method: 'GET', url: `/auth/Authenticate?token=${token}` })).statusCode, 200)
-  await sleep(1200)
-  t.equal((await service.app.inject({ method: 'GET', url: `/auth/Authenticate?token=${token}` })).statusCode, 200)
-  await sleep(1200)
-  t.equal((await service.app.inject({ method: 'GET', url: `/auth/Authenticate?token=${token}` })).statusCode, 403, 'past its 2 s life though presented within the idle timeout')
+  await sleep(1600 - (Date.now() - started))
+  t.equal((await service.app.inject({ method: 'GET', url: `/auth/Authenticate?token=${token}` })).statusCode, 200, 'presented at 1.6 s: active')
+  await sleep(3200 - (Date.now() - started))
+  t.equal((await service.app.inject({ method: 'GET', url: `/auth/Authenticate?token=${token}` })).statusCode, 403, 'at 3.2 s, past its life though presented 1.6 s ago (within the idle timeout)')
 })
 
 t.test('off by default: no idle key is written', async (t) => {

@@ -51,6 +51,10 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Memor
     for (const watcher of watchers) watcher.revoked(hashes)
   }
 
+  /** Not presented for the idle timeout (a Login token's only): refused, as on Redis. */
+  const idle = (entry: Entry): boolean =>
+    idleTimeoutMs !== undefined && entry.record.keyId === undefined && now() - entry.seen >= idleTimeoutMs
+
   const live = (tokenHash: string): Entry | undefined => {
     const entry = tokens.get(tokenHash)
     if (entry === undefined) return undefined
@@ -112,20 +116,17 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Memor
       announce(ended)
       return true
     },
-    async find (tokenHash) {
+    async find (tokenHash, peek = false) {
       const entry = live(tokenHash)
       if (entry === undefined) return null
-      if (idleTimeoutMs !== undefined && entry.record.keyId === undefined) {
-        // Idle: refused (a Login's refresh may still bring it back, as on Redis); else seen now.
-        const t = now()
-        if (t - entry.seen >= idleTimeoutMs) return null
-        entry.seen = t
-      }
+      if (idle(entry)) return null
+      if (!peek) entry.seen = now()
       return activeAt({ ...entry.record }, wallNow())
     },
     async refresh (tokenHash, record, ttlMs, epoch) {
       const entry = live(tokenHash)
-      if (entry === undefined || entry.record.accountId !== record.accountId || stale(record.accountId, epoch)) return false
+      // An idle token is not brought back: the Login gets a new one.
+      if (entry === undefined || idle(entry) || entry.record.accountId !== record.accountId || stale(record.accountId, epoch)) return false
       // Re-insert so the Map's and the index's order stay roughly the order of deadlines.
       tokens.delete(tokenHash)
       tokens.set(tokenHash, { record: { ...record }, deadline: now() + ttlMs, seen: now() })

@@ -22,14 +22,17 @@ const MAX_REMEMBERED = 100_000
 export interface IdleTracking {
   /** Sets a token's idle key before it is issued or refreshed (so no read can find the token without it). */
   arm (tokenHash: string): Promise<void>
-  /** Authenticate's read with the idle key beside the token's: null for an idle token (a key's record never is). */
-  find (tokenHash: string): Promise<TokenRecord | null>
+  /** Authenticate's read with the idle key beside the token's: null for an idle token (a key's record never is). `peek`: no touch. */
+  find (tokenHash: string, peek?: boolean): Promise<TokenRecord | null>
+  /** Whether the token's idle key is there (a Login refreshes only a token that is not idle). */
+  alive (tokenHash: string): Promise<boolean>
 }
 
 interface PendingFind {
   tokenHash: string
   key: string
   idleKey: string
+  peek: boolean
   resolve: (record: TokenRecord | null) => void
   reject: (error: StatusError) => void
 }
@@ -79,7 +82,7 @@ export function createIdleTracking ({ redis, keys, idleTimeoutMs, onCommandError
       entry.resolve(null)
       return
     }
-    seen(entry.tokenHash, entry.idleKey)
+    if (!entry.peek) seen(entry.tokenHash, entry.idleKey)
     entry.resolve(record)
   }
 
@@ -113,7 +116,11 @@ export function createIdleTracking ({ redis, keys, idleTimeoutMs, onCommandError
       await redis.set(idleKey, '1', 'PX', lifeMs)
       touched.set(tokenHash, now())
     },
-    find: (tokenHash) => new Promise((resolve, reject) => {
+    async alive (tokenHash) {
+      const idleKey = keys.idleKeyOf(tokenHash)
+      return idleKey !== undefined && await redis.exists(idleKey) === 1
+    },
+    find: (tokenHash, peek = false) => new Promise((resolve, reject) => {
       const key = keys.keyOf(tokenHash)
       const idleKey = keys.idleKeyOf(tokenHash)
       if (key === undefined || idleKey === undefined) {
@@ -121,7 +128,7 @@ export function createIdleTracking ({ redis, keys, idleTimeoutMs, onCommandError
         return
       }
       if (pending.length === 0) setImmediate(flush)
-      pending.push({ tokenHash, key, idleKey, resolve, reject })
+      pending.push({ tokenHash, key, idleKey, peek, resolve, reject })
       if (pending.length === MAX_FIND_BATCH) flush()
     })
   }

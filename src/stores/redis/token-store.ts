@@ -19,6 +19,7 @@ import { serviceUnavailable, StatusError, UnavailableError } from '../../errors/
 import type { RevocationFeed } from '../revocation-feed.js'
 import { RevocationIncomplete, type TokenStore } from '../token-store.js'
 import type { ApiKeyRecords } from '../api-key-records.js'
+import type { TokenRecord } from '@auth-token-service/guard/layout'
 
 export { ReplicaAckTimeout } from './replicated.js'
 
@@ -134,7 +135,8 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
   const idle = options.idleTimeoutMs === undefined
     ? undefined
     : createIdleTracking({ redis, keys, idleTimeoutMs: options.idleTimeoutMs, onCommandError: options.onCommandError, expireOnRead: options.expireOnRead ?? true })
-  const finder = idle?.find ?? createFinder(redis, keys.keyOf, options.onCommandError, options.expireOnRead ?? true)
+  // Off, the batched finder as ever (a peek is a find: nothing to touch).
+  const finder: (tokenHash: string, peek?: boolean) => Promise<TokenRecord | null> = idle?.find ?? createFinder(redis, keys.keyOf, options.onCommandError, options.expireOnRead ?? true)
 
   /** Any failure but a StatusError (already an answer) is told to onCommandError and becomes a 503. */
   async function guarded<T> (work: () => Promise<T>): Promise<T> {
@@ -165,14 +167,18 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
       return await issuing.issue(tokenHash, record, ttlMs, epoch)
     }),
     find: requireNoEviction
-      ? (tokenHash) => {
+      ? (tokenHash, peek) => {
           const refused = safety.refusal()
-          return refused === undefined ? finder(tokenHash) : Promise.reject(new UnavailableError('redis', refused))
+          return refused === undefined ? finder(tokenHash, peek) : Promise.reject(new UnavailableError('redis', refused))
         }
       : finder,
     refresh: async (tokenHash, record, ttlMs, epoch) => await guarded(async () => {
       safety.refuseWhileUnsafe()
-      await idle?.arm(tokenHash)
+      if (idle !== undefined) {
+        // An idle token is not brought back: the Login gets a new one.
+        if (!await idle.alive(tokenHash)) return false
+        await idle.arm(tokenHash)
+      }
       return await issuing.refresh(tokenHash, record, ttlMs, epoch)
     }),
     terminate: async (tokenHash) => await guarded(async () => {
