@@ -120,7 +120,8 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Memor
       const entry = live(tokenHash)
       if (entry === undefined) return null
       if (idle(entry)) return null
-      if (!peek) entry.seen = now()
+      // Off: nothing written on a find.
+      if (!peek && idleTimeoutMs !== undefined) entry.seen = now()
       return activeAt({ ...entry.record }, wallNow())
     },
     async refresh (tokenHash, record, ttlMs, epoch) {
