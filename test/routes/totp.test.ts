@@ -141,6 +141,7 @@ t.test('wrong codes count toward the lockout; a right password without a code do
   t.equal((await login(app, 'form', { username: 'carol', password: PASSWORD, otp: wrong })).body.status, 701)
   t.equal((await login(app, 'form', { username: 'carol', password: PASSWORD, otp: wrong })).body.status, 701)
   t.equal((await login(app, 'form', { username: 'carol', password: PASSWORD })).body.status, 702, 'no code: 702, nothing reset')
+  t.match(await app.metrics.exposition(), /auth_logins_total\{outcome="second_factor_required"\} 1\b/, 'counted as second_factor_required in auth_logins_total')
   t.equal((await login(app, 'form', { username: 'carol', password: PASSWORD, otp: wrong })).body.status, 701, 'the third failure locks')
   const locked = await login(app, 'form', { username: 'carol', password: PASSWORD, otp: enrolled.code() })
   t.equal(locked.status, 429, 'locked: even the right password and code wait')
