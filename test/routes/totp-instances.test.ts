@@ -10,6 +10,7 @@ import { createPostgresDatabase } from '../../src/db/postgres.js'
 import { migrate } from '../../src/db/migrate.js'
 import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
 import { fixtureAccounts } from '../support/app.js'
+import { keyId } from '../../src/totp/sealed-secret.js'
 import { testConfig } from '../support/config.js'
 import { freshPostgresDatabase } from '../../support/postgres.js'
 import { freshRedisPrefix, requireRedis, TEST_REDIS_COMMAND_TIMEOUT_MS } from '../../support/redis.js'
@@ -29,8 +30,8 @@ const prefix = await freshRedisPrefix(t)
 const redisUrl = await requireRedis()
 const totpKey = randomBytes(32)
 
-async function instance (t: Test): Promise<FastifyInstance> {
-  const config = testConfig({ redisKeyPrefix: prefix, totpKey })
+async function instance (t: Test, keys: { totpKey: Buffer, totpPreviousKeys?: Buffer[] } = { totpKey }): Promise<FastifyInstance> {
+  const config = testConfig({ redisKeyPrefix: prefix, ...keys })
   const database = createPostgresDatabase({ connectionString: url })
   const tokens = createRedisTokenStore({ url: redisUrl, keyPrefix: prefix, denyTtlMs: 300_000, commandTimeoutMs: TEST_REDIS_COMMAND_TIMEOUT_MS })
   await tokens.ready()
@@ -92,4 +93,37 @@ t.test('a dump of the database holds no TOTP secret', async (t) => {
     t.notOk(stdout.toUpperCase().includes(text.toUpperCase()), `no ${name} of the secret`)
   }
   t.notOk(stdout.includes(totpKey.toString('base64')), 'nor the key')
+})
+
+t.test('key rotation: a new key with the old one as previous opens the secret and seals it again; then the new key alone works, an unrelated key does not', async (t) => {
+  const newKey = randomBytes(32)
+  await fixtureAccounts(a).add('iris', PASSWORD, false)
+  const irisLogin = async (app: FastifyInstance, otp?: string): Promise<number> => Number((await app.inject({
+    method: 'POST', url: '/auth/Login', headers: FORM, payload: new URLSearchParams({ username: 'iris', password: PASSWORD, ...(otp === undefined ? {} : { otp }) }).toString()
+  })).json().status)
+  const sealedWith = async (): Promise<string | undefined> => {
+    const database = createPostgresDatabase({ connectionString: url })
+    try {
+      const { rows } = await database.query<{ secret_sealed: string }>("SELECT f.secret_sealed FROM totp_factors f JOIN users u ON u.id = f.account_id WHERE u.username = 'iris'")
+      return rows[0]?.secret_sealed.split('.')[1]
+    } finally {
+      await database.close()
+    }
+  }
+  const into = Date.now() % STEP_MS
+  if (into > STEP_MS - 3000) await new Promise((resolve) => setTimeout(resolve, STEP_MS - into + 100))
+  const irisToken = String((await a.inject({ method: 'POST', url: '/auth/Login', headers: FORM, payload: `username=iris&password=${encodeURIComponent(PASSWORD)}` })).json().token)
+  const irisUri = (await a.inject({ method: 'POST', url: '/auth/totp', headers: { authorization: `Bearer ${irisToken}` } })).json<{ otpauth_uri: string }>().otpauth_uri
+  const iris = OTPAuth.URI.parse(irisUri) as OTPAuth.TOTP
+  const irisCode = (offset: number): string => iris.generate({ timestamp: Date.now() + offset * STEP_MS })
+  t.equal((await a.inject({ method: 'POST', url: '/auth/totp/confirm', headers: { authorization: `Bearer ${irisToken}`, ...FORM }, payload: `code=${irisCode(-1)}` })).statusCode, 200)
+  t.equal(await sealedWith(), keyId(totpKey), 'sealed with the first key')
+  const unrelated = await instance(t, { totpKey: randomBytes(32) })
+  const onlyNew = await instance(t, { totpKey: newKey })
+  const rotating = await instance(t, { totpKey: newKey, totpPreviousKeys: [totpKey] })
+  t.equal(await irisLogin(unrelated, irisCode(0)), 701, 'a key that never sealed it: 701')
+  t.equal(await irisLogin(onlyNew, irisCode(0)), 701, 'the new key before the secret is sealed again: 701')
+  t.equal(await irisLogin(rotating, irisCode(0)), 0, 'new key + previous: Success')
+  t.equal(await sealedWith(), keyId(newKey), 'and the secret is sealed with the new key now')
+  t.equal(await irisLogin(onlyNew, irisCode(1)), 0, 'the new key alone opens it from then on')
 })
