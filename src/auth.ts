@@ -74,6 +74,12 @@ export const federatedPassword = (): StatusError =>
   new StatusError(403, 'Forbidden', 403, {}, { detail: reasons.federatedPassword() })
 
 export interface AuthService {
+  /**
+   * Login: every pathway's (query, form, JSON, path style; the browser sign-in page's too). The
+   * password (or the directory's bind), then, for an account with an active second factor, its
+   * `otp`: absent, a 702 StatusError (secondFactorRequired, HTTP 401); wrong, reused or expired,
+   * a 701 counted toward the lockout. The token, or the StatusError to answer with.
+   */
   login (request: LoginRequest): Promise<IssuedToken>
   /**
    * The caller's own password: the current one checked as a Login checks it (the same limits,
