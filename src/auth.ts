@@ -307,12 +307,12 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
     if (factor !== undefined && secondFactor !== undefined) {
       // After the password (and the directory's bind), before the success is settled: a right
       // password without the code must not reset the account's failure count.
-      const verdict = await secondFactor.verify(checked.account, factor.otp, { clientIp: client.ip, userAgent: client.userAgent })
-      if (verdict.kind === 'missing') {
+      const second = await secondFactor.verify(checked.account, factor.otp, { clientIp: client.ip, userAgent: client.userAgent })
+      if (second.kind === 'missing') {
         audit.record({ event: 'login.refused', ...context, accountId: checked.account.id, outcome: 'second-factor-required' })
         throw secondFactorRequired()
       }
-      if (verdict.kind === 'refused') return await refuse(verdict.outcome, checked.account)
+      if (second.kind === 'refused') return await refuse(second.outcome, checked.account)
     }
     const settled = await limiter.recordSuccess(username)
     if (!settled.allowed) {
