@@ -166,7 +166,7 @@ async function main (): Promise<void> {
     // both sides of a ratio run on the same engine settings; and every server, the service too,
     // with the young generation's floor at the size each one reaches under sustained load.
     const start = async (name: string, script: string, env: Record<string, string>, readyPath: string, options: { args?: string[], logs?: boolean } = {}): Promise<Child> => {
-      const engineFlags = [...BENCH_V8_FLAGS, ...(name === 'service' || name === 'service-traced' ? [] : SERVING_V8_FLAGS)]
+      const engineFlags = [...BENCH_V8_FLAGS, ...(name === 'service' || name === 'service-traced' || name === 'service-idle' ? [] : SERVING_V8_FLAGS)]
       const pipe = options.logs === true ? await openLogPipe(compiled('./servers/log-reader.js')) : undefined
       if (pipe !== undefined) logReaders.set(name, pipe.reader)
       const child = await startChild({ name, script, args: options.args ?? [], env, readyPath, nodeFlags: [...engineFlags, ...profiled(name)], ...(pipe === undefined ? {} : { stdoutFd: pipe.writeFd }) })
@@ -207,15 +207,25 @@ async function main (): Promise<void> {
     ])
     // After the others: a service's start (migrations checked, hasher threads, Redis) beside ten more took over 30 s here.
     const serviceTraced = await start('service-traced', join(ROOT, 'dist', 'cli', 'main.js'), tracedEnv, '/health/ready', { args: ['serve'], logs: true })
+    // The same service with the idle timeout on (issue 34); its token from its own Login, so that it has its idle key.
+    const serviceIdle = await start('service-idle', join(ROOT, 'dist', 'cli', 'main.js'), { ...serviceEnv, INTERNAL_PORT: String(await freePort()), AUTH_IDLE_TIMEOUT_SECONDS: '900' }, '/health/ready', { args: ['serve'], logs: true })
+    const idleLogin = await fetch(`${serviceIdle.origin}/auth/Login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ username: accountName(1), password: PASSWORD })
+    })
+    const { token: idleToken } = await idleLogin.json() as { token?: string }
+    if (idleLogin.status !== 200 || idleToken === undefined) throw new Error(`the idle-timeout service refused the bench's Login: ${idleLogin.status}`)
     const { token: jwtToken } = await (await fetch(`${jwt.origin}/token`)).json() as { token: string }
     await assertSameAnswer(`${ordersCached.origin}/orders`, `${ordersUnguarded.origin}/orders`, token)
     log(`${children.length} servers up`)
 
     const allScenarios = defineScenarios({
-      origins: { service: service.origin, bare: bare.origin, oneGet: oneGet.origin, oneGetTwin: oneGetTwin.origin, jwt: jwt.origin, argon2: argon2.origin, argon2NodeRs: argon2NodeRs.origin, ordersDirect: ordersDirect.origin, ordersCached: ordersCached.origin, ordersUnguarded: ordersUnguarded.origin, serviceOtherBinding: serviceOtherBinding.origin, serviceTraced: serviceTraced.origin },
+      origins: { service: service.origin, bare: bare.origin, oneGet: oneGet.origin, oneGetTwin: oneGetTwin.origin, jwt: jwt.origin, argon2: argon2.origin, argon2NodeRs: argon2NodeRs.origin, ordersDirect: ordersDirect.origin, ordersCached: ordersCached.origin, ordersUnguarded: ordersUnguarded.origin, serviceOtherBinding: serviceOtherBinding.origin, serviceTraced: serviceTraced.origin, serviceIdle: serviceIdle.origin },
       serviceBinding: SERVICE_BINDING,
       token,
       apiKey,
+      idleToken,
       unknownToken: generateToken('unknown'),
       jwtToken,
       password: PASSWORD,
@@ -259,7 +269,7 @@ async function main (): Promise<void> {
       byPartner[partner] = [...byPartner[partner] ?? [], sample]
       pairedSamples.set(id, byPartner)
     }
-    const servers: Record<ServerName, Child> = { service, bare, oneGet, oneGetTwin, jwt, argon2, argon2NodeRs, ordersDirect, ordersCached, ordersUnguarded, serviceOtherBinding, serviceTraced }
+    const servers: Record<ServerName, Child> = { service, bare, oneGet, oneGetTwin, jwt, argon2, argon2NodeRs, ordersDirect, ordersCached, ordersUnguarded, serviceOtherBinding, serviceTraced, serviceIdle }
     const clocksOf = (scenario: Scenario): ServerClocks => {
       const server = servers[scenario.server]
       const reader = logReaders.get(server.name)

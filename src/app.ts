@@ -28,6 +28,9 @@ import { sessionRoutes } from './routes/sessions.js'
 import { createSqlSessions, type SqlSessions } from './sessions/sql-sessions.js'
 import { createApiKeys, type ApiKeys } from './keys/api-keys.js'
 import { verifyRoutes } from './routes/verify.js'
+import { totpRoutes } from './routes/totp.js'
+import { createSecondFactor, type SecondFactor } from './totp/second-factor.js'
+import { totpKeySource } from './totp/keys.js'
 import { PACKAGE_VERSION } from './version.js'
 
 declare module 'fastify' {
@@ -40,6 +43,8 @@ declare module 'fastify' {
     sessions: SqlSessions
     /** API keys (issue 33): the admin API, the self-service routes and the command line act through it. */
     apiKeys: ApiKeys
+    /** TOTP (issue 34): enrollment, its routes, and the check Login makes (through auth). */
+    secondFactor: SecondFactor
     metrics: Metrics
     /** Shutdown state: once draining, readiness answers 503. */
     lifecycle: { draining: boolean }
@@ -96,11 +101,19 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   const sessions = createSqlSessions({ db: backends.database, tokens: backends.tokens, audit: observed.audit, onError: () => { metrics.backendError('postgres') } })
   const apiKeys = createApiKeys({ store: backends.apiKeyStore, tokens: backends.tokens, audit: observed.audit, maxDays: config.apiKeyMaxDays })
   app.addHook('onClose', async () => { await apiKeys.close() })
-  const auth = createAuthService({ ...observed, config, sessions, passwordPolicy, apiKeys })
+  const secondFactor = createSecondFactor({
+    store: backends.totp,
+    audit: observed.audit,
+    keys: totpKeySource(config, app.log),
+    issuer: config.totpIssuer,
+    onUnreadable: (accountId) => { app.log.error({ accountId }, 'a TOTP secret does not open with AUTH_TOTP_KEY (or AUTH_TOTP_PREVIOUS_KEYS): its account cannot pass the second factor') }
+  })
+  const auth = createAuthService({ ...observed, config, sessions, passwordPolicy, apiKeys, secondFactor })
   app.decorate('backends', backends)
   app.decorate('auth', auth)
   app.decorate('accounts', createAccountAdmin({ ...observed, passwordPolicy, apiKeys }))
   app.decorate('apiKeys', apiKeys)
+  app.decorate('secondFactor', secondFactor)
   app.decorate('sessions', sessions)
   app.decorate('metrics', metrics)
   app.decorate('lifecycle', { draining: false })
@@ -117,6 +130,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   await app.register(sessionRoutes, { auth, sessions, config })
   await app.register(passwordRoutes, { auth })
   await app.register(keyRoutes, { auth, apiKeys, users: backends.users })
+  await app.register(totpRoutes, { auth, secondFactor, users: backends.users })
   await app.register(verifyRoutes, { auth, trustProxy: config.trustProxy, originalUriHeader: config.originalUriHeader })
   await app.register(introspectRoutes, { auth, config, limiter: openLoginLimiter(config, backends.tokens, 'introspect:'), audit: observed.audit })
   // The public port serves the internal surfaces only when AUTH_PUBLIC_INTERNALS asks for it.

@@ -1,6 +1,6 @@
 import type { Config } from './config.js'
 import type { HashCaller, PasswordHasher } from './passwords/hasher.js'
-import { badRequest, loginFailed, StatusError, tooManyRequests, unauthorized, UnavailableError } from './errors/status.js'
+import { badRequest, loginFailed, secondFactorRequired, StatusError, tooManyRequests, unauthorized, UnavailableError } from './errors/status.js'
 import { reasons } from './errors/reasons.js'
 import { checkedPassword, checkedUsername, usernameProblem } from './credentials.js'
 import { DEFAULT_PASSWORD_POLICY, passwordRefusal, type PasswordPolicy } from './passwords/policy.js'
@@ -16,6 +16,7 @@ import type { TokenRecord } from '@auth-token-service/guard/layout'
 import type { ApiKeys } from './keys/api-keys.js'
 import { hashApiKey, isApiKeyShaped } from './keys/secret.js'
 import type { UserRecord, UserStore } from './stores/user-store.js'
+import type { SecondFactor } from './totp/second-factor.js'
 
 /**
  * Login, Authenticate and Logout over the stores. No HTTP here: failures are
@@ -35,6 +36,20 @@ export interface LoginRequest {
   password: string
   /** A token the caller already holds (cookie or `token` parameter): refreshed when it is theirs. */
   presentedToken?: string | undefined
+  /**
+   * The second factor (issue 34): a TOTP code or a recovery code. Needed only by an account with
+   * an active factor: without it the right password gets 702, a wrong one 701 (counted).
+   */
+  otp?: string | undefined
+  client: ClientContext
+}
+
+export interface SecondFactorRemoval {
+  /** The caller's token, as Authenticate takes it. */
+  token: string | undefined
+  currentPassword: string
+  /** A code of the factor, or a recovery code. */
+  code: string | undefined
   client: ClientContext
 }
 
@@ -59,6 +74,12 @@ export const federatedPassword = (): StatusError =>
   new StatusError(403, 'Forbidden', 403, {}, { detail: reasons.federatedPassword() })
 
 export interface AuthService {
+  /**
+   * Login: every pathway's (query, form, JSON, path style; the browser sign-in page's too). The
+   * password (or the directory's bind), then, for an account with an active second factor, its
+   * `otp`: absent, a 702 StatusError (secondFactorRequired, HTTP 401); wrong, reused or expired,
+   * a 701 counted toward the lockout. The token, or the StatusError to answer with.
+   */
   login (request: LoginRequest): Promise<IssuedToken>
   /**
    * The caller's own password: the current one checked as a Login checks it (the same limits,
@@ -66,6 +87,11 @@ export interface AuthService {
    * the account ends; the caller's stays. Returns how many ended.
    */
   changePassword (request: PasswordChangeRequest): Promise<{ ended: number }>
+  /**
+   * The caller's own second factor removed (DELETE /auth/totp): the current password and a code,
+   * each checked as Login checks them (a wrong one is a 701 counted toward the lockout).
+   */
+  removeSecondFactor (request: SecondFactorRemoval): Promise<void>
   /** The active Login token's record; fails with 403 for anything else (an API key too). Never writes. */
   authenticate (token: string | undefined): Promise<TokenRecord>
   /**
@@ -92,6 +118,8 @@ export interface AuthServiceDeps {
   passwordPolicy?: PasswordPolicy | undefined
   /** API keys: absent, an `atsk_` secret is refused as any unknown token. */
   apiKeys?: Pick<ApiKeys, 'recover' | 'used'> | undefined
+  /** TOTP (issue 34): absent, no account has a second factor. */
+  secondFactor?: Pick<SecondFactor, 'verify' | 'remove'> | undefined
   /** Wall clock in epoch ms; injectable for tests. */
   now?: () => number
 }
@@ -111,7 +139,7 @@ type CredentialCheck =
   | { ok: false, outcome: 'unknown-user' | 'wrong-password' | 'disabled' | 'not-provisioned', account?: UserRecord }
 
 export function createAuthService (deps: AuthServiceDeps): AuthService {
-  const { users, tokens, hasher, limiter, audit, config, directory, sessions, apiKeys } = deps
+  const { users, tokens, hasher, limiter, audit, config, directory, sessions, apiKeys, secondFactor } = deps
   const activeKey = (record: TokenRecord | null): TokenRecord => {
     if (record?.keyId === undefined) throw unauthorized()
     apiKeys?.used(record.keyId)
@@ -238,8 +266,21 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
    * settled against failures sent alongside. The account, or the error a Login would answer.
    * POST /auth/Password checks the current password through this too.
    */
-  async function checkPassword (username: string, password: string, client: ClientContext): Promise<UserRecord> {
+  async function checkPassword (username: string, password: string, client: ClientContext, factor?: { otp: string | undefined }): Promise<UserRecord> {
     const context = { username, clientIp: client.ip, userAgent: client.userAgent }
+
+    /** A failure of the caller's (a password or a code): counted, audited, 701 (or 429 when locked meanwhile). */
+    async function refuse (outcome: string, account: UserRecord | undefined): Promise<never> {
+      const failure = await limiter.recordFailure(username, client.ip)
+      if (!failure.counted) {
+        // Locked meanwhile by failures sent alongside: no answer about this password either.
+        audit.record({ event: 'login.refused', ...context, accountId: account?.id, outcome: 'account-locked' })
+        throw tooManyRequests(failure.retryAfterMs / 1000)
+      }
+      audit.record({ event: 'login.failure', ...context, accountId: account?.id, outcome })
+      if (failure.lockedForMs > 0) audit.record({ event: 'login.lockout', ...context, accountId: account?.id, outcome: `locked-${Math.ceil(failure.lockedForMs / 1000)}s` })
+      throw loginFailed()
+    }
 
     // Read-only: an attempt while locked neither runs a hash nor extends the lock.
     const verdict = await limiter.check(username, client.ip)
@@ -254,17 +295,7 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
       if (error instanceof StatusError && error.status === 429) audit.record({ event: 'login.refused', ...context, outcome: 'hash-share' })
       throw error
     })
-    if (!checked.ok) {
-      const failure = await limiter.recordFailure(username, client.ip)
-      if (!failure.counted) {
-        // Locked meanwhile by failures sent alongside: no answer about this password either.
-        audit.record({ event: 'login.refused', ...context, accountId: checked.account?.id, outcome: 'account-locked' })
-        throw tooManyRequests(failure.retryAfterMs / 1000)
-      }
-      audit.record({ event: 'login.failure', ...context, accountId: checked.account?.id, outcome: checked.outcome })
-      if (failure.lockedForMs > 0) audit.record({ event: 'login.lockout', ...context, accountId: checked.account?.id, outcome: `locked-${Math.ceil(failure.lockedForMs / 1000)}s` })
-      throw loginFailed()
-    }
+    if (!checked.ok) return await refuse(checked.outcome, checked.account)
     if (checked.account.username !== username) {
       // The directory named another account than the one typed: its own lock holds too.
       const own = await limiter.check(checked.account.username, client.ip)
@@ -272,6 +303,16 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
         audit.record({ event: 'login.refused', ...context, accountId: checked.account.id, outcome: own.reason })
         throw tooManyRequests(own.retryAfterMs / 1000)
       }
+    }
+    if (factor !== undefined && secondFactor !== undefined) {
+      // After the password (and the directory's bind), before the success is settled: a right
+      // password without the code must not reset the account's failure count.
+      const second = await secondFactor.verify(checked.account, factor.otp, { clientIp: client.ip, userAgent: client.userAgent })
+      if (second.kind === 'missing') {
+        audit.record({ event: 'login.refused', ...context, accountId: checked.account.id, outcome: 'second-factor-required' })
+        throw secondFactorRequired()
+      }
+      if (second.kind === 'refused') return await refuse(second.outcome, checked.account)
     }
     const settled = await limiter.recordSuccess(username)
     if (!settled.allowed) {
@@ -295,7 +336,7 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
       const password = checkedPassword(request.password)
       const { client } = request
       const context = { username, clientIp: client.ip, userAgent: client.userAgent }
-      const account = await checkPassword(username, password, client)
+      const account = await checkPassword(username, password, client, { otp: request.otp })
       const issued = await issue(account, request.presentedToken, client) ?? await refuseOvertaken(account, context)
       // Best effort and off the answer's path: the admin API's last_login must never fail or slow a Login.
       users.recordLogin(account.id).catch(() => {})
@@ -333,6 +374,19 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
       await sessions?.ended(ended)
       audit.record({ ...context, outcome: `tokens-ended-${ended.length}`, tokensEnded: ended.length })
       return { ended: ended.length }
+    },
+
+    async removeSecondFactor ({ token, currentPassword, code, client }) {
+      const current = checkedPassword(currentPassword, 'current_password')
+      if (token === undefined || !isTokenShaped(token)) throw unauthorized()
+      const holder = activeOrRefused(await tokens.find(hashToken(token)))
+      if (code === undefined || code === '') throw badRequest(reasons.required('code'))
+      // The code goes where Login's otp goes: the same check, counting and lockout.
+      const account = await checkPassword(holder.username, current, client, { otp: code })
+      if (account.id !== holder.accountId) throw unauthorized()
+      if (secondFactor === undefined || !await secondFactor.remove(account, { clientIp: client.ip, userAgent: client.userAgent }, 'removed')) {
+        throw badRequest(reasons.totpNotActive())
+      }
     },
 
     authenticate: authenticateToken,

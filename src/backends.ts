@@ -15,6 +15,7 @@ import { createRedisTokenStore, type RedisTokenStore } from './stores/redis/toke
 import type { RevocationFeed } from './stores/revocation-feed.js'
 import { createSqlUserStore, type UserStore } from './stores/user-store.js'
 import { createSqlApiKeyStore, type ApiKeyStore } from './stores/api-key-store.js'
+import { createSqlTotpStore, type TotpStore } from './stores/totp-store.js'
 import { withTimeout } from '@auth-token-service/guard/shared/time-limit'
 
 /** A token store the service runs on: it ends tokens and feeds their revocations, in one object (one Lua script each). */
@@ -25,6 +26,8 @@ export interface Backends {
   users: UserStore
   /** API keys' rows (issue 33); their records live in `tokens`. */
   apiKeyStore: ApiKeyStore
+  /** Second factors (issue 34): the sealed TOTP secrets and recovery codes' hashes. */
+  totp: TotpStore
   tokens: ServiceTokenStore
   /** The same object as `tokens`, as the guard-facing feed of ended tokens (the revocations route). */
   revocations: RevocationFeed
@@ -94,11 +97,15 @@ export function canLose (tokens: ServiceTokenStore): string | undefined {
   return persistence === undefined ? undefined : `${persistence.canLose} (${persistence.settings})`
 }
 
+/** AUTH_IDLE_TIMEOUT_SECONDS in ms, or undefined (off). */
+export const idleTimeoutMs = (config: Pick<Config, 'idleTimeoutSeconds'>): number | undefined =>
+  config.idleTimeoutSeconds === undefined ? undefined : config.idleTimeoutSeconds * 1000
+
 /** The token store the config names: Redis when REDIS_URL is set, else the in-process one. */
 export function openTokenStore (config: Config, log: Log, hook?: BackendErrorHook): ServiceTokenStore {
   const denyTtlMs = config.denyTtlSeconds * 1000
   const maxTokensPerAccount = config.maxTokensPerAccount
-  if (config.redis === undefined) return createMemoryTokenStore({ denyTtlMs, maxTokensPerAccount })
+  if (config.redis === undefined) return createMemoryTokenStore({ denyTtlMs, maxTokensPerAccount, idleTimeoutMs: idleTimeoutMs(config) })
   const store = createRedisTokenStore({
     topology: config.redis,
     keyPrefix: config.redisKeyPrefix,
@@ -106,6 +113,7 @@ export function openTokenStore (config: Config, log: Log, hook?: BackendErrorHoo
     // An epoch must outlive every Login that could have read the one before it: the longest lifetime is ample.
     epochTtlMs: Math.max(config.tokenTtlSeconds, config.federatedTokenTtlSeconds) * 1000,
     maxTokensPerAccount,
+    idleTimeoutMs: idleTimeoutMs(config),
     commandTimeoutMs: config.redisCommandTimeoutMs,
     minReplicaAcks: config.redisMinReplicaAcks,
     onError: throttledErrorLog(log, 'redis', hook),
@@ -174,6 +182,7 @@ export function assembleBackends (config: Config, parts: { database: Database, t
     database,
     users: createSqlUserStore(database, () => { hook?.('postgres') }),
     apiKeyStore: createSqlApiKeyStore(database, () => { hook?.('postgres') }),
+    totp: createSqlTotpStore(database, () => { hook?.('postgres') }),
     tokens,
     revocations: tokens,
     hasher,

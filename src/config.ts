@@ -120,6 +120,20 @@ export interface Config {
   allowedOrigins: string[]
   /** Who may call POST /auth/introspect (HTTP Basic); empty: the endpoint is off (404). */
   introspectionClients: readonly IntrospectionClient[]
+  /**
+   * The key TOTP secrets are sealed with (AUTH_TOTP_KEY, or AUTH_TOTP_KEY_FILE's contents: 32 bytes,
+   * base64); undefined: a key file the service makes in dataDir at first use (totp/key-file.ts).
+   */
+  totpKey: Buffer | undefined
+  /** Keys of before a rotation (AUTH_TOTP_PREVIOUS_KEYS, comma-separated): they open old secrets, which are then sealed again with totpKey. */
+  totpPreviousKeys: Buffer[]
+  /** The issuer authenticator apps show (AUTH_TOTP_ISSUER; default auth-token-service). */
+  totpIssuer: string
+  /**
+   * A Login token not presented for this long stops working (AUTH_IDLE_TIMEOUT_SECONDS);
+   * undefined: off, and Authenticate costs what it always did.
+   */
+  idleTimeoutSeconds: number | undefined
 }
 
 export const ORIGINAL_URI_HEADERS = ['x-forwarded-uri', 'x-original-uri'] as const
@@ -346,6 +360,38 @@ function adminKey (env: Env): string | undefined {
   return key
 }
 
+/** Base64 of exactly 32 bytes, or the ConfigError naming `name`. */
+function totpKeyValue (name: string, raw: string): Buffer {
+  const trimmed = raw.trim()
+  const key = /^[A-Za-z0-9+/]+={0,2}$/.test(trimmed) ? Buffer.from(trimmed, 'base64') : Buffer.alloc(0)
+  // The value is a secret: the message says what is wrong, never what was given.
+  if (key.length !== 32) throw new ConfigError(name, 'expected 32 bytes in base64 (openssl rand -base64 32)')
+  return key
+}
+
+/** AUTH_TOTP_KEY or AUTH_TOTP_KEY_FILE, not both; neither: undefined (a key file in the data directory). */
+function totpKey (env: Env): Buffer | undefined {
+  const direct = present(env, 'AUTH_TOTP_KEY')
+  const file = present(env, 'AUTH_TOTP_KEY_FILE')
+  if (direct !== undefined && file !== undefined) throw new ConfigError('AUTH_TOTP_KEY_FILE', 'is set together with AUTH_TOTP_KEY: set one of them')
+  if (direct !== undefined) return totpKeyValue('AUTH_TOTP_KEY', direct)
+  if (file === undefined) return undefined
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (error) {
+    const code = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : 'unreadable'
+    throw new ConfigError('AUTH_TOTP_KEY_FILE', `cannot be read: ${file} (${code})`)
+  }
+  return totpKeyValue('AUTH_TOTP_KEY_FILE', text)
+}
+
+function totpPreviousKeys (env: Env): Buffer[] {
+  const raw = present(env, 'AUTH_TOTP_PREVIOUS_KEYS')
+  if (raw === undefined) return []
+  return raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '').map((entry) => totpKeyValue('AUTH_TOTP_PREVIOUS_KEYS', entry))
+}
+
 const redisUrl = (env: Env): string | undefined => url(env, 'REDIS_URL', ['redis:', 'rediss:'])
 /** 'auto' (unset): the replicas each master is meant to have, as the cluster or the sentinels list them. */
 const minReplicaAcks = (env: Env): MinReplicaAcks =>
@@ -469,6 +515,10 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     // NIST SP 800-63B: at least 8; 64 is the most a policy may ask (verifiers must take at least 64).
     passwordMinLength: integer(env, 'AUTH_PASSWORD_MIN_LENGTH', 8, 8, 64),
     introspectionClients: introspectionClients(env),
+    totpKey: totpKey(env),
+    totpPreviousKeys: totpPreviousKeys(env),
+    totpIssuer: present(env, 'AUTH_TOTP_ISSUER') ?? 'auth-token-service',
+    idleTimeoutSeconds: present(env, 'AUTH_IDLE_TIMEOUT_SECONDS') === undefined ? undefined : integer(env, 'AUTH_IDLE_TIMEOUT_SECONDS', 0, 1, 365 * DAY),
     ...overrides
   }
   if (config.shutdownDelayMs >= config.shutdownTimeoutMs) {

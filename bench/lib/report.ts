@@ -187,6 +187,9 @@ export const READER_STOP_P99_LIMIT = 2
 /** Authenticate by key ÷ by token, CPU per request: within the A/A noise of a paired ratio (issue 33). */
 export const KEY_CPU_LIMIT = 1.1
 
+/** Authenticate with the idle timeout on ÷ off, CPU per request (issue 34). */
+export const IDLE_CPU_LIMIT = 1.3
+
 const fixed = (value: number, digits = 2): string => Number.isFinite(value) ? value.toFixed(digits) : value === Infinity ? '∞' : '—'
 
 /** Every target of issue 17, judged on this run's figures; a target whose scenarios did not run is undecided. */
@@ -244,6 +247,11 @@ export function checkTargets (rows: Row[], memory: MemoryFigure | undefined): Ta
   each('Authenticate by API key: CPU µs per request ÷ Authenticate by token\'s (query, GET, same slices; issue 33)', ['auth-key'], KEY_CPU_LIMIT, false, (row) => {
     const token = row.paired?.['auth-query-get']
     return token === undefined ? undefined : roundRatio(row.runs, token, (sample) => sample.cpuMicrosPerRequest)
+  })
+  // Issue 34: the idle timeout's read of the idle key beside the token, and its touch at most once per slack.
+  each('Authenticate with the idle timeout on: CPU µs per request ÷ off\'s (query, GET, same slices; issue 34)', ['auth-idle'], IDLE_CPU_LIMIT, false, (row) => {
+    const off = row.paired?.['auth-query-get']
+    return off === undefined ? undefined : roundRatio(row.runs, off, (sample) => sample.cpuMicrosPerRequest)
   })
   each('Authenticate during a login storm: p99 ÷ its idle p99', ['auth-storm'], 2, false, (row) => row.p99Ratio)
   each('Authenticate with tracing on, every request sampled: CPU µs per request ÷ tracing off\'s (issue 31)', ['auth-traced'], TRACING_CPU_LIMIT, false, (row) => row.cpuRatio)

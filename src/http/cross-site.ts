@@ -15,7 +15,7 @@ import { StatusError } from '../errors/status.js'
  */
 
 /** The routes that set, use or clear the cookie to change something: Login, Logout, /auth/Password and the session-ending ones. */
-const COOKIE_CHANGING_ROUTES = /^\/auth\/(Login|Logout|Password|sessions|keys)(\/|$)/
+const COOKIE_CHANGING_ROUTES = /^\/auth\/(Login|Logout|Password|sessions|keys|totp)(\/|$)/
 /** Listing one's sessions changes nothing (and a page of another site cannot read the answer). */
 const READ_ONLY = new Set(['GET', 'HEAD'])
 

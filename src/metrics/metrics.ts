@@ -55,7 +55,7 @@ export function createMetrics (sources: MetricSources): Metrics {
     histogram: 'http_request_duration_seconds',
     histogramHelp: 'HTTP request latency by route, method and status'
   }, [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
-  const logins = new Counter({ name: 'auth_logins_total', help: 'Login attempts by outcome (success, failed, locked, rate_limited, revoked: overtaken by a revocation of the account)', labelNames: ['outcome'] as const, registers: [registry] })
+  const logins = new Counter({ name: 'auth_logins_total', help: 'Login attempts by outcome (success, failed, locked, rate_limited, revoked: overtaken by a revocation of the account; second_factor_required: the right password without the code)', labelNames: ['outcome'] as const, registers: [registry] })
   const issued = new Counter({ name: 'auth_tokens_issued_total', help: 'Tokens issued (refreshes not included)', registers: [registry] })
   const refreshed = new Counter({ name: 'auth_tokens_refreshed_total', help: 'Tokens whose lifetime a Login reset', registers: [registry] })
   const terminated = new Counter({ name: 'auth_tokens_terminated_total', help: 'Tokens ended before their expiry (logout, revocation, disable, password change)', registers: [registry] })
@@ -87,6 +87,8 @@ export function createMetrics (sources: MetricSources): Metrics {
   totalCounter(registry, 'auth_audit_events_dropped_total', 'Audit events dropped (buffer full or database refused)', sources.auditDropped)
   totalCounter(registry, 'auth_log_lines_dropped_total', 'Log lines dropped because stdout took none while the log buffer was full (its reader slow or stopped), or refused them', sources.logLinesDropped)
 
+  /** Why a Login was refused, as auth_logins_total names it (any other refusal is a limit's). */
+  const REFUSALS: Readonly<Record<string, string>> = { 'account-locked': 'locked', 'revoked-during-login': 'revoked', 'second-factor-required': 'second_factor_required' }
   const countEvent = (event: AuditEvent): void => {
     switch (event.event) {
       case 'login.success':
@@ -98,7 +100,7 @@ export function createMetrics (sources: MetricSources): Metrics {
         logins.inc({ outcome: 'failed' })
         break
       case 'login.refused':
-        logins.inc({ outcome: event.outcome === 'account-locked' ? 'locked' : event.outcome === 'revoked-during-login' ? 'revoked' : 'rate_limited' })
+        logins.inc({ outcome: REFUSALS[event.outcome] ?? 'rate_limited' })
         break
       default:
         if (event.tokensEnded !== undefined && event.tokensEnded > 0) terminated.inc(event.tokensEnded)

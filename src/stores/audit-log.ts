@@ -6,12 +6,14 @@ export type AuditEventName =
   | 'session.end' | 'sessions.end' | 'password.change'
   | 'user.unlock' | 'user.delete' | 'admin.unauthorized' | 'introspect.unauthorized'
   | 'key.created' | 'key.revoked'
+  | 'totp.enrolled' | 'totp.enabled' | 'totp.disabled' | 'totp.recovery_used'
 
 /** Every event name, for filters that must name one (the admin API's `event`). */
 export const AUDIT_EVENT_NAMES: readonly AuditEventName[] = [
   'login.success', 'login.failure', 'login.refused', 'login.lockout', 'logout', 'sessions.revoke',
   'user.add', 'user.passwd', 'user.disable', 'user.enable', 'session.end', 'sessions.end', 'password.change',
-  'user.unlock', 'user.delete', 'admin.unauthorized', 'introspect.unauthorized', 'key.created', 'key.revoked'
+  'user.unlock', 'user.delete', 'admin.unauthorized', 'introspect.unauthorized', 'key.created', 'key.revoked',
+  'totp.enrolled', 'totp.enabled', 'totp.disabled', 'totp.recovery_used'
 ]
 
 export interface AuditEvent {

@@ -1,6 +1,7 @@
 import { escapeControlCharacters } from './log-escape.js'
 
-const SECRET_KEYS = new Set(['password', 'token', 'authtoken', 'authtoken1', 'current_password', 'new_password'])
+// otp and code: a second factor's one-time code or recovery code (issue 34), unused ones too when the password was wrong.
+const SECRET_KEYS = new Set(['password', 'token', 'authtoken', 'authtoken1', 'current_password', 'new_password', 'otp', 'code'])
 
 function decodedKey (raw: string): string {
   // Most names are plain: nothing to decode (decodeURIComponent was most of a query's redaction).
