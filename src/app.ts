@@ -29,6 +29,9 @@ import { createSqlSessions, type SqlSessions } from './sessions/sql-sessions.js'
 import { createApiKeys, type ApiKeys } from './keys/api-keys.js'
 import { verifyRoutes } from './routes/verify.js'
 import { PACKAGE_VERSION } from './version.js'
+import { createSqlDeviceRecord } from './webhooks/devices.js'
+import { createSqlWebhookOutbox, type WebhookOutbox } from './webhooks/outbox.js'
+import { startWebhookDelivery } from './webhooks/start.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -41,6 +44,8 @@ declare module 'fastify' {
     /** API keys (issue 33): the admin API, the self-service routes and the command line act through it. */
     apiKeys: ApiKeys
     metrics: Metrics
+    /** The webhook outbox (issue 36): the admin API lists and retries its deliveries. */
+    webhookOutbox: WebhookOutbox
     /** Shutdown state: once draining, readiness answers 503. */
     lifecycle: { draining: boolean }
   }
@@ -64,7 +69,10 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   const logging = serviceLogging(config, options)
   // Metrics read the backends lazily, so they exist first and can count the backends' errors.
   let sources: Backends | undefined
+  const webhooksOn = config.webhooks !== undefined
+  let outbox: WebhookOutbox | undefined
   const metrics = createMetrics({
+    webhookDeliveries: webhooksOn ? async () => await (outbox?.counts() ?? Promise.resolve(undefined)) : undefined,
     hashQueueDepth: () => sources?.hasher.queueDepth() ?? 0,
     auditDropped: () => sources?.audit.dropped() ?? 0,
     logLinesDropped: logging.droppedLines,
@@ -96,13 +104,20 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   const sessions = createSqlSessions({ db: backends.database, tokens: backends.tokens, audit: observed.audit, onError: () => { metrics.backendError('postgres') } })
   const apiKeys = createApiKeys({ store: backends.apiKeyStore, tokens: backends.tokens, audit: observed.audit, maxDays: config.apiKeyMaxDays })
   app.addHook('onClose', async () => { await apiKeys.close() })
-  const auth = createAuthService({ ...observed, config, sessions, passwordPolicy, apiKeys })
+  outbox = createSqlWebhookOutbox(backends.database)
+  const auth = createAuthService({ ...observed, config, sessions, passwordPolicy, apiKeys, devices: webhooksOn ? createSqlDeviceRecord(backends.database) : undefined })
+  if (config.webhooks !== undefined) {
+    const delivery = startWebhookDelivery(config.webhooks, { outbox, signal: backends.webhookRows, log: app.log, metrics })
+    // onClose hooks run last-registered first: the worker stops before the database closes under it.
+    app.addHook('onClose', async () => { await delivery.stop() })
+  }
   app.decorate('backends', backends)
   app.decorate('auth', auth)
   app.decorate('accounts', createAccountAdmin({ ...observed, passwordPolicy, apiKeys }))
   app.decorate('apiKeys', apiKeys)
   app.decorate('sessions', sessions)
   app.decorate('metrics', metrics)
+  app.decorate('webhookOutbox', outbox)
   app.decorate('lifecycle', { draining: false })
 
   app.addHook('onRequest', everyRequest)

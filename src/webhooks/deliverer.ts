@@ -1,0 +1,146 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import { signWebhook } from './signature.js'
+import type { ClaimedDelivery, DeliveryStatus, WebhookOutbox } from './outbox.js'
+
+/**
+ * The delivery worker: one loop per receiver URL, so a slow or dead receiver holds up only its
+ * own rows, and none of it runs on a request's path (Login only writes the outbox row, with its
+ * audit row). Each loop claims due rows (outbox.claim: several instances never send one row at
+ * the same time), sends them signed, with a timeout, and records the outcome: delivered, or
+ * tried again after a growing, jittered delay until the retry window has passed, then failed.
+ */
+
+export interface DelivererOptions {
+  outbox: WebhookOutbox
+  urls: readonly string[]
+  /** The secret's bytes (signature.ts decodeWebhookSecret). */
+  key: Buffer
+  /** One request's limit, connection included. */
+  timeoutMs: number
+  /** The first retry's delay; each next one doubles, up to maxBackoffMs. */
+  backoffMs: number
+  maxBackoffMs: number
+  /** How long a row is retried (from its creation or a manual retry) before it is marked failed. */
+  retryWindowMs: number
+  /** Idle loops look for due rows this often. */
+  pollMs: number
+  /** Rows one loop claims and sends at once. */
+  batch?: number
+  /** Told of every attempt's outcome (metrics). */
+  onAttempt?: (outcome: 'delivered' | 'retry' | 'failed') => void
+  /** Told when the outbox itself cannot be read or written (the loop waits and goes on). */
+  onError?: (error: unknown) => void
+  now?: () => number
+  random?: () => number
+}
+
+export interface Deliverer {
+  /** Wakes the loops now (an event was written), instead of at their next poll. */
+  nudge (): void
+  /** Stops claiming; waits for the attempts under way. */
+  stop (): Promise<void>
+}
+
+/** The delay before attempt n + 1 after n failures: doubling from `base`, capped, between half and all of it (jitter). */
+export function backoffDelay (failures: number, base: number, max: number, random: () => number = Math.random): number {
+  const full = Math.min(max, base * 2 ** Math.min(failures - 1, 30))
+  return Math.round(full / 2 + (full / 2) * random())
+}
+
+/** Delivered rows are kept this long (the admin list shows them), then removed. */
+const KEEP_DELIVERED_MS = 7 * 86_400_000
+const PRUNE_EVERY_MS = 3_600_000
+
+export function startDeliverer (options: DelivererOptions): Deliverer {
+  const { outbox, urls, key, timeoutMs, pollMs } = options
+  const now = options.now ?? Date.now
+  const random = options.random ?? Math.random
+  const batch = options.batch ?? 16
+  // A lease longer than any attempt: nobody else takes the row while this one may still be sending it.
+  const leaseMs = timeoutMs + 30_000
+  const stopping = new AbortController()
+  let wake: Array<() => void> = []
+  let lastPrune = 0
+
+  const idle = async (): Promise<void> => {
+    await new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer)
+        wake = wake.filter((other) => other !== done)
+        stopping.signal.removeEventListener('abort', done)
+        resolve()
+      }
+      const timer = setTimeout(done, pollMs)
+      wake.push(done)
+      stopping.signal.addEventListener('abort', done, { once: true })
+    })
+  }
+
+  async function attempt (row: ClaimedDelivery): Promise<void> {
+    let problem: string
+    try {
+      const response = await fetch(row.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'user-agent': 'auth-token-service-webhooks', ...signWebhook(key, row.eventId, row.payload, now()) },
+        body: row.payload,
+        redirect: 'manual',
+        signal: AbortSignal.timeout(timeoutMs)
+      })
+      // The body is not needed; reading it frees the connection for the next attempt.
+      await response.arrayBuffer().catch(() => {})
+      if (response.status >= 200 && response.status < 300) {
+        await outbox.delivered(row.id)
+        options.onAttempt?.('delivered')
+        return
+      }
+      problem = `HTTP ${response.status}`
+    } catch (error) {
+      problem = error instanceof Error ? (error.name === 'TimeoutError' ? `timeout after ${timeoutMs} ms` : `${error.message}${causeOf(error)}`) : 'request failed'
+    }
+    const status: DeliveryStatus = await outbox.attemptFailed(row.id, problem, backoffDelay(row.attempts, options.backoffMs, options.maxBackoffMs, random), options.retryWindowMs)
+    options.onAttempt?.(status === 'failed' ? 'failed' : 'retry')
+  }
+
+  async function loop (url: string): Promise<void> {
+    while (!stopping.signal.aborted) {
+      let claimed = 0
+      try {
+        const rows = await outbox.claim(url, batch, leaseMs)
+        claimed = rows.length
+        await Promise.all(rows.map(attempt))
+      } catch (error) {
+        options.onError?.(error)
+        await sleep(pollMs).catch(() => {})
+      }
+      if (claimed === 0) await idle()
+    }
+  }
+
+  async function pruneLoop (): Promise<void> {
+    while (!stopping.signal.aborted) {
+      if (now() - lastPrune >= PRUNE_EVERY_MS) {
+        lastPrune = now()
+        await outbox.prune(KEEP_DELIVERED_MS).catch((error: unknown) => { options.onError?.(error) })
+      }
+      await sleep(Math.min(PRUNE_EVERY_MS, 60_000), undefined, { signal: stopping.signal }).catch(() => {})
+    }
+  }
+
+  const running = Promise.all([...urls.map(loop), pruneLoop()])
+  return {
+    nudge () {
+      for (const done of [...wake]) done()
+    },
+    async stop () {
+      stopping.abort()
+      await running
+    }
+  }
+}
+
+/** fetch's "fetch failed" says nothing; its cause (ECONNREFUSED, …) does. */
+function causeOf (error: Error): string {
+  const cause = (error as { cause?: unknown }).cause
+  if (cause instanceof Error) return `: ${(cause as { code?: unknown }).code !== undefined ? String((cause as { code?: unknown }).code) : cause.message}`
+  return ''
+}
