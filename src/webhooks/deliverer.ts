@@ -84,7 +84,8 @@ export function startDeliverer (options: DelivererOptions): Deliverer {
         headers: { 'content-type': 'application/json', 'user-agent': 'auth-token-service-webhooks', ...signWebhook(key, row.eventId, row.payload, now()) },
         body: row.payload,
         redirect: 'manual',
-        signal: AbortSignal.timeout(timeoutMs)
+        // Stopping cuts an attempt short rather than holding the shutdown for a slow receiver.
+        signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), stopping.signal])
       })
       // The body is not needed; reading it frees the connection for the next attempt.
       await response.arrayBuffer().catch(() => {})
@@ -95,6 +96,11 @@ export function startDeliverer (options: DelivererOptions): Deliverer {
       }
       problem = `HTTP ${response.status}`
     } catch (error) {
+      if (stopping.signal.aborted) {
+        // Due again at once for whichever instance runs next (this one's lease is given back).
+        await outbox.attemptFailed(row.id, 'interrupted: the service stopped', 0, options.retryWindowMs).catch(() => {})
+        return
+      }
       problem = error instanceof Error ? (error.name === 'TimeoutError' ? `timeout after ${timeoutMs} ms` : `${error.message}${causeOf(error)}`) : 'request failed'
     }
     const status: DeliveryStatus = await outbox.attemptFailed(row.id, problem, backoffDelay(row.attempts, options.backoffMs, options.maxBackoffMs, random), options.retryWindowMs)
