@@ -3,7 +3,7 @@ import { hashToken } from '@auth-token-service/guard/token'
 import { buildTestApp } from '../support/app.js'
 import { buildInternalApp } from '../../src/internal-listener.js'
 import { startWebhookReceiver } from '../../support/webhook-receiver.js'
-import { CHROME, FIREFOX, FORM, fastWebhooks, login, newWebhookSecret } from './support.js'
+import { CHROME, FIREFOX, fastWebhooks, login, newWebhookSecret } from './support.js'
 
 /*
  * Lifecycle events as signed webhooks (api-contract.md "Lifecycle events and webhooks"): every
