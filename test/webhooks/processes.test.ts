@@ -37,7 +37,7 @@ async function setUp (t: Test, extra: Record<string, string> = {}): Promise<Setu
   return { env, databaseUrl, receiver }
 }
 
-async function login (service: ServiceProcess, password = ACCOUNT.password): Promise<number> {
+async function login (service: ServiceProcess, password: string = ACCOUNT.password): Promise<number> {
   const response = await fetch(`${service.baseUrl}/auth/Login`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', 'user-agent': 'webhook-test/1' },
