@@ -89,12 +89,7 @@ export function startDeliverer (options: DelivererOptions): Deliverer {
       })
       // The body is not needed; reading it frees the connection for the next attempt.
       await response.arrayBuffer().catch(() => {})
-      if (response.status >= 200 && response.status < 300) {
-        await outbox.delivered(row.id)
-        options.onAttempt?.('delivered')
-        return
-      }
-      problem = `HTTP ${response.status}`
+      problem = response.status >= 200 && response.status < 300 ? '' : `HTTP ${response.status}`
     } catch (error) {
       if (stopping.signal.aborted) {
         // Due again at once for whichever instance runs next (this one's lease is given back).
@@ -102,6 +97,13 @@ export function startDeliverer (options: DelivererOptions): Deliverer {
         return
       }
       problem = error instanceof Error ? (error.name === 'TimeoutError' ? `timeout after ${timeoutMs} ms` : `${error.message}${causeOf(error)}`) : 'request failed'
+    }
+    if (problem === '') {
+      // Outside the request's try: an outbox that cannot record it leaves the row leased, and it
+      // is sent again when the lease runs out (at least once), not counted as the receiver's failure.
+      await outbox.delivered(row.id)
+      options.onAttempt?.('delivered')
+      return
     }
     const status: DeliveryStatus = await outbox.attemptFailed(row.id, problem, backoffDelay(row.attempts, options.backoffMs, options.maxBackoffMs, random), options.retryWindowMs)
     options.onAttempt?.(status === 'failed' ? 'failed' : 'retry')
@@ -113,7 +115,10 @@ export function startDeliverer (options: DelivererOptions): Deliverer {
       try {
         const rows = await outbox.claim(url, batch, leaseMs)
         claimed = rows.length
-        await Promise.all(rows.map(attempt))
+        // Every attempt settles before the next claim (and before stop() returns), failed ones too.
+        for (const result of await Promise.allSettled(rows.map(attempt))) {
+          if (result.status === 'rejected') options.onError?.(result.reason)
+        }
       } catch (error) {
         options.onError?.(error)
         await sleep(pollMs).catch(() => {})
