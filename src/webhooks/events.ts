@@ -11,14 +11,17 @@ export const WEBHOOK_EVENT_TYPES = [
 export type WebhookEventType = typeof WEBHOOK_EVENT_TYPES[number]
 
 /**
- * Which audit event is which webhook event. Audit events not named here (an account added,
- * unlocked or deleted, a refused Login, a wrong admin key) are not sent.
- *
- * totp.enabled / totp.disabled: the contract's catalogue holds them; they are mapped here from
- * the audit events the second factor records (`totp.enable`, `totp.disable`) once those exist
- * (AuditEventName has no such member yet, so nothing is sent for them until it does).
+ * The second factor's audit events (its enrollment confirmed, its removal): named here ahead of
+ * the audit trail's own list, so that they are sent from the moment the second factor records them.
  */
-const TYPE_OF_AUDIT_EVENT: Partial<Record<AuditEventName, WebhookEventType>> = {
+type SecondFactorAuditEvent = 'totp.enabled' | 'totp.disabled'
+
+/**
+ * Which audit event is which webhook event. Audit events not named here (an account added,
+ * unlocked or deleted, a refused Login, a wrong admin key, a TOTP enrollment not yet confirmed)
+ * are not sent.
+ */
+const TYPE_OF_AUDIT_EVENT: Partial<Record<AuditEventName | SecondFactorAuditEvent, WebhookEventType>> = {
   'login.success': 'login.success',
   'login.failure': 'login.failure',
   'login.new_device': 'login.new_device',
@@ -32,7 +35,9 @@ const TYPE_OF_AUDIT_EVENT: Partial<Record<AuditEventName, WebhookEventType>> = {
   'user.passwd': 'password.changed',
   'password.change': 'password.changed',
   'key.created': 'key.created',
-  'key.revoked': 'key.revoked'
+  'key.revoked': 'key.revoked',
+  'totp.enabled': 'totp.enabled',
+  'totp.disabled': 'totp.disabled'
 }
 
 export function webhookTypeOf (event: AuditEventName): WebhookEventType | undefined {
