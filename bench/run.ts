@@ -166,7 +166,7 @@ async function main (): Promise<void> {
     // both sides of a ratio run on the same engine settings; and every server, the service too,
     // with the young generation's floor at the size each one reaches under sustained load.
     const start = async (name: string, script: string, env: Record<string, string>, readyPath: string, options: { args?: string[], logs?: boolean } = {}): Promise<Child> => {
-      const engineFlags = [...BENCH_V8_FLAGS, ...(name === 'service' || name === 'service-traced' ? [] : SERVING_V8_FLAGS)]
+      const engineFlags = [...BENCH_V8_FLAGS, ...(name === 'service' || name === 'service-traced' || name === 'service-webhooks' ? [] : SERVING_V8_FLAGS)]
       const pipe = options.logs === true ? await openLogPipe(compiled('./servers/log-reader.js')) : undefined
       if (pipe !== undefined) logReaders.set(name, pipe.reader)
       const child = await startChild({ name, script, args: options.args ?? [], env, readyPath, nodeFlags: [...engineFlags, ...profiled(name)], ...(pipe === undefined ? {} : { stdoutFd: pipe.writeFd }) })

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { signWebhook } from './signature.js'
+import { createPoster } from './post.js'
 import type { ClaimedDelivery, DeliveryStatus, WebhookOutbox } from './outbox.js'
 
 /**
@@ -55,12 +56,14 @@ export function startDeliverer (options: DelivererOptions): Deliverer {
   const { outbox, urls, key, timeoutMs, pollMs } = options
   const now = options.now ?? Date.now
   const random = options.random ?? Math.random
-  const batch = options.batch ?? 16
+  const batch = options.batch ?? 64
   // A lease longer than any attempt: nobody else takes the row while this one may still be sending it.
   const leaseMs = timeoutMs + 30_000
   const stopping = new AbortController()
   let wake: Array<() => void> = []
   let lastPrune = 0
+  const gatherMs = Math.min(pollMs, 50)
+  let gathering: NodeJS.Timeout | undefined
 
   const idle = async (): Promise<void> => {
     await new Promise<void>((resolve) => {
@@ -76,33 +79,29 @@ export function startDeliverer (options: DelivererOptions): Deliverer {
     })
   }
 
-  async function attempt (row: ClaimedDelivery): Promise<void> {
+  async function attempt (row: ClaimedDelivery, delivered: string[]): Promise<void> {
     let problem: string
+    const timeout = AbortSignal.timeout(timeoutMs)
     try {
-      const response = await fetch(row.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'user-agent': 'auth-token-service-webhooks', ...signWebhook(key, row.eventId, row.payload, now()) },
-        body: row.payload,
-        redirect: 'manual',
-        // Stopping cuts an attempt short rather than holding the shutdown for a slow receiver.
-        signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), stopping.signal])
-      })
-      // The body is not needed; reading it frees the connection for the next attempt.
-      await response.arrayBuffer().catch(() => {})
-      problem = response.status >= 200 && response.status < 300 ? '' : `HTTP ${response.status}`
+      const status = await poster.post(row.url, {
+        'content-type': 'application/json',
+        'user-agent': 'auth-token-service-webhooks',
+        ...signWebhook(key, row.eventId, row.payload, now())
+      }, row.payload, AbortSignal.any([timeout, stopping.signal]))
+      // Stopping cuts an attempt short (the signal above) rather than holding the shutdown for a slow receiver.
+      problem = status >= 200 && status < 300 ? '' : `HTTP ${status}`
     } catch (error) {
       if (stopping.signal.aborted) {
         // Due again at once for whichever instance runs next (this one's lease is given back).
         await outbox.attemptFailed(row.id, 'interrupted: the service stopped', 0, options.retryWindowMs).catch(() => {})
         return
       }
-      problem = error instanceof Error ? (error.name === 'TimeoutError' ? `timeout after ${timeoutMs} ms` : `${error.message}${causeOf(error)}`) : 'request failed'
+      problem = timeout.aborted ? `timeout after ${timeoutMs} ms` : error instanceof Error ? error.message : 'request failed'
     }
     if (problem === '') {
-      // Outside the request's try: an outbox that cannot record it leaves the row leased, and it
-      // is sent again when the lease runs out (at least once), not counted as the receiver's failure.
-      await outbox.delivered(row.id)
-      options.onAttempt?.('delivered')
+      // Recorded with the batch's others in one statement (loop below); an outbox that cannot
+      // record it leaves the row leased, and it is sent again when the lease runs out (at least once).
+      delivered.push(row.id)
       return
     }
     const status: DeliveryStatus = await outbox.attemptFailed(row.id, problem, backoffDelay(row.attempts, options.backoffMs, options.maxBackoffMs, random), options.retryWindowMs)
@@ -115,9 +114,14 @@ export function startDeliverer (options: DelivererOptions): Deliverer {
       try {
         const rows = await outbox.claim(url, batch, leaseMs)
         claimed = rows.length
+        const delivered: string[] = []
         // Every attempt settles before the next claim (and before stop() returns), failed ones too.
-        for (const result of await Promise.allSettled(rows.map(attempt))) {
+        for (const result of await Promise.allSettled(rows.map(async (row) => { await attempt(row, delivered) }))) {
           if (result.status === 'rejected') options.onError?.(result.reason)
+        }
+        if (delivered.length > 0) {
+          await outbox.delivered(delivered)
+          delivered.forEach(() => { options.onAttempt?.('delivered') })
         }
       } catch (error) {
         options.onError?.(error)
@@ -137,21 +141,20 @@ export function startDeliverer (options: DelivererOptions): Deliverer {
     }
   }
 
-  const running = Promise.all([...urls.map(loop), pruneLoop()])
+  const poster = createPoster()
+  const running = Promise.all([...urls.map(loop), pruneLoop()]).finally(() => { poster.close() })
   return {
     nudge () {
-      for (const done of [...wake]) done()
+      // Coalesced: the events written within gatherMs go out in one claim, not one claim each.
+      gathering ??= setTimeout(() => {
+        gathering = undefined
+        for (const done of [...wake]) done()
+      }, gatherMs)
     },
     async stop () {
+      clearTimeout(gathering)
       stopping.abort()
       await running
     }
   }
-}
-
-/** fetch's "fetch failed" says nothing; its cause (ECONNREFUSED, …) does. */
-function causeOf (error: Error): string {
-  const cause = (error as { cause?: unknown }).cause
-  if (cause instanceof Error) return `: ${(cause as { code?: unknown }).code !== undefined ? String((cause as { code?: unknown }).code) : cause.message}`
-  return ''
 }

@@ -35,7 +35,8 @@ export interface WebhookOutbox {
    * every other instance while this one sends it (a crashed instance's lease just runs out).
    */
   claim (url: string, limit: number, leaseMs: number): Promise<ClaimedDelivery[]>
-  delivered (id: string): Promise<void>
+  /** The receiver took these (one statement for a claimed batch). */
+  delivered (ids: readonly string[]): Promise<void>
   /**
    * A failed attempt: tried again after `delayMs`, or marked failed once `windowMs` has passed
    * since the row's window started. Says which.
@@ -79,8 +80,8 @@ export function createSqlWebhookOutbox (db: Queryable): WebhookOutbox {
           RETURNING id::text AS id, event_id, url, payload, attempts`, [url, limit, leaseMs])
       return rows.map((row) => ({ id: row.id, eventId: row.event_id, url: row.url, payload: row.payload, attempts: row.attempts }))
     },
-    async delivered (id) {
-      await db.query("UPDATE webhook_deliveries SET status = 'delivered', delivered_at = now(), leased_until = NULL, last_error = NULL WHERE id = $1 AND status = 'pending'", [id])
+    async delivered (ids) {
+      await db.query("UPDATE webhook_deliveries SET status = 'delivered', delivered_at = now(), leased_until = NULL, last_error = NULL WHERE id = ANY($1::bigint[]) AND status = 'pending'", [ids])
     },
     async attemptFailed (id, error, delayMs, windowMs) {
       const { rows } = await db.query<{ status: DeliveryStatus }>(
