@@ -87,6 +87,8 @@ t.test('a receiver answering 503 for 20 s, then recovering: every event arrives'
   const ids = new Set(receiver.events.map((event) => event.id))
   t.ok(receiver.attempts.every((attempt) => ids.has(attempt.id)), 'retries reused the event\'s webhook-id')
   await until('the outbox marked delivered', async () => (await outboxCounts(databaseUrl)).delivered === 12, 10_000)
+  const leaked = receiver.attempts.filter((attempt) => attempt.body.includes(ACCOUNT.password) || attempt.body.includes('a wrong passphrase') || /\$argon2/.test(attempt.body))
+  t.equal(leaked.length, 0, 'no password or hash in any body')
 })
 
 t.test('the service killed while events wait, then started again: every event arrives', async (t) => {
