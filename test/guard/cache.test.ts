@@ -61,7 +61,8 @@ for (const mode of MODES) {
     })
 
     t.test('a cached token is refused once it expires, though the cache would keep it longer', async (t) => {
-      const service = await startTokenService(t, { tokenTtlSeconds: 2 })
+      // 5 s, not 2: warming (the feed connecting, a first verification) took over 2 s at a load of 12.
+      const service = await startTokenService(t, { tokenTtlSeconds: 5 })
       const { options, verifications } = guardOptions(t, service, mode, { cache: { maxEntries: 100, ttlMs: 60_000 } })
       const guarded = await buildGuardedApp(t, options)
       const login = await service.client.login('ann', 'correct horse battery staple')
