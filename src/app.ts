@@ -72,7 +72,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   const webhooksOn = config.webhooks !== undefined
   let outbox: WebhookOutbox | undefined
   const metrics = createMetrics({
-    webhookDeliveries: webhooksOn ? async () => await (outbox?.counts() ?? Promise.resolve(undefined)) : undefined,
+    webhookDeliveries: webhooksOn ? async () => await outbox?.counts() : undefined,
     hashQueueDepth: () => sources?.hasher.queueDepth() ?? 0,
     auditDropped: () => sources?.audit.dropped() ?? 0,
     logLinesDropped: logging.droppedLines,
