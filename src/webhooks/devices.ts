@@ -81,7 +81,9 @@ export function createSqlDeviceRecord (db: Queryable): DeviceRecord {
         `WITH window_start AS (SELECT now() - make_interval(days => $3) AS at),
               pruned AS (DELETE FROM login_devices WHERE account_id = $1 AND device <> $2 AND last_seen < (SELECT at FROM window_start)),
               upserted AS (INSERT INTO login_devices (account_id, device, last_seen) VALUES ($1, $2, now())
-                           ON CONFLICT (account_id, device) DO UPDATE SET last_seen = EXCLUDED.last_seen)
+                           ON CONFLICT (account_id, device) DO UPDATE SET last_seen = EXCLUDED.last_seen
+                           -- A day's precision is ample for 90 days: a repeat Login the same day writes nothing.
+                           WHERE login_devices.last_seen < EXCLUDED.last_seen - interval '1 day')
          SELECT EXISTS (SELECT 1 FROM login_devices WHERE account_id = $1 AND last_seen >= (SELECT at FROM window_start)) AS known,
                 EXISTS (SELECT 1 FROM login_devices WHERE account_id = $1 AND device = $2 AND last_seen >= (SELECT at FROM window_start)) AS recent`,
         [accountId, key, DEVICE_MEMORY_DAYS])
