@@ -23,6 +23,8 @@ export interface ScenarioContext {
     serviceTraced: string
     /** The service with AUTH_IDLE_TIMEOUT_SECONDS set (issue 34). */
     serviceIdle: string
+    /** The service with webhooks on, delivering to a local receiver that verifies each signature (servers/webhook-receiver.ts). */
+    serviceWebhooks: string
   }
   /** The binding the service's own hasher uses. */
   serviceBinding: Binding
@@ -208,6 +210,10 @@ export function defineScenarios (context: ScenarioContext): Scenario[] {
       baseline: other === 'node-rs' ? 'argon2-node-rs' : 'argon2',
       load: loginSpec(context, context.password, 200, origins.serviceOtherBinding)
     },
+    // Webhooks' cost (issue 36): the same Logins to the same build with AUTH_WEBHOOK_URL set (an outbox row with
+    // each audit row, the device record, the delivery), run right after the service without it. Whole runs, never
+    // slices: a slice's Logins still hashing when it ends would meet the next slice's in a full hash queue (503s).
+    { id: 'login-webhooks', server: 'serviceWebhooks', group: 'login', minSeconds: 1, unsliced: true, paired: ['login-success'], title: 'Login, right password, webhooks on (a receiver present)', baseline: 'login-success', load: loginSpec(context, context.password, 200, origins.serviceWebhooks) },
     { id: 'logout-login', server: 'service', group: 'login', minSeconds: 1, title: 'Logout + Login cycle (ratio per cycle)', baseline: ownArgon2, requestsPerUnit: 2, load: logoutLoginSpec(context) },
 
     { id: 'guard-direct', server: 'ordersDirect', group: 'guard', paired: ['one-get'], title: 'orders-service GET /orders, guard direct, no cache', baseline: 'one-get', load: { url: `${origins.ordersDirect}/orders`, headers: bearer, expectedStatuses: [200] } },

@@ -32,6 +32,9 @@ import { totpRoutes } from './routes/totp.js'
 import { createSecondFactor, type SecondFactor } from './totp/second-factor.js'
 import { totpKeySource } from './totp/keys.js'
 import { PACKAGE_VERSION } from './version.js'
+import { createSqlDeviceRecord } from './webhooks/devices.js'
+import { createSqlWebhookOutbox, type WebhookOutbox } from './webhooks/outbox.js'
+import { startWebhookDelivery } from './webhooks/start.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -46,6 +49,8 @@ declare module 'fastify' {
     /** TOTP (issue 34): enrollment, its routes, and the check Login makes (through auth). */
     secondFactor: SecondFactor
     metrics: Metrics
+    /** The webhook outbox (issue 36): the admin API lists and retries its deliveries. */
+    webhookOutbox: WebhookOutbox
     /** Shutdown state: once draining, readiness answers 503. */
     lifecycle: { draining: boolean }
   }
@@ -69,7 +74,10 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   const logging = serviceLogging(config, options)
   // Metrics read the backends lazily, so they exist first and can count the backends' errors.
   let sources: Backends | undefined
+  const webhooksOn = config.webhooks !== undefined
+  let outbox: WebhookOutbox | undefined
   const metrics = createMetrics({
+    webhookDeliveries: webhooksOn ? async () => await outbox?.counts() : undefined,
     hashQueueDepth: () => sources?.hasher.queueDepth() ?? 0,
     auditDropped: () => sources?.audit.dropped() ?? 0,
     logLinesDropped: logging.droppedLines,
@@ -108,7 +116,13 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     issuer: config.totpIssuer,
     onUnreadable: (accountId) => { app.log.error({ accountId }, 'a TOTP secret does not open with AUTH_TOTP_KEY (or AUTH_TOTP_PREVIOUS_KEYS): its account cannot pass the second factor') }
   })
-  const auth = createAuthService({ ...observed, config, sessions, passwordPolicy, apiKeys, secondFactor })
+  outbox = createSqlWebhookOutbox(backends.database)
+  const auth = createAuthService({ ...observed, config, sessions, passwordPolicy, apiKeys, secondFactor, devices: webhooksOn ? createSqlDeviceRecord(backends.database) : undefined })
+  if (config.webhooks !== undefined) {
+    const delivery = startWebhookDelivery(config.webhooks, { outbox, signal: backends.webhookRows, log: app.log, metrics })
+    // onClose hooks run last-registered first: the worker stops before the database closes under it.
+    app.addHook('onClose', async () => { await delivery.stop() })
+  }
   app.decorate('backends', backends)
   app.decorate('auth', auth)
   app.decorate('accounts', createAccountAdmin({ ...observed, passwordPolicy, apiKeys }))
@@ -116,6 +130,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   app.decorate('secondFactor', secondFactor)
   app.decorate('sessions', sessions)
   app.decorate('metrics', metrics)
+  app.decorate('webhookOutbox', outbox)
   app.decorate('lifecycle', { draining: false })
 
   app.addHook('onRequest', everyRequest)

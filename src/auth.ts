@@ -17,6 +17,7 @@ import type { ApiKeys } from './keys/api-keys.js'
 import { hashApiKey, isApiKeyShaped } from './keys/secret.js'
 import type { UserRecord, UserStore } from './stores/user-store.js'
 import type { SecondFactor } from './totp/second-factor.js'
+import { deviceOf, type DeviceRecord } from './webhooks/devices.js'
 
 /**
  * Login, Authenticate and Logout over the stores. No HTTP here: failures are
@@ -120,6 +121,8 @@ export interface AuthServiceDeps {
   apiKeys?: Pick<ApiKeys, 'recover' | 'used'> | undefined
   /** TOTP (issue 34): absent, no account has a second factor. */
   secondFactor?: Pick<SecondFactor, 'verify' | 'remove'> | undefined
+  /** The clients each account logged in from (login.new_device, webhooks on); absent: not tracked. */
+  devices?: DeviceRecord | undefined
   /** Wall clock in epoch ms; injectable for tests. */
   now?: () => number
 }
@@ -139,7 +142,7 @@ type CredentialCheck =
   | { ok: false, outcome: 'unknown-user' | 'wrong-password' | 'disabled' | 'not-provisioned', account?: UserRecord }
 
 export function createAuthService (deps: AuthServiceDeps): AuthService {
-  const { users, tokens, hasher, limiter, audit, config, directory, sessions, apiKeys, secondFactor } = deps
+  const { users, tokens, hasher, limiter, audit, config, directory, sessions, apiKeys, secondFactor, devices } = deps
   const activeKey = (record: TokenRecord | null): TokenRecord => {
     if (record?.keyId === undefined) throw unauthorized()
     apiKeys?.used(record.keyId)
@@ -341,6 +344,13 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
       // Best effort and off the answer's path: the admin API's last_login must never fail or slow a Login.
       users.recordLogin(account.id).catch(() => {})
       audit.record({ event: 'login.success', ...context, accountId: account.id, outcome: issued.refreshed ? 'refreshed' : 'issued' })
+      if (devices !== undefined) {
+        // Off the answer's path, as last_login: a record that cannot be written costs an alert, never a Login.
+        const device = deviceOf(client.ip, client.userAgent)
+        devices.seen(account.id, device).then((unseen) => {
+          if (unseen) audit.record({ event: 'login.new_device', ...context, accountId: account.id, outcome: 'new-device', device })
+        }, () => {})
+      }
       return issued
     },
 

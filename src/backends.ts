@@ -17,6 +17,7 @@ import { createSqlUserStore, type UserStore } from './stores/user-store.js'
 import { createSqlApiKeyStore, type ApiKeyStore } from './stores/api-key-store.js'
 import { createSqlTotpStore, type TotpStore } from './stores/totp-store.js'
 import { withTimeout } from '@auth-token-service/guard/shared/time-limit'
+import { createOutboxSignal, type OutboxSignal } from './webhooks/signal.js'
 
 /** A token store the service runs on: it ends tokens and feeds their revocations, in one object (one Lua script each). */
 export type ServiceTokenStore = RedisTokenStore | MemoryTokenStore
@@ -34,6 +35,8 @@ export interface Backends {
   hasher: PasswordHasher
   limiter: LoginLimiter
   audit: AuditLog
+  /** Rung by the audit log when it wrote webhook outbox rows; the delivery worker answers it. */
+  webhookRows: OutboxSignal
   /** The directory of federated accounts, when AUTH_LDAP_URL is set. */
   directory?: Directory | undefined
   /** Resolves true once every backend answers, false if that takes longer than `timeoutMs`. */
@@ -78,10 +81,12 @@ export function openLoginLimiter (config: Config, tokens: ServiceTokenStore, nam
     : createMemoryLoginLimiter(loginLimits(config))
 }
 
-export function openAuditLog (config: Config, database: Database, log: Log): AuditLog {
+export function openAuditLog (config: Config, database: Database, log: Log, webhookRows?: OutboxSignal): AuditLog {
   const throttled = createThrottledLog()
   return createSqlAuditLog(database, {
     maxBuffered: config.auditBufferSize,
+    webhookUrls: config.webhooks?.urls,
+    onWebhookRows: webhookRows?.notify,
     onDrop: (count, total, cause) => {
       throttled('audit', (repeats) => {
         log.warn({ dropped: count, droppedTotal: total, cause: cause instanceof Error ? cause.message : String(cause), repeats }, 'audit events dropped')
@@ -165,7 +170,8 @@ export async function openBackends (config: Config, log: Log, hook?: BackendErro
   }, database.kind === 'pglite' && config.redis === undefined
     ? 'running on the embedded default: no DATABASE_URL or REDIS_URL set'
     : 'backends chosen')
-  return assembleBackends(config, { database, tokens, audit: openAuditLog(config, database, log), hook })
+  const webhookRows = createOutboxSignal()
+  return assembleBackends(config, { database, tokens, audit: openAuditLog(config, database, log, webhookRows), webhookRows, hook })
 }
 
 /**
@@ -174,9 +180,10 @@ export async function openBackends (config: Config, log: Log, hook?: BackendErro
  * and the directory are put together, for the service (openBackends), the command line
  * and the tests, which hand in their own parts. `close` closes all of it.
  */
-export function assembleBackends (config: Config, parts: { database: Database, tokens: ServiceTokenStore, audit?: AuditLog, hook?: BackendErrorHook }): Backends {
+export function assembleBackends (config: Config, parts: { database: Database, tokens: ServiceTokenStore, audit?: AuditLog, webhookRows?: OutboxSignal, hook?: BackendErrorHook }): Backends {
   const { database, tokens, hook } = parts
-  const audit = parts.audit ?? createSqlAuditLog(database)
+  const webhookRows = parts.webhookRows ?? createOutboxSignal()
+  const audit = parts.audit ?? createSqlAuditLog(database, { webhookUrls: config.webhooks?.urls, onWebhookRows: webhookRows.notify })
   const hasher = createPasswordHasher(config.argon2, config.hashing)
   return {
     database,
@@ -188,6 +195,7 @@ export function assembleBackends (config: Config, parts: { database: Database, t
     hasher,
     limiter: openLoginLimiter(config, tokens),
     audit,
+    webhookRows,
     directory: config.ldap === undefined ? undefined : createLdapDirectory(config.ldap),
     ready: async (timeoutMs) => await withTimeout(tokens.ready().then(() => true, () => false), timeoutMs, () => false),
     async close () {

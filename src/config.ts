@@ -7,6 +7,7 @@ import type { RedisTopology } from './stores/redis/client.js'
 import type { MinReplicaAcks } from './stores/redis/replica-acks.js'
 import { DEFAULT_LOG_BUFFER_BYTES, LOG_FLUSH_BYTES } from './logging/log-destination.js'
 import type { LdapConfig } from './federation/ldap-directory.js'
+import { decodeWebhookSecret } from './webhooks/signature.js'
 
 /**
  * Every setting of the service, read once at start. Precedence: explicit
@@ -65,6 +66,8 @@ export interface Config {
   acceptLossyPersistence: boolean
   /** Audit events buffered in memory before new ones are dropped (and counted). */
   auditBufferSize: number
+  /** Lifecycle events as signed webhooks (AUTH_WEBHOOK_URL and AUTH_WEBHOOK_SECRET); undefined: none sent. */
+  webhooks: WebhookConfig | undefined
   /**
    * The internal listener (INTERNAL_HOST, INTERNAL_PORT; METRICS_PORT is its deprecated name):
    * /metrics, /docs, /openapi.json and /auth/revocations. The public port serves none of them
@@ -152,6 +155,19 @@ export class ConfigError extends Error {
     this.name = 'ConfigError'
     this.variable = variable
   }
+}
+
+export interface WebhookConfig {
+  urls: string[]
+  /** `whsec_<base64>`: the Standard Webhooks signing secret. */
+  secret: string
+  timeoutMs: number
+  /** The first retry's delay; each next one doubles, up to an hour. */
+  backoffMs: number
+  /** How long an undelivered event is retried before it is marked failed (24 h at least). */
+  retryWindowMs: number
+  /** How often idle delivery loops look for due events. */
+  pollMs: number
 }
 
 type Env = Readonly<Record<string, string | undefined>>
@@ -412,6 +428,30 @@ function sharesPort (config: Config): boolean {
   return config.host === config.internalHost || WILDCARD_HOSTS.has(config.host) || WILDCARD_HOSTS.has(config.internalHost)
 }
 
+/** AUTH_WEBHOOK_URL (comma-separated http(s) URLs) with AUTH_WEBHOOK_SECRET, or neither. */
+function webhookConfig (env: Env): WebhookConfig | undefined {
+  const raw = present(env, 'AUTH_WEBHOOK_URL')
+  const secret = present(env, 'AUTH_WEBHOOK_SECRET')
+  if (raw === undefined) {
+    if (secret !== undefined) throw new ConfigError('AUTH_WEBHOOK_SECRET', 'is set but AUTH_WEBHOOK_URL is not: set both, or neither')
+    return undefined
+  }
+  const urls = raw.split(',').map((part) => part.trim()).filter((part) => part !== '')
+  for (const candidate of urls) url({ AUTH_WEBHOOK_URL: candidate }, 'AUTH_WEBHOOK_URL', ['http:', 'https:'])
+  if (new Set(urls).size !== urls.length) throw new ConfigError('AUTH_WEBHOOK_URL', 'names one URL twice')
+  if (secret === undefined) throw new ConfigError('AUTH_WEBHOOK_SECRET', 'is required with AUTH_WEBHOOK_URL (whsec_ and base64: echo whsec_$(openssl rand -base64 32))')
+  const decoded = decodeWebhookSecret(secret)
+  if (!decoded.ok) throw new ConfigError('AUTH_WEBHOOK_SECRET', decoded.problem)
+  return {
+    urls,
+    secret,
+    timeoutMs: integer(env, 'AUTH_WEBHOOK_TIMEOUT_SECONDS', 10, 1, 300) * 1000,
+    backoffMs: integer(env, 'AUTH_WEBHOOK_BACKOFF_SECONDS', 5, 1, 3600) * 1000,
+    retryWindowMs: integer(env, 'AUTH_WEBHOOK_RETRY_HOURS', 24, 24, 24 * 30) * 3_600_000,
+    pollMs: 1000
+  }
+}
+
 export function loadConfig (env: Env = process.env, overrides: Partial<Config> = {}): Config {
   const nodeEnv = present(env, 'NODE_ENV') ?? 'development'
   const bootstrapUsername = present(env, 'AUTH_BOOTSTRAP_USERNAME')
@@ -490,6 +530,7 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     maxTokensPerAccount: integer(env, 'AUTH_MAX_TOKENS_PER_ACCOUNT', 1000, 1, 1_000_000),
     acceptLossyPersistence: boolean(env, 'AUTH_REDIS_ACCEPT_LOSSY_PERSISTENCE', false),
     auditBufferSize: integer(env, 'AUTH_AUDIT_BUFFER', 10_000, 1, 1_000_000),
+    webhooks: webhookConfig(env),
     internalHost: present(env, 'INTERNAL_HOST') ?? '127.0.0.1',
     internalPort: integer(env, 'INTERNAL_PORT', present(env, 'METRICS_PORT') === undefined ? 3001 : integer(env, 'METRICS_PORT', 3001, 0, 65535), 0, 65535),
     internalHostnames: hostnames(env, 'INTERNAL_HOSTNAMES'),

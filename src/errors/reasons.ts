@@ -15,7 +15,7 @@ export const PARAMETERS = ['username', 'password', 'token', 'format', 'jsonpFunc
 export type Parameter = typeof PARAMETERS[number]
 
 /** The admin API's parameters (admin/schemas.ts): its reasons may name these. */
-export const ADMIN_PARAMETERS = ['username', 'password', 'federated', 'disabled', 'limit', 'cursor', 'user', 'since', 'event', 'id', 'kind', 'name', 'expires_in_days'] as const
+export const ADMIN_PARAMETERS = ['username', 'password', 'federated', 'disabled', 'limit', 'cursor', 'user', 'since', 'event', 'id', 'kind', 'name', 'expires_in_days', 'status'] as const
 export type AdminParameter = typeof ADMIN_PARAMETERS[number]
 
 const KNOWN: ReadonlySet<string> = new Set(PARAMETERS)
@@ -113,6 +113,7 @@ export const reasons = {
   unknownAccount: () => reason('no such account'),
   noSuchSession: () => reason('no such session'),
   noSuchKey: () => reason('no such key'),
+  noSuchDelivery: () => reason('no such failed or pending delivery'),
   accountDisabled: () => reason('the account is disabled'),
   usernameTaken: () => reason('username is taken'),
   // Log-only reasons of refusals whose answer carries no detail (a 403 or 401 is byte-identical).

@@ -18,6 +18,8 @@ export interface Metrics {
   countEvents (audit: AuditLog): AuditLog
   /** The hasher, timed. */
   timeHashing (hasher: PasswordHasher): PasswordHasher
+  /** One webhook attempt's outcome: delivered, to be retried, or given up (failed). */
+  webhookAttempt (outcome: 'delivered' | 'retry' | 'failed'): void
 }
 
 export interface MetricSources {
@@ -27,6 +29,8 @@ export interface MetricSources {
   logLinesDropped: () => number
   /** Live API keys expiring within 7 days (a Postgres count, at each scrape); absent: no gauge. */
   keysExpiringSoon?: () => Promise<number>
+  /** Webhook deliveries waiting and given up (a Postgres count, at each scrape); absent: webhooks off, no gauge. */
+  webhookDeliveries?: (() => Promise<{ pending: number, failed: number } | undefined>) | undefined
 }
 
 /** A counter that follows a running total kept elsewhere, brought up to it at each scrape. */
@@ -84,6 +88,24 @@ export function createMetrics (sources: MetricSources): Metrics {
       }
     })
   }
+  const webhookDeliveries = sources.webhookDeliveries
+  if (webhookDeliveries !== undefined) {
+    let last = { pending: 0, failed: 0 }
+    // eslint-disable-next-line no-new -- a metric registers itself; the registry holds it
+    new Gauge({
+      name: 'auth_webhook_deliveries',
+      help: 'Webhook deliveries by status: pending (not yet taken by the receiver) and failed (given up after the retry window: docs/webhooks.md)',
+      labelNames: ['status'] as const,
+      registers: [registry],
+      // A database that cannot answer leaves the last values: the scrape still succeeds.
+      async collect () {
+        last = await webhookDeliveries().then((counts) => counts ?? last, () => last)
+        this.set({ status: 'pending' }, last.pending)
+        this.set({ status: 'failed' }, last.failed)
+      }
+    })
+  }
+  const webhookAttempts = new Counter({ name: 'auth_webhook_attempts_total', help: 'Webhook delivery attempts by outcome (delivered, retry, failed: given up)', labelNames: ['outcome'] as const, registers: [registry] })
   totalCounter(registry, 'auth_audit_events_dropped_total', 'Audit events dropped (buffer full or database refused)', sources.auditDropped)
   totalCounter(registry, 'auth_log_lines_dropped_total', 'Log lines dropped because stdout took none while the log buffer was full (its reader slow or stopped), or refused them', sources.logLinesDropped)
 
@@ -124,6 +146,9 @@ export function createMetrics (sources: MetricSources): Metrics {
     },
     backendError (backend) {
       backendErrors.inc({ backend })
+    },
+    webhookAttempt (outcome) {
+      webhookAttempts.inc({ outcome })
     },
     countEvents: (audit) => ({
       ...audit,
