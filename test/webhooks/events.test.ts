@@ -1,4 +1,5 @@
 import t from 'tap'
+import * as OTPAuth from 'otpauth'
 import { hashToken } from '@auth-token-service/guard/token'
 import { buildTestApp } from '../support/app.js'
 import { buildInternalApp } from '../../src/internal-listener.js'
@@ -97,4 +98,33 @@ t.test('every lifecycle event reaches the receiver, signed, and no body holds a 
   const bodies = [...receiver.attempts.map((attempt) => attempt.body), ...stored.map((row) => row.payload)]
   const leaks = secrets.filter((value) => bodies.some((body) => body.includes(value)))
   t.same(leaks.map((value) => value.slice(0, 6)), [], 'no secret in any body')
+})
+
+t.test('a second factor confirmed and removed: totp.enabled and totp.disabled, with neither the secret nor a recovery code in a body', async (t) => {
+  const secret = newWebhookSecret()
+  const receiver = await startWebhookReceiver(t, secret)
+  const { app, addUser } = await buildTestApp(t, 'embedded', { webhooks: fastWebhooks([receiver.url], secret) })
+  await addUser('carol', PASSWORD)
+  // Away from a step's end, so that the code of the step before confirms and the code of now removes.
+  const into = Date.now() % 30_000
+  if (into > 27_000) await new Promise((resolve) => setTimeout(resolve, 30_000 - into + 100))
+  const token = (await login(app, 'carol', PASSWORD, FIREFOX)).token ?? ''
+  const bearer = { authorization: `Bearer ${token}` }
+  const begun = await app.inject({ method: 'POST', url: '/auth/totp', headers: bearer })
+  t.equal(begun.statusCode, 200)
+  const enrollment = begun.json<{ secret: string, otpauth_uri: string, recovery_codes: string[] }>()
+  const generator = OTPAuth.URI.parse(enrollment.otpauth_uri)
+  if (!(generator instanceof OTPAuth.TOTP)) throw new Error('not a TOTP URI')
+  const confirmed = await app.inject({ method: 'POST', url: '/auth/totp/confirm', headers: { ...bearer, 'content-type': 'application/json' }, payload: { code: generator.generate({ timestamp: Date.now() - 30_000 }) } })
+  t.equal(confirmed.statusCode, 200, confirmed.body)
+  const removed = await app.inject({ method: 'DELETE', url: '/auth/totp', headers: { ...bearer, 'content-type': 'application/json' }, payload: { current_password: PASSWORD, code: generator.generate() } })
+  t.equal(removed.statusCode, 200, removed.body)
+
+  await receiver.waitFor('totp.enabled and totp.disabled', (events) => ['totp.enabled', 'totp.disabled'].every((type) => events.some((event) => event.type === type)))
+  t.equal(receiver.refused(), 0, 'every signature verified')
+  t.match(receiver.events.find((event) => event.type === 'totp.enabled')?.data, { username: 'carol', account_id: /^\d+$/ })
+  t.match(receiver.events.find((event) => event.type === 'totp.disabled')?.data, { username: 'carol' })
+  const secrets = [PASSWORD, token, enrollment.secret, ...enrollment.recovery_codes]
+  const leaks = secrets.filter((value) => receiver.attempts.some((attempt) => attempt.body.includes(value)))
+  t.same(leaks.map((value) => value.slice(0, 4)), [], 'no secret, token or recovery code in any body')
 })
