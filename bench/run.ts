@@ -166,7 +166,7 @@ async function main (): Promise<void> {
     // both sides of a ratio run on the same engine settings; and every server, the service too,
     // with the young generation's floor at the size each one reaches under sustained load.
     const start = async (name: string, script: string, env: Record<string, string>, readyPath: string, options: { args?: string[], logs?: boolean } = {}): Promise<Child> => {
-      const engineFlags = [...BENCH_V8_FLAGS, ...(name === 'service' || name === 'service-traced' ? [] : SERVING_V8_FLAGS)]
+      const engineFlags = [...BENCH_V8_FLAGS, ...(name === 'service' || name === 'service-traced' || name === 'service-idle' || name === 'service-webhooks' ? [] : SERVING_V8_FLAGS)]
       const pipe = options.logs === true ? await openLogPipe(compiled('./servers/log-reader.js')) : undefined
       if (pipe !== undefined) logReaders.set(name, pipe.reader)
       const child = await startChild({ name, script, args: options.args ?? [], env, readyPath, nodeFlags: [...engineFlags, ...profiled(name)], ...(pipe === undefined ? {} : { stdoutFd: pipe.writeFd }) })
@@ -207,15 +207,32 @@ async function main (): Promise<void> {
     ])
     // After the others: a service's start (migrations checked, hasher threads, Redis) beside ten more took over 30 s here.
     const serviceTraced = await start('service-traced', join(ROOT, 'dist', 'cli', 'main.js'), tracedEnv, '/health/ready', { args: ['serve'], logs: true })
+    // The same service with the idle timeout on (issue 34); its token from its own Login, so that it has its idle key.
+    const serviceIdle = await start('service-idle', join(ROOT, 'dist', 'cli', 'main.js'), { ...serviceEnv, INTERNAL_PORT: String(await freePort()), AUTH_IDLE_TIMEOUT_SECONDS: '900' }, '/health/ready', { args: ['serve'], logs: true })
+    const idleLogin = await fetch(`${serviceIdle.origin}/auth/Login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ username: accountName(1), password: PASSWORD })
+    })
+    const { token: idleToken } = await idleLogin.json() as { token?: string }
+    if (idleLogin.status !== 200 || idleToken === undefined) throw new Error(`the idle-timeout service refused the bench's Login: ${idleLogin.status}`)
+    // The same service with webhooks on (issue 36), delivering every event to a receiver process that verifies each signature.
+    const webhookSecret = `whsec_${randomBytes(32).toString('base64')}`
+    const webhookReceiver = await start('webhook-receiver', compiled('./servers/webhook-receiver.js'), { BENCH_WEBHOOK_SECRET: webhookSecret }, '/')
+    const webhooksInternalPort = await freePort()
+    const serviceWebhooks = await start('service-webhooks', join(ROOT, 'dist', 'cli', 'main.js'), {
+      ...serviceEnv, INTERNAL_PORT: String(webhooksInternalPort), ...(process.env.BENCH_WEBHOOKS_AA === '1' ? {} : { AUTH_WEBHOOK_URL: `${webhookReceiver.origin}/hooks`, AUTH_WEBHOOK_SECRET: webhookSecret })
+    }, '/health/ready', { args: ['serve'], logs: true })
     const { token: jwtToken } = await (await fetch(`${jwt.origin}/token`)).json() as { token: string }
     await assertSameAnswer(`${ordersCached.origin}/orders`, `${ordersUnguarded.origin}/orders`, token)
     log(`${children.length} servers up`)
 
     const allScenarios = defineScenarios({
-      origins: { service: service.origin, bare: bare.origin, oneGet: oneGet.origin, oneGetTwin: oneGetTwin.origin, jwt: jwt.origin, argon2: argon2.origin, argon2NodeRs: argon2NodeRs.origin, ordersDirect: ordersDirect.origin, ordersCached: ordersCached.origin, ordersUnguarded: ordersUnguarded.origin, serviceOtherBinding: serviceOtherBinding.origin, serviceTraced: serviceTraced.origin },
+      origins: { service: service.origin, bare: bare.origin, oneGet: oneGet.origin, oneGetTwin: oneGetTwin.origin, jwt: jwt.origin, argon2: argon2.origin, argon2NodeRs: argon2NodeRs.origin, ordersDirect: ordersDirect.origin, ordersCached: ordersCached.origin, ordersUnguarded: ordersUnguarded.origin, serviceOtherBinding: serviceOtherBinding.origin, serviceTraced: serviceTraced.origin, serviceIdle: serviceIdle.origin, serviceWebhooks: serviceWebhooks.origin },
       serviceBinding: SERVICE_BINDING,
       token,
       apiKey,
+      idleToken,
       unknownToken: generateToken('unknown'),
       jwtToken,
       password: PASSWORD,
@@ -240,6 +257,7 @@ async function main (): Promise<void> {
     const hashQueues = [
       async () => Number(/^auth_password_hash_queue_depth (\d+)/m.exec(await (await fetch(`http://127.0.0.1:${internalPort}/metrics`)).text())?.[1] ?? Number.NaN),
       async () => (await (await fetch(`${serviceOtherBinding.origin}/bench/hash-queue-depth`)).json() as { depth: number }).depth,
+      async () => Number(/^auth_password_hash_queue_depth (\d+)/m.exec(await (await fetch(`http://127.0.0.1:${webhooksInternalPort}/metrics`)).text())?.[1] ?? Number.NaN),
       ...[argon2, argon2NodeRs].map((server) => async () => (await (await fetch(`${server.origin}/health`)).json() as { depth: number }).depth)
     ]
     const quiesce = async (): Promise<void> => {
@@ -259,7 +277,7 @@ async function main (): Promise<void> {
       byPartner[partner] = [...byPartner[partner] ?? [], sample]
       pairedSamples.set(id, byPartner)
     }
-    const servers: Record<ServerName, Child> = { service, bare, oneGet, oneGetTwin, jwt, argon2, argon2NodeRs, ordersDirect, ordersCached, ordersUnguarded, serviceOtherBinding, serviceTraced }
+    const servers: Record<ServerName, Child> = { service, bare, oneGet, oneGetTwin, jwt, argon2, argon2NodeRs, ordersDirect, ordersCached, ordersUnguarded, serviceOtherBinding, serviceTraced, serviceIdle, serviceWebhooks }
     const clocksOf = (scenario: Scenario): ServerClocks => {
       const server = servers[scenario.server]
       const reader = logReaders.get(server.name)
@@ -371,6 +389,11 @@ async function main (): Promise<void> {
     // The traced service's spans went somewhere: what the sink received (SIGTERM flushes the last batch).
     await serviceTraced.stop()
     const exported = await (await fetch(otlpSink.origin)).json() as { requests: number, bytes: number, spans: number, serverSpans: number }
+    // Every Login of service-webhooks was delivered: what the receiver verified, and what still waits in the outbox.
+    const webhookMetrics = await (await fetch(`http://127.0.0.1:${webhooksInternalPort}/metrics`)).text()
+    const webhooksPending = process.env.BENCH_WEBHOOKS_AA === '1' ? 0 : Number(/^auth_webhook_deliveries\{status="pending"\} (\d+)/m.exec(webhookMetrics)?.[1] ?? Number.NaN)
+    const webhookTotals = await (await fetch(webhookReceiver.origin)).json() as { received: number, refused: number, types: Record<string, number> }
+    log(`webhooks: the receiver verified ${webhookTotals.received} (${JSON.stringify(webhookTotals.types)}), refused ${webhookTotals.refused}; ${webhooksPending} pending at the end`)
     // The servers stop first, so that each log reader reaches the end of its pipe and says what it got.
     await Promise.allSettled(children.map(async (child) => { await child.stop() }))
     const logTotals: Record<string, LogTotals> = {}

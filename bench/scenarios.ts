@@ -21,6 +21,10 @@ export interface ScenarioContext {
     serviceOtherBinding: string
     /** The service with tracing on, exporting to a local OTLP sink (servers/otlp-sink.ts). */
     serviceTraced: string
+    /** The service with AUTH_IDLE_TIMEOUT_SECONDS set (issue 34). */
+    serviceIdle: string
+    /** The service with webhooks on, delivering to a local receiver that verifies each signature (servers/webhook-receiver.ts). */
+    serviceWebhooks: string
   }
   /** The binding the service's own hasher uses. */
   serviceBinding: Binding
@@ -28,6 +32,8 @@ export interface ScenarioContext {
   token: string
   /** An API key (`atsk_…`) of a service account, made through the service's admin API. */
   apiKey: string
+  /** An active token issued by the idle-timeout service's own Login (so it has its idle key). */
+  idleToken: string
   /** Shaped like a token, never issued. */
   unknownToken: string
   jwtToken: string
@@ -188,6 +194,9 @@ export function defineScenarios (context: ScenarioContext): Scenario[] {
     // Authenticate by API key (issue 33) against Authenticate by token: the same request shape and ceiling,
     // and auth-query-get's slices taken in turns with its own, so that their CPU ratio is a same-seconds one.
     { id: 'auth-key', server: 'service', group: 'authenticate', paired: ['one-get-query', 'auth-query-get'], title: 'Authenticate by API key, key in query, GET', baseline: 'one-get-query', load: { url: `${authenticate}?token=${context.apiKey}`, expectedStatuses: [200] } },
+    // The idle timeout's cost (issue 34): the same request to the same build with AUTH_IDLE_TIMEOUT_SECONDS set
+    // (the token's idle key read beside it, touched at most once per slack), against the service without it, in the same slices.
+    { id: 'auth-idle', server: 'serviceIdle', group: 'authenticate', paired: ['auth-query-get'], title: 'Authenticate (query, GET), idle timeout on (AUTH_IDLE_TIMEOUT_SECONDS=900)', baseline: 'auth-query-get', load: { url: `${origins.serviceIdle}/auth/Authenticate?token=${context.idleToken}`, expectedStatuses: [200] } },
     { id: 'auth-unknown', server: 'service', group: 'authenticate', paired: ['one-get-query'], title: 'Authenticate, unknown token (403)', baseline: 'one-get-query', load: { url: `${authenticate}?token=${context.unknownToken}`, expectedStatuses: [403] } },
 
     { id: 'login-success', server: 'service', group: 'login', minSeconds: 1, title: 'Login, right password', baseline: ownArgon2, load: loginSpec(context, context.password, 200) },
@@ -201,6 +210,10 @@ export function defineScenarios (context: ScenarioContext): Scenario[] {
       baseline: other === 'node-rs' ? 'argon2-node-rs' : 'argon2',
       load: loginSpec(context, context.password, 200, origins.serviceOtherBinding)
     },
+    // Webhooks' cost (issue 36): the same Logins to the same build with AUTH_WEBHOOK_URL set (an outbox row with
+    // each audit row, the device record, the delivery), run right after the service without it. Whole runs, never
+    // slices: a slice's Logins still hashing when it ends would meet the next slice's in a full hash queue (503s).
+    { id: 'login-webhooks', server: 'serviceWebhooks', group: 'login', minSeconds: 1, unsliced: true, paired: ['login-success'], title: 'Login, right password, webhooks on (a receiver present)', baseline: 'login-success', load: loginSpec(context, context.password, 200, origins.serviceWebhooks) },
     { id: 'logout-login', server: 'service', group: 'login', minSeconds: 1, title: 'Logout + Login cycle (ratio per cycle)', baseline: ownArgon2, requestsPerUnit: 2, load: logoutLoginSpec(context) },
 
     { id: 'guard-direct', server: 'ordersDirect', group: 'guard', paired: ['one-get'], title: 'orders-service GET /orders, guard direct, no cache', baseline: 'one-get', load: { url: `${origins.ordersDirect}/orders`, headers: bearer, expectedStatuses: [200] } },

@@ -8,6 +8,7 @@ import type { LoginLimiter } from './stores/login-limiter.js'
 import { RevocationIncomplete, type TokenStore } from './stores/token-store.js'
 import type { AccountDetails, AccountKind, UserRecord, UserStore } from './stores/user-store.js'
 import type { ApiKeys } from './keys/api-keys.js'
+import type { TotpStore } from './stores/totp-store.js'
 
 /**
  * Account administration shared by the command line and the start-up bootstrap.
@@ -45,6 +46,8 @@ export interface AccountAdmin {
   /** Removes the account and ends its tokens; its audit rows stay. */
   remove (username: string): Promise<{ account: UserRecord, ended: number }>
   revokeSessions (username: string): Promise<{ account: UserRecord, ended: number }>
+  /** Removes the account's second factor (a lost phone and no recovery code): it logs in with its password alone until it enrolls again. */
+  resetSecondFactor (username: string): Promise<AccountView>
   /**
    * The bootstrap account: created when missing, otherwise left as it is (its password may
    * have been changed since); with `reset`, given this password again, which ends its tokens.
@@ -92,11 +95,13 @@ export interface AccountAdminDeps {
   passwordPolicy?: PasswordPolicy
   /** The accounts' API keys: disabling, revoke-all and delete end them (a new password does not). */
   apiKeys?: Pick<ApiKeys, 'endAccount'> | undefined
+  /** Second factors, for the reset (issue 34); absent, an account has none to reset. */
+  totp?: Pick<TotpStore, 'remove'> | undefined
 }
 
 type AdminEvent = 'user.add' | 'user.passwd' | 'user.disable' | 'user.enable' | 'sessions.revoke' | 'user.unlock' | 'user.delete'
 
-export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now = Date.now, actor = { userAgent: 'admin' }, passwordPolicy = DEFAULT_PASSWORD_POLICY, apiKeys }: AccountAdminDeps): AccountAdmin {
+export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now = Date.now, actor = { userAgent: 'admin' }, passwordPolicy = DEFAULT_PASSWORD_POLICY, apiKeys, totp }: AccountAdminDeps): AccountAdmin {
   const by = { clientIp: actor.clientIp, userAgent: actor.userAgent, credential: actor.credential }
   const outcomes: Partial<Record<AdminEvent, string>> = { 'user.add': 'created', 'user.unlock': 'unlocked' }
   const record = (event: AdminEvent, account: UserRecord, ended: number): void => {
@@ -177,6 +182,12 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now
       return { accounts, next: found.length > limit ? accounts.at(-1)?.username : undefined }
     },
     show: async (username) => await view(await details(username)),
+    async resetSecondFactor (username) {
+      const account = await details(username)
+      // The audit name the account's own removal has (totp/second-factor.ts), with the admin's credential.
+      if (await totp?.remove(account.id) === true) audit.record({ event: 'totp.disabled', username: account.username, accountId: account.id, ...by, outcome: 'reset' })
+      return await view({ ...account, totp: false })
+    },
     async unlock (username) {
       const account = await details(username)
       await limiter.unlock(account.username)

@@ -31,7 +31,13 @@ import { verifyRoutes } from './routes/verify.js'
 import { signInRoutes } from './routes/signin.js'
 import { createSqlPasskeyStore } from './stores/passkey-store.js'
 import { createMemoryPendingStore, createRedisPendingStore } from './stores/pending-store.js'
+import { totpRoutes } from './routes/totp.js'
+import { createSecondFactor, type SecondFactor } from './totp/second-factor.js'
+import { totpKeySource } from './totp/keys.js'
 import { PACKAGE_VERSION } from './version.js'
+import { createSqlDeviceRecord } from './webhooks/devices.js'
+import { createSqlWebhookOutbox, type WebhookOutbox } from './webhooks/outbox.js'
+import { startWebhookDelivery } from './webhooks/start.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -43,7 +49,11 @@ declare module 'fastify' {
     sessions: SqlSessions
     /** API keys (issue 33): the admin API, the self-service routes and the command line act through it. */
     apiKeys: ApiKeys
+    /** TOTP (issue 34): enrollment, its routes, and the check Login makes (through auth). */
+    secondFactor: SecondFactor
     metrics: Metrics
+    /** The webhook outbox (issue 36): the admin API lists and retries its deliveries. */
+    webhookOutbox: WebhookOutbox
     /** Shutdown state: once draining, readiness answers 503. */
     lifecycle: { draining: boolean }
   }
@@ -67,7 +77,10 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   const logging = serviceLogging(config, options)
   // Metrics read the backends lazily, so they exist first and can count the backends' errors.
   let sources: Backends | undefined
+  const webhooksOn = config.webhooks !== undefined
+  let outbox: WebhookOutbox | undefined
   const metrics = createMetrics({
+    webhookDeliveries: webhooksOn ? async () => await outbox?.counts() : undefined,
     hashQueueDepth: () => sources?.hasher.queueDepth() ?? 0,
     auditDropped: () => sources?.audit.dropped() ?? 0,
     logLinesDropped: logging.droppedLines,
@@ -99,13 +112,28 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   const sessions = createSqlSessions({ db: backends.database, tokens: backends.tokens, audit: observed.audit, onError: () => { metrics.backendError('postgres') } })
   const apiKeys = createApiKeys({ store: backends.apiKeyStore, tokens: backends.tokens, audit: observed.audit, maxDays: config.apiKeyMaxDays })
   app.addHook('onClose', async () => { await apiKeys.close() })
-  const auth = createAuthService({ ...observed, config, sessions, passwordPolicy, apiKeys })
+  const secondFactor = createSecondFactor({
+    store: backends.totp,
+    audit: observed.audit,
+    keys: totpKeySource(config, app.log),
+    issuer: config.totpIssuer,
+    onUnreadable: (accountId) => { app.log.error({ accountId }, 'a TOTP secret does not open with AUTH_TOTP_KEY (or AUTH_TOTP_PREVIOUS_KEYS): its account cannot pass the second factor') }
+  })
+  outbox = createSqlWebhookOutbox(backends.database)
+  const auth = createAuthService({ ...observed, config, sessions, passwordPolicy, apiKeys, secondFactor, devices: webhooksOn ? createSqlDeviceRecord(backends.database) : undefined })
+  if (config.webhooks !== undefined) {
+    const delivery = startWebhookDelivery(config.webhooks, { outbox, signal: backends.webhookRows, log: app.log, metrics })
+    // onClose hooks run last-registered first: the worker stops before the database closes under it.
+    app.addHook('onClose', async () => { await delivery.stop() })
+  }
   app.decorate('backends', backends)
   app.decorate('auth', auth)
   app.decorate('accounts', createAccountAdmin({ ...observed, passwordPolicy, apiKeys }))
   app.decorate('apiKeys', apiKeys)
+  app.decorate('secondFactor', secondFactor)
   app.decorate('sessions', sessions)
   app.decorate('metrics', metrics)
+  app.decorate('webhookOutbox', outbox)
   app.decorate('lifecycle', { draining: false })
 
   app.addHook('onRequest', everyRequest)
@@ -120,13 +148,18 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   await app.register(sessionRoutes, { auth, sessions, config })
   await app.register(passwordRoutes, { auth })
   await app.register(keyRoutes, { auth, apiKeys, users: backends.users })
+  await app.register(totpRoutes, { auth, secondFactor, users: backends.users })
   await app.register(verifyRoutes, { auth, trustProxy: config.trustProxy, originalUriHeader: config.originalUriHeader })
   await app.register(signInRoutes, {
     auth,
     config,
     sessions,
     passkeys: createSqlPasskeyStore(backends.database, () => { metrics.backendError('postgres') }),
-    pending: backends.tokens.kind === 'redis' ? createRedisPendingStore(backends.tokens.redis, config.redisKeyPrefix) : createMemoryPendingStore()
+    pending: backends.tokens.kind === 'redis' ? createRedisPendingStore(backends.tokens.redis, config.redisKeyPrefix) : createMemoryPendingStore(),
+    // The code step's check is Login's own (a code accepted once, a recovery code spent).
+    secondFactor: {
+      verify: async (account, otp, client) => (await secondFactor.verify(account, otp, { clientIp: client.ip, userAgent: client.userAgent })).kind === 'accepted'
+    }
   })
   await app.register(introspectRoutes, { auth, config, limiter: openLoginLimiter(config, backends.tokens, 'introspect:'), audit: observed.audit })
   // The public port serves the internal surfaces only when AUTH_PUBLIC_INTERNALS asks for it.

@@ -1,6 +1,6 @@
 import type { Config } from './config.js'
 import type { HashCaller, PasswordHasher } from './passwords/hasher.js'
-import { badRequest, loginFailed, StatusError, tooManyRequests, unauthorized, UnavailableError } from './errors/status.js'
+import { badRequest, loginFailed, secondFactorRequired, StatusError, tooManyRequests, unauthorized, UnavailableError } from './errors/status.js'
 import { reasons } from './errors/reasons.js'
 import { checkedPassword, checkedUsername, usernameProblem } from './credentials.js'
 import { DEFAULT_PASSWORD_POLICY, passwordRefusal, type PasswordPolicy } from './passwords/policy.js'
@@ -16,6 +16,8 @@ import type { TokenRecord } from '@auth-token-service/guard/layout'
 import type { ApiKeys } from './keys/api-keys.js'
 import { hashApiKey, isApiKeyShaped } from './keys/secret.js'
 import type { UserRecord, UserStore } from './stores/user-store.js'
+import type { SecondFactor } from './totp/second-factor.js'
+import { deviceOf, type DeviceRecord } from './webhooks/devices.js'
 
 /**
  * Login, Authenticate and Logout over the stores. No HTTP here: failures are
@@ -35,6 +37,20 @@ export interface LoginRequest {
   password: string
   /** A token the caller already holds (cookie or `token` parameter): refreshed when it is theirs. */
   presentedToken?: string | undefined
+  /**
+   * The second factor (issue 34): a TOTP code or a recovery code. Needed only by an account with
+   * an active factor: without it the right password gets 702, a wrong one 701 (counted).
+   */
+  otp?: string | undefined
+  client: ClientContext
+}
+
+export interface SecondFactorRemoval {
+  /** The caller's token, as Authenticate takes it. */
+  token: string | undefined
+  currentPassword: string
+  /** A code of the factor, or a recovery code. */
+  code: string | undefined
   client: ClientContext
 }
 
@@ -76,6 +92,12 @@ export const federatedPassword = (): StatusError =>
   new StatusError(403, 'Forbidden', 403, {}, { detail: reasons.federatedPassword() })
 
 export interface AuthService {
+  /**
+   * Login: every pathway's (query, form, JSON, path style; the browser sign-in page's too). The
+   * password (or the directory's bind), then, for an account with an active second factor, its
+   * `otp`: absent, a 702 StatusError (secondFactorRequired, HTTP 401); wrong, reused or expired,
+   * a 701 counted toward the lockout. The token, or the StatusError to answer with.
+   */
   login (request: LoginRequest): Promise<IssuedToken>
   /** A Login by another proof than a password (ProvenLoginRequest). */
   loginProven (request: ProvenLoginRequest): Promise<IssuedToken>
@@ -87,6 +109,11 @@ export interface AuthService {
    * the account ends; the caller's stays. Returns how many ended.
    */
   changePassword (request: PasswordChangeRequest): Promise<{ ended: number }>
+  /**
+   * The caller's own second factor removed (DELETE /auth/totp): the current password and a code,
+   * each checked as Login checks them (a wrong one is a 701 counted toward the lockout).
+   */
+  removeSecondFactor (request: SecondFactorRemoval): Promise<void>
   /** The active Login token's record; fails with 403 for anything else (an API key too). Never writes. */
   authenticate (token: string | undefined): Promise<TokenRecord>
   /**
@@ -113,6 +140,10 @@ export interface AuthServiceDeps {
   passwordPolicy?: PasswordPolicy | undefined
   /** API keys: absent, an `atsk_` secret is refused as any unknown token. */
   apiKeys?: Pick<ApiKeys, 'recover' | 'used'> | undefined
+  /** TOTP (issue 34): absent, no account has a second factor. */
+  secondFactor?: Pick<SecondFactor, 'verify' | 'remove'> | undefined
+  /** The clients each account logged in from (login.new_device, webhooks on); absent: not tracked. */
+  devices?: DeviceRecord | undefined
   /** Wall clock in epoch ms; injectable for tests. */
   now?: () => number
 }
@@ -132,7 +163,7 @@ type CredentialCheck =
   | { ok: false, outcome: 'unknown-user' | 'wrong-password' | 'disabled' | 'not-provisioned', account?: UserRecord }
 
 export function createAuthService (deps: AuthServiceDeps): AuthService {
-  const { users, tokens, hasher, limiter, audit, config, directory, sessions, apiKeys } = deps
+  const { users, tokens, hasher, limiter, audit, config, directory, sessions, apiKeys, secondFactor, devices } = deps
   const activeKey = (record: TokenRecord | null): TokenRecord => {
     if (record?.keyId === undefined) throw unauthorized()
     apiKeys?.used(record.keyId)
@@ -259,8 +290,11 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
    * settled against failures sent alongside. The account, or the error a Login would answer.
    * POST /auth/Password checks the current password through this too.
    */
-  async function checkPassword (username: string, password: string, client: ClientContext): Promise<UserRecord> {
+  async function checkPassword (username: string, password: string, client: ClientContext, factor?: { otp: string | undefined }): Promise<UserRecord> {
     const context = { username, clientIp: client.ip, userAgent: client.userAgent }
+
+    /** A failure of the caller's (a password or a code): counted, audited, 701 (or 429 when locked meanwhile). */
+    const refuse = async (outcome: string, account: UserRecord | undefined): Promise<never> => await failed(username, client, account?.id, outcome)
 
     // Read-only: an attempt while locked neither runs a hash nor extends the lock.
     await allowed(username, client)
@@ -271,7 +305,7 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
       if (error instanceof StatusError && error.status === 429) audit.record({ event: 'login.refused', ...context, outcome: 'hash-share' })
       throw error
     })
-    if (!checked.ok) return await failed(username, client, checked.account?.id, checked.outcome)
+    if (!checked.ok) return await refuse(checked.outcome, checked.account)
     if (checked.account.username !== username) {
       // The directory named another account than the one typed: its own lock holds too.
       const own = await limiter.check(checked.account.username, client.ip)
@@ -279,6 +313,16 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
         audit.record({ event: 'login.refused', ...context, accountId: checked.account.id, outcome: own.reason })
         throw tooManyRequests(own.retryAfterMs / 1000)
       }
+    }
+    if (factor !== undefined && secondFactor !== undefined) {
+      // After the password (and the directory's bind), before the success is settled: a right
+      // password without the code must not reset the account's failure count.
+      const second = await secondFactor.verify(checked.account, factor.otp, { clientIp: client.ip, userAgent: client.userAgent })
+      if (second.kind === 'missing') {
+        audit.record({ event: 'login.refused', ...context, accountId: checked.account.id, outcome: 'second-factor-required' })
+        throw secondFactorRequired()
+      }
+      if (second.kind === 'refused') return await refuse(second.outcome, checked.account)
     }
     await settled(username, client, checked.account)
     return checked.account
@@ -323,6 +367,13 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
     // Best effort and off the answer's path: the admin API's last_login must never fail or slow a Login.
     users.recordLogin(account.id).catch(() => {})
     audit.record({ event: 'login.success', ...context, accountId: account.id, outcome: `${issued.refreshed ? 'refreshed' : 'issued'}${how}` })
+    if (devices !== undefined) {
+      // Off the answer's path, as last_login: a record that cannot be written costs an alert, never a Login.
+      const device = deviceOf(client.ip, client.userAgent)
+      devices.seen(account.id, device).then((unseen) => {
+        if (unseen) audit.record({ event: 'login.new_device', ...context, accountId: account.id, outcome: 'new-device', device })
+      }, () => {})
+    }
     return issued
   }
 
@@ -338,7 +389,7 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
       const username = checkedUsername(request.username)
       const password = checkedPassword(request.password)
       const { client } = request
-      const account = await checkPassword(username, password, client)
+      const account = await checkPassword(username, password, client, { otp: request.otp })
       return await signIn(account, username, request.presentedToken, client, '')
     },
 
@@ -389,6 +440,19 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
       await sessions?.ended(ended)
       audit.record({ ...context, outcome: `tokens-ended-${ended.length}`, tokensEnded: ended.length })
       return { ended: ended.length }
+    },
+
+    async removeSecondFactor ({ token, currentPassword, code, client }) {
+      const current = checkedPassword(currentPassword, 'current_password')
+      if (token === undefined || !isTokenShaped(token)) throw unauthorized()
+      const holder = activeOrRefused(await tokens.find(hashToken(token)))
+      if (code === undefined || code === '') throw badRequest(reasons.required('code'))
+      // The code goes where Login's otp goes: the same check, counting and lockout.
+      const account = await checkPassword(holder.username, current, client, { otp: code })
+      if (account.id !== holder.accountId) throw unauthorized()
+      if (secondFactor === undefined || !await secondFactor.remove(account, { clientIp: client.ip, userAgent: client.userAgent }, 'removed')) {
+        throw badRequest(reasons.totpNotActive())
+      }
     },
 
     authenticate: authenticateToken,

@@ -15,7 +15,9 @@ import { createRedisTokenStore, type RedisTokenStore } from './stores/redis/toke
 import type { RevocationFeed } from './stores/revocation-feed.js'
 import { createSqlUserStore, type UserStore } from './stores/user-store.js'
 import { createSqlApiKeyStore, type ApiKeyStore } from './stores/api-key-store.js'
+import { createSqlTotpStore, type TotpStore } from './stores/totp-store.js'
 import { withTimeout } from '@auth-token-service/guard/shared/time-limit'
+import { createOutboxSignal, type OutboxSignal } from './webhooks/signal.js'
 
 /** A token store the service runs on: it ends tokens and feeds their revocations, in one object (one Lua script each). */
 export type ServiceTokenStore = RedisTokenStore | MemoryTokenStore
@@ -25,12 +27,16 @@ export interface Backends {
   users: UserStore
   /** API keys' rows (issue 33); their records live in `tokens`. */
   apiKeyStore: ApiKeyStore
+  /** Second factors (issue 34): the sealed TOTP secrets and recovery codes' hashes. */
+  totp: TotpStore
   tokens: ServiceTokenStore
   /** The same object as `tokens`, as the guard-facing feed of ended tokens (the revocations route). */
   revocations: RevocationFeed
   hasher: PasswordHasher
   limiter: LoginLimiter
   audit: AuditLog
+  /** Rung by the audit log when it wrote webhook outbox rows; the delivery worker answers it. */
+  webhookRows: OutboxSignal
   /** The directory of federated accounts, when AUTH_LDAP_URL is set. */
   directory?: Directory | undefined
   /** Resolves true once every backend answers, false if that takes longer than `timeoutMs`. */
@@ -75,10 +81,12 @@ export function openLoginLimiter (config: Config, tokens: ServiceTokenStore, nam
     : createMemoryLoginLimiter(loginLimits(config))
 }
 
-export function openAuditLog (config: Config, database: Database, log: Log): AuditLog {
+export function openAuditLog (config: Config, database: Database, log: Log, webhookRows?: OutboxSignal): AuditLog {
   const throttled = createThrottledLog()
   return createSqlAuditLog(database, {
     maxBuffered: config.auditBufferSize,
+    webhookUrls: config.webhooks?.urls,
+    onWebhookRows: webhookRows?.notify,
     onDrop: (count, total, cause) => {
       throttled('audit', (repeats) => {
         log.warn({ dropped: count, droppedTotal: total, cause: cause instanceof Error ? cause.message : String(cause), repeats }, 'audit events dropped')
@@ -94,11 +102,15 @@ export function canLose (tokens: ServiceTokenStore): string | undefined {
   return persistence === undefined ? undefined : `${persistence.canLose} (${persistence.settings})`
 }
 
+/** AUTH_IDLE_TIMEOUT_SECONDS in ms, or undefined (off). */
+export const idleTimeoutMs = (config: Pick<Config, 'idleTimeoutSeconds'>): number | undefined =>
+  config.idleTimeoutSeconds === undefined ? undefined : config.idleTimeoutSeconds * 1000
+
 /** The token store the config names: Redis when REDIS_URL is set, else the in-process one. */
 export function openTokenStore (config: Config, log: Log, hook?: BackendErrorHook): ServiceTokenStore {
   const denyTtlMs = config.denyTtlSeconds * 1000
   const maxTokensPerAccount = config.maxTokensPerAccount
-  if (config.redis === undefined) return createMemoryTokenStore({ denyTtlMs, maxTokensPerAccount })
+  if (config.redis === undefined) return createMemoryTokenStore({ denyTtlMs, maxTokensPerAccount, idleTimeoutMs: idleTimeoutMs(config) })
   const store = createRedisTokenStore({
     topology: config.redis,
     keyPrefix: config.redisKeyPrefix,
@@ -106,6 +118,7 @@ export function openTokenStore (config: Config, log: Log, hook?: BackendErrorHoo
     // An epoch must outlive every Login that could have read the one before it: the longest lifetime is ample.
     epochTtlMs: Math.max(config.tokenTtlSeconds, config.federatedTokenTtlSeconds) * 1000,
     maxTokensPerAccount,
+    idleTimeoutMs: idleTimeoutMs(config),
     commandTimeoutMs: config.redisCommandTimeoutMs,
     minReplicaAcks: config.redisMinReplicaAcks,
     onError: throttledErrorLog(log, 'redis', hook),
@@ -157,7 +170,8 @@ export async function openBackends (config: Config, log: Log, hook?: BackendErro
   }, database.kind === 'pglite' && config.redis === undefined
     ? 'running on the embedded default: no DATABASE_URL or REDIS_URL set'
     : 'backends chosen')
-  return assembleBackends(config, { database, tokens, audit: openAuditLog(config, database, log), hook })
+  const webhookRows = createOutboxSignal()
+  return assembleBackends(config, { database, tokens, audit: openAuditLog(config, database, log, webhookRows), webhookRows, hook })
 }
 
 /**
@@ -166,19 +180,22 @@ export async function openBackends (config: Config, log: Log, hook?: BackendErro
  * and the directory are put together, for the service (openBackends), the command line
  * and the tests, which hand in their own parts. `close` closes all of it.
  */
-export function assembleBackends (config: Config, parts: { database: Database, tokens: ServiceTokenStore, audit?: AuditLog, hook?: BackendErrorHook }): Backends {
+export function assembleBackends (config: Config, parts: { database: Database, tokens: ServiceTokenStore, audit?: AuditLog, webhookRows?: OutboxSignal, hook?: BackendErrorHook }): Backends {
   const { database, tokens, hook } = parts
-  const audit = parts.audit ?? createSqlAuditLog(database)
+  const webhookRows = parts.webhookRows ?? createOutboxSignal()
+  const audit = parts.audit ?? createSqlAuditLog(database, { webhookUrls: config.webhooks?.urls, onWebhookRows: webhookRows.notify })
   const hasher = createPasswordHasher(config.argon2, config.hashing)
   return {
     database,
     users: createSqlUserStore(database, () => { hook?.('postgres') }),
     apiKeyStore: createSqlApiKeyStore(database, () => { hook?.('postgres') }),
+    totp: createSqlTotpStore(database, () => { hook?.('postgres') }),
     tokens,
     revocations: tokens,
     hasher,
     limiter: openLoginLimiter(config, tokens),
     audit,
+    webhookRows,
     directory: config.ldap === undefined ? undefined : createLdapDirectory(config.ldap),
     ready: async (timeoutMs) => await withTimeout(tokens.ready().then(() => true, () => false), timeoutMs, () => false),
     async close () {

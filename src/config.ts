@@ -7,6 +7,7 @@ import type { RedisTopology } from './stores/redis/client.js'
 import type { MinReplicaAcks } from './stores/redis/replica-acks.js'
 import { DEFAULT_LOG_BUFFER_BYTES, LOG_FLUSH_BYTES } from './logging/log-destination.js'
 import type { LdapConfig } from './federation/ldap-directory.js'
+import { decodeWebhookSecret } from './webhooks/signature.js'
 
 /**
  * Every setting of the service, read once at start. Precedence: explicit
@@ -65,6 +66,8 @@ export interface Config {
   acceptLossyPersistence: boolean
   /** Audit events buffered in memory before new ones are dropped (and counted). */
   auditBufferSize: number
+  /** Lifecycle events as signed webhooks (AUTH_WEBHOOK_URL and AUTH_WEBHOOK_SECRET); undefined: none sent. */
+  webhooks: WebhookConfig | undefined
   /**
    * The internal listener (INTERNAL_HOST, INTERNAL_PORT; METRICS_PORT is its deprecated name):
    * /metrics, /docs, /openapi.json and /auth/revocations. The public port serves none of them
@@ -129,6 +132,20 @@ export interface Config {
   webauthnRpId: string | undefined
   /** Origins a passkey ceremony may come from (AUTH_WEBAUTHN_ORIGINS); empty: the sign-in page's own origin. */
   webauthnOrigins: readonly string[]
+  /**
+   * The key TOTP secrets are sealed with (AUTH_TOTP_KEY, or AUTH_TOTP_KEY_FILE's contents: 32 bytes,
+   * base64); undefined: a key file the service makes in dataDir at first use (totp/key-file.ts).
+   */
+  totpKey: Buffer | undefined
+  /** Keys of before a rotation (AUTH_TOTP_PREVIOUS_KEYS, comma-separated): they open old secrets, which are then sealed again with totpKey. */
+  totpPreviousKeys: Buffer[]
+  /** The issuer authenticator apps show (AUTH_TOTP_ISSUER; default auth-token-service). */
+  totpIssuer: string
+  /**
+   * A Login token not presented for this long stops working (AUTH_IDLE_TIMEOUT_SECONDS);
+   * undefined: off, and Authenticate costs what it always did.
+   */
+  idleTimeoutSeconds: number | undefined
 }
 
 export const ORIGINAL_URI_HEADERS = ['x-forwarded-uri', 'x-original-uri'] as const
@@ -147,6 +164,19 @@ export class ConfigError extends Error {
     this.name = 'ConfigError'
     this.variable = variable
   }
+}
+
+export interface WebhookConfig {
+  urls: string[]
+  /** `whsec_<base64>`: the Standard Webhooks signing secret. */
+  secret: string
+  timeoutMs: number
+  /** The first retry's delay; each next one doubles, up to an hour. */
+  backoffMs: number
+  /** How long an undelivered event is retried before it is marked failed (24 h at least). */
+  retryWindowMs: number
+  /** How often idle delivery loops look for due events. */
+  pollMs: number
 }
 
 type Env = Readonly<Record<string, string | undefined>>
@@ -367,6 +397,38 @@ function adminKey (env: Env): string | undefined {
   return key
 }
 
+/** Base64 of exactly 32 bytes, or the ConfigError naming `name`. */
+function totpKeyValue (name: string, raw: string): Buffer {
+  const trimmed = raw.trim()
+  const key = /^[A-Za-z0-9+/]+={0,2}$/.test(trimmed) ? Buffer.from(trimmed, 'base64') : Buffer.alloc(0)
+  // The value is a secret: the message says what is wrong, never what was given.
+  if (key.length !== 32) throw new ConfigError(name, 'expected 32 bytes in base64 (openssl rand -base64 32)')
+  return key
+}
+
+/** AUTH_TOTP_KEY or AUTH_TOTP_KEY_FILE, not both; neither: undefined (a key file in the data directory). */
+function totpKey (env: Env): Buffer | undefined {
+  const direct = present(env, 'AUTH_TOTP_KEY')
+  const file = present(env, 'AUTH_TOTP_KEY_FILE')
+  if (direct !== undefined && file !== undefined) throw new ConfigError('AUTH_TOTP_KEY_FILE', 'is set together with AUTH_TOTP_KEY: set one of them')
+  if (direct !== undefined) return totpKeyValue('AUTH_TOTP_KEY', direct)
+  if (file === undefined) return undefined
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (error) {
+    const code = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : 'unreadable'
+    throw new ConfigError('AUTH_TOTP_KEY_FILE', `cannot be read: ${file} (${code})`)
+  }
+  return totpKeyValue('AUTH_TOTP_KEY_FILE', text)
+}
+
+function totpPreviousKeys (env: Env): Buffer[] {
+  const raw = present(env, 'AUTH_TOTP_PREVIOUS_KEYS')
+  if (raw === undefined) return []
+  return raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '').map((entry) => totpKeyValue('AUTH_TOTP_PREVIOUS_KEYS', entry))
+}
+
 const redisUrl = (env: Env): string | undefined => url(env, 'REDIS_URL', ['redis:', 'rediss:'])
 /** 'auto' (unset): the replicas each master is meant to have, as the cluster or the sentinels list them. */
 const minReplicaAcks = (env: Env): MinReplicaAcks =>
@@ -385,6 +447,30 @@ const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]'])
 function sharesPort (config: Config): boolean {
   if (config.port === 0 || config.port !== config.internalPort) return false
   return config.host === config.internalHost || WILDCARD_HOSTS.has(config.host) || WILDCARD_HOSTS.has(config.internalHost)
+}
+
+/** AUTH_WEBHOOK_URL (comma-separated http(s) URLs) with AUTH_WEBHOOK_SECRET, or neither. */
+function webhookConfig (env: Env): WebhookConfig | undefined {
+  const raw = present(env, 'AUTH_WEBHOOK_URL')
+  const secret = present(env, 'AUTH_WEBHOOK_SECRET')
+  if (raw === undefined) {
+    if (secret !== undefined) throw new ConfigError('AUTH_WEBHOOK_SECRET', 'is set but AUTH_WEBHOOK_URL is not: set both, or neither')
+    return undefined
+  }
+  const urls = raw.split(',').map((part) => part.trim()).filter((part) => part !== '')
+  for (const candidate of urls) url({ AUTH_WEBHOOK_URL: candidate }, 'AUTH_WEBHOOK_URL', ['http:', 'https:'])
+  if (new Set(urls).size !== urls.length) throw new ConfigError('AUTH_WEBHOOK_URL', 'names one URL twice')
+  if (secret === undefined) throw new ConfigError('AUTH_WEBHOOK_SECRET', 'is required with AUTH_WEBHOOK_URL (whsec_ and base64: echo whsec_$(openssl rand -base64 32))')
+  const decoded = decodeWebhookSecret(secret)
+  if (!decoded.ok) throw new ConfigError('AUTH_WEBHOOK_SECRET', decoded.problem)
+  return {
+    urls,
+    secret,
+    timeoutMs: integer(env, 'AUTH_WEBHOOK_TIMEOUT_SECONDS', 10, 1, 300) * 1000,
+    backoffMs: integer(env, 'AUTH_WEBHOOK_BACKOFF_SECONDS', 5, 1, 3600) * 1000,
+    retryWindowMs: integer(env, 'AUTH_WEBHOOK_RETRY_HOURS', 24, 24, 24 * 30) * 3_600_000,
+    pollMs: 1000
+  }
 }
 
 export function loadConfig (env: Env = process.env, overrides: Partial<Config> = {}): Config {
@@ -465,6 +551,7 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     maxTokensPerAccount: integer(env, 'AUTH_MAX_TOKENS_PER_ACCOUNT', 1000, 1, 1_000_000),
     acceptLossyPersistence: boolean(env, 'AUTH_REDIS_ACCEPT_LOSSY_PERSISTENCE', false),
     auditBufferSize: integer(env, 'AUTH_AUDIT_BUFFER', 10_000, 1, 1_000_000),
+    webhooks: webhookConfig(env),
     internalHost: present(env, 'INTERNAL_HOST') ?? '127.0.0.1',
     internalPort: integer(env, 'INTERNAL_PORT', present(env, 'METRICS_PORT') === undefined ? 3001 : integer(env, 'METRICS_PORT', 3001, 0, 65535), 0, 65535),
     internalHostnames: hostnames(env, 'INTERNAL_HOSTNAMES'),
@@ -493,6 +580,10 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     redirectAllowed: redirectHosts(env),
     webauthnRpId: present(env, 'AUTH_WEBAUTHN_RP_ID')?.toLowerCase(),
     webauthnOrigins: origins(env, 'AUTH_WEBAUTHN_ORIGINS'),
+    totpKey: totpKey(env),
+    totpPreviousKeys: totpPreviousKeys(env),
+    totpIssuer: present(env, 'AUTH_TOTP_ISSUER') ?? 'auth-token-service',
+    idleTimeoutSeconds: present(env, 'AUTH_IDLE_TIMEOUT_SECONDS') === undefined ? undefined : integer(env, 'AUTH_IDLE_TIMEOUT_SECONDS', 0, 1, 365 * DAY),
     ...overrides
   }
   if (config.shutdownDelayMs >= config.shutdownTimeoutMs) {

@@ -90,6 +90,7 @@ export async function buildInternalApp (app: FastifyInstance, config: Config, op
     keys,
     accountsFor: (actor) => createAccountAdmin({ ...observed, actor, passwordPolicy, apiKeys: app.apiKeys }),
     apiKeys: app.apiKeys,
+    webhooks: app.webhookOutbox,
     audit: backends.audit,
     limiter: openLoginLimiter(config, backends.tokens, 'admin:'),
     sessions: { sessions: app.sessions, accountOf: sessionOwner(backends.database) }

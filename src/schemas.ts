@@ -37,11 +37,15 @@ const Password = (minLength = 0) => Type.String({
   description: `The password: 1–${PARAMETER_LIMITS.password.max} bytes of UTF-8 (after Unicode NFC); any character but NUL, checked exactly as sent.`
 })
 const Token = (description: string) => Type.String({ maxLength: TOKEN_MAX_CHARS, pattern: NO_NUL, description })
+/** A TOTP code (6 digits, spaces allowed) or a recovery code (XXXX-XXXX-XXXX-XXXX). */
+const OneTimeCode = (description: string) => Type.String({ maxLength: 64, pattern: NO_NUL, description })
 
 export const LoginParamsSchema = Type.Object({
   username: Type.Optional(Username()),
   password: Type.Optional(Password()),
-  token: Type.Optional(Token('An active token of the same account, to refresh it: the answer is that token with its full lifetime again.'))
+  token: Type.Optional(Token('An active token of the same account, to refresh it: the answer is that token with its full lifetime again.')),
+  otp: Type.Optional(OneTimeCode('The second factor of an account that has one: the 6-digit code of its authenticator app, or one of its recovery codes. ' +
+    'Right password without it: 401 with status 702.'))
 })
 
 export const LegacyLoginPathSchema = Type.Object({
@@ -136,8 +140,9 @@ const badRequestAnswer = (detail: Reason) => errorAnswer('Bad Request: `detail` 
 
 /** The other error answers of the operations, each with its own example (docs/api.md, Answers). */
 export const ERROR_ANSWERS = {
-  401: errorAnswer('Login Failed (status 701): unknown user, wrong password or disabled account, answered alike',
-    { status: 701, message: 'Login Failed' }),
+  401: errorAnswer('Login Failed (status 701): unknown user, wrong password, disabled account, or a wrong, reused or expired second-factor code, answered alike. ' +
+    'Second Factor Required (status 702): the password was right and the account has a second factor, but no otp came',
+  { status: 701, message: 'Login Failed' }),
   403: Type.Object({
     status: Type.Integer(),
     message: Type.String(),
@@ -252,4 +257,25 @@ export const PasswordChangeBodySchema = Type.Object({
     pattern: NO_NUL,
     description: 'The password from now on: the password policy applies (length, common and breached passwords, the username).'
   }))
+})
+
+/* The second factor (issue 34; api-contract, "Second factor"). */
+
+export const TotpCodeBodySchema = Type.Object({
+  token: Type.Optional(Token(TOKEN_GIVEN)),
+  code: Type.Optional(OneTimeCode('A code of the authenticator app (6 digits).'))
+})
+
+export const TotpRemoveBodySchema = Type.Object({
+  token: Type.Optional(Token(TOKEN_GIVEN)),
+  current_password: Type.Optional(Type.String({ maxLength: PASSWORD_MAX_CHARS, pattern: NO_NUL, description: 'The account\'s password now, checked as Login checks it.' })),
+  code: Type.Optional(OneTimeCode('A code of the authenticator app, or a recovery code; checked as Login checks otp.'))
+})
+
+export const TotpEnrollmentSchema = Type.Object({
+  status: Type.Literal(0),
+  message: Type.Literal('Success'),
+  secret: Type.String({ description: 'The shared secret in base32, to type into an authenticator app.' }),
+  otpauth_uri: Type.String({ description: 'The same as an otpauth://totp/ URI, to paste or to show as a QR code.' }),
+  recovery_codes: Type.Array(Type.String(), { description: 'Ten one-time codes, shown this once; each works where a code does.' })
 })

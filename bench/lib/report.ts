@@ -184,8 +184,14 @@ export const VERIFY_SOURCES = ['verify-bearer']
  */
 export const READER_STOP_P99_LIMIT = 2
 
+/** Login with webhooks on ÷ off, throughput and CPU per request alike (issue 36). */
+export const WEBHOOKS_LOGIN_LIMIT = 0.95
+
 /** Authenticate by key ÷ by token, CPU per request: within the A/A noise of a paired ratio (issue 33). */
 export const KEY_CPU_LIMIT = 1.1
+
+/** Authenticate with the idle timeout on ÷ off, CPU per request (issue 34). */
+export const IDLE_CPU_LIMIT = 1.3
 
 const fixed = (value: number, digits = 2): string => Number.isFinite(value) ? value.toFixed(digits) : value === Infinity ? '∞' : '—'
 
@@ -245,6 +251,20 @@ export function checkTargets (rows: Row[], memory: MemoryFigure | undefined): Ta
     const token = row.paired?.['auth-query-get']
     return token === undefined ? undefined : roundRatio(row.runs, token, (sample) => sample.cpuMicrosPerRequest)
   })
+  // Issue 34: the idle timeout's read of the idle key beside the token, and its touch at most once per slack.
+  each('Authenticate with the idle timeout on: CPU µs per request ÷ off\'s (query, GET, same slices; issue 34)', ['auth-idle'], IDLE_CPU_LIMIT, false, (row) => {
+    const off = row.paired?.['auth-query-get']
+    return off === undefined ? undefined : roundRatio(row.runs, off, (sample) => sample.cpuMicrosPerRequest)
+  })
+  // Issue 36: webhooks on costs Login at most 5 % of its throughput, and of its CPU per request.
+  each('Login with webhooks on: req/s ÷ webhooks off\'s (paired runs; issue 36)', ['login-webhooks'], WEBHOOKS_LOGIN_LIMIT, true, (row) => {
+    const off = row.paired?.['login-success']
+    return off === undefined ? undefined : roundRatio(row.runs, off, (sample) => sample.requestsPerSecond)
+  })
+  each('Login with webhooks on: CPU µs per request of webhooks off ÷ on\'s (paired runs; issue 36)', ['login-webhooks'], WEBHOOKS_LOGIN_LIMIT, true, (row) => {
+    const off = row.paired?.['login-success']
+    return off === undefined ? undefined : roundRatio(off, row.runs, (sample) => sample.cpuMicrosPerRequest)
+  }, 1 / WEBHOOKS_LOGIN_LIMIT)
   each('Authenticate during a login storm: p99 ÷ its idle p99', ['auth-storm'], 2, false, (row) => row.p99Ratio)
   each('Authenticate with tracing on, every request sampled: CPU µs per request ÷ tracing off\'s (issue 31)', ['auth-traced'], TRACING_CPU_LIMIT, false, (row) => row.cpuRatio)
   each('Authenticate with its log reader stopped: p99 of the requests sent meanwhile ÷ p99 over the same seconds of the runs right before and after, reader running', ['auth-reader-stopped'], READER_STOP_P99_LIMIT, false, (row) => row.window?.p99Ratio)

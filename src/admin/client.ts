@@ -68,6 +68,8 @@ export interface AdminClient {
   changeUser (username: string, change: { disabled?: boolean, password?: string }): Promise<{ user: AdminUser, ended: number }>
   deleteUser (username: string): Promise<number>
   unlockUser (username: string): Promise<AdminUser>
+  /** Removes the account's second factor (DELETE /admin/users/{username}/totp). */
+  resetTotp (username: string): Promise<AdminUser>
   /** Every account, page after page. */
   users (): AsyncIterable<AdminUser>
   sessions (username: string): Promise<AdminSession[]>
@@ -136,6 +138,7 @@ export function createAdminClient ({ url, key, timeoutMs = 30_000 }: AdminClient
     },
     deleteUser: async (username) => (await call<{ sessions_ended: number }>('DELETE', user(username))).sessions_ended,
     unlockUser: async (username) => (await call<{ user: AdminUser }>('POST', `${user(username)}/unlock`)).user,
+    resetTotp: async (username) => (await call<{ user: AdminUser }>('DELETE', `${user(username)}/totp`)).user,
     users: () => pages<AdminUser>('/admin/users', 'users', new URLSearchParams()),
     sessions: async (username) => (await call<{ sessions: AdminSession[] }>('GET', `${user(username)}/sessions`)).sessions,
     revokeSessions: async (username) => (await call<{ sessions_ended: number }>('DELETE', `${user(username)}/sessions`)).sessions_ended,

@@ -1,3 +1,5 @@
+import { webhookRoutes } from './webhook-routes.js'
+import type { WebhookOutbox } from '../webhooks/outbox.js'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import type { AccountAdmin, AdminActor } from '../accounts.js'
@@ -34,6 +36,8 @@ export interface AdminApiOptions {
   limiter: LoginLimiter
   /** API keys (issue 33); absent: no key routes (404). */
   apiKeys?: ApiKeys | undefined
+  /** The webhook outbox: its deliveries listed and retried; absent: no webhook routes (404). */
+  webhooks?: WebhookOutbox | undefined
   /** The session routes' parts; absent: no session routes (404). */
   sessions?: Pick<SessionRoutesOptions, 'sessions' | 'accountOf'> | undefined
 }
@@ -45,7 +49,7 @@ const unauthorized = (missing: boolean): StatusError =>
   new StatusError(401, 'Unauthorized', 401, { 'www-authenticate': 'Bearer realm="admin"' },
     { detail: missing ? reasons.adminKeyRequired() : reasons.adminKeyWrong() })
 
-export const adminApi: FastifyPluginAsyncTypebox<AdminApiOptions> = async (app, { keys, accountsFor, audit, limiter, sessions, apiKeys }) => {
+export const adminApi: FastifyPluginAsyncTypebox<AdminApiOptions> = async (app, { keys, accountsFor, audit, limiter, sessions, apiKeys, webhooks }) => {
   // Off: nothing registered, so the listener's own 404 answers every /admin path alike.
   if (keys.length === 0) return
   const accepted = adminKeyCheck(keys)
@@ -86,5 +90,6 @@ export const adminApi: FastifyPluginAsyncTypebox<AdminApiOptions> = async (app, 
   await app.register(userRoutes, { accounts })
   await app.register(eventRoutes, { audit })
   if (apiKeys !== undefined) await app.register(keyRoutes, { accounts, apiKeys, actorOf: (request) => actors.get(request) ?? {} })
+  if (webhooks !== undefined) await app.register(webhookRoutes, { outbox: webhooks })
   if (sessions !== undefined) await app.register(sessionRoutes, { ...sessions, accounts, actor: ADMIN_API_ACTOR, credentialOf: (request) => actors.get(request)?.credential })
 }

@@ -113,3 +113,29 @@ export const KeySchema = Type.Object({
 export const CreatedKeyAnswerSchema = success({ key: KeySchema, secret: Type.String({ description: 'atsk_…: shown this once, never again' }) }, 'The new key and its secret')
 export const KeyListAnswerSchema = success({ keys: Type.Array(KeySchema) }, 'The account\'s live keys, oldest first')
 export const KeyAnswerSchema = success({ key: KeySchema }, 'The key, now ended')
+
+export const DeliveriesQuerySchema = Type.Object({
+  status: Type.Optional(Type.Union([Type.Literal('pending'), Type.Literal('failed'), Type.Literal('delivered')], { description: 'Only deliveries in this state' })),
+  limit: Limit,
+  cursor: Cursor
+}, { additionalProperties: false })
+
+export const DeliveryPathSchema = Type.Object({ id: Type.String({ pattern: '^[0-9]{1,18}$', description: 'A delivery\'s id, as the list names it' }) })
+
+const NULLABLE_TIME = (description: string) => Type.Union([Type.String({ description: `${description}: ISO 8601, UTC` }), Type.Null()])
+
+export const DeliverySchema = Type.Object({
+  id: Type.String({ description: 'The delivery (one event to one URL)' }),
+  webhook_id: Type.String({ description: 'The webhook-id header of every attempt: the event\'s' }),
+  type: Type.String({ examples: ['login.success'] }),
+  url: Type.String(),
+  status: Type.Union([Type.Literal('pending'), Type.Literal('failed'), Type.Literal('delivered')]),
+  attempts: Type.Integer(),
+  created: Type.String({ description: 'When the event happened: ISO 8601, UTC' }),
+  next_attempt: NULLABLE_TIME('When it is tried next (pending only)'),
+  delivered: NULLABLE_TIME('When the receiver took it'),
+  last_error: Type.Union([Type.String(), Type.Null()], { description: 'What the last failed attempt met (an HTTP status, a timeout, a refused connection)' })
+})
+
+export const DeliveryListAnswerSchema = success({ deliveries: Type.Array(DeliverySchema), next_cursor: NextCursor }, 'A page of webhook deliveries, oldest first')
+export const DeliveryRetryAnswerSchema = Type.Object({ status: Type.Literal(0), message: Type.Literal('Success') }, { description: 'The delivery is pending again, due now, with a fresh retry window' })

@@ -16,7 +16,7 @@ export function userView (account: AccountView) {
   return {
     username: account.username,
     kind: account.kind,
-    totp: false,
+    totp: account.totp,
     federated: account.federated,
     disabled: account.disabled,
     locked_until: date(account.lockedUntil),

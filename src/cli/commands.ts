@@ -78,6 +78,10 @@ const COMMANDS: CommandTable = {
     const { username: name } = await operations.unlockUser(username)
     say(`${name} unlocked`)
   },
+  async 'user totp-reset' (operations, { username }, { say }) {
+    const { username: name } = await operations.resetTotp(username)
+    say(`${name}'s second factor removed: the password alone logs in until it enrolls again`)
+  },
   async 'user delete' (operations, { username }, { say }) {
     const { username: name, ended } = await operations.deleteUser(username)
     say(`${name} deleted; ${ended} active token(s) ended`)

@@ -14,6 +14,8 @@ export interface AdminOperations {
   setPassword (username: string, password: string): Promise<Ended>
   setDisabled (username: string, disabled: boolean): Promise<Ended>
   unlockUser (username: string): Promise<{ username: string }>
+  /** Removes the account's second factor. */
+  resetTotp (username: string): Promise<{ username: string }>
   deleteUser (username: string): Promise<Ended>
   /** Every account, in username order. */
   users (): AsyncIterable<AccountSummary>

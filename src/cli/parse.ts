@@ -15,6 +15,7 @@ commands:
   user list                           one account per line
   user unlock <username>              lift the lock that failed logins put on the account
   user delete <username>              delete the account; ends its tokens (its audit events stay)
+  user totp-reset <username>          remove the account's second factor (a lost authenticator)
   sessions list <username>            the account's active sessions, one per line:
                                       id, created, last refresh, IP, user agent, expiry
   sessions revoke <username>          end all active tokens of the account
@@ -48,7 +49,7 @@ export type AccountInvocation =
   | { command: 'keys create', username: string, name: string, days: number | undefined }
   | { command: 'keys list', username: string }
   | { command: 'keys revoke', id: string }
-  | { command: 'user disable' | 'user enable' | 'user unlock' | 'user delete' | 'sessions revoke' | 'sessions list', username: string }
+  | { command: 'user disable' | 'user enable' | 'user unlock' | 'user delete' | 'user totp-reset' | 'sessions revoke' | 'sessions list', username: string }
 
 export type Invocation = (
   | { command: 'help' }
@@ -124,6 +125,7 @@ function parseCommand (values: Options, positionals: string[]): Invocation {
         case 'enable':
         case 'unlock':
         case 'delete':
+        case 'totp-reset':
           return sub === 'passwd' ? { command: 'user passwd', username: oneName(rest, 'user passwd') } : { command: `user ${sub}`, username: oneName(rest, `user ${sub}`) }
         case 'list':
           if (rest.length !== 0) throw new UsageError('user list takes no arguments')

@@ -11,11 +11,11 @@ export type Reason = string & { readonly [reasonBrand]: true }
 const reason = (text: string): Reason => text as Reason
 
 /** The parameters a reason may name: the service's own, never a name the caller made up. */
-export const PARAMETERS = ['username', 'password', 'token', 'format', 'jsonpFunction', 'jsopFunction', 'jsonpFormat', 'callback', 'current_password', 'new_password'] as const
+export const PARAMETERS = ['username', 'password', 'token', 'format', 'jsonpFunction', 'jsopFunction', 'jsonpFormat', 'callback', 'current_password', 'new_password', 'otp', 'code'] as const
 export type Parameter = typeof PARAMETERS[number]
 
 /** The admin API's parameters (admin/schemas.ts): its reasons may name these. */
-export const ADMIN_PARAMETERS = ['username', 'password', 'federated', 'disabled', 'limit', 'cursor', 'user', 'since', 'event', 'id', 'kind', 'name', 'expires_in_days'] as const
+export const ADMIN_PARAMETERS = ['username', 'password', 'federated', 'disabled', 'limit', 'cursor', 'user', 'since', 'event', 'id', 'kind', 'name', 'expires_in_days', 'status'] as const
 export type AdminParameter = typeof ADMIN_PARAMETERS[number]
 
 const KNOWN: ReadonlySet<string> = new Set(PARAMETERS)
@@ -93,6 +93,11 @@ export const reasons = {
   federatedPassword: () => reason('the directory owns this account\'s password'),
   unknownSession: () => reason('no such session of this account'),
   unknownKey: () => reason('no such key of this account'),
+  // The second factor's (issue 34): never the code or secret, only what is wrong.
+  totpAlreadyActive: () => reason('a second factor is already active: remove it first'),
+  totpNotPending: () => reason('no enrollment waits for confirmation: POST /auth/totp first'),
+  totpNotActive: () => reason('no second factor is active'),
+  codeNotMatching: () => reason('code does not match'),
   usernameRefusedCharacter: () => reason('username holds a space, control, invisible or unassigned character'),
   usernameCompatibilityCharacter: () => reason('username holds a compatibility character (a ligature, or a circled, superscript or styled letter)'),
   authorizationNotBearer: () => reason('Authorization header is not a valid Bearer credential'),
@@ -108,6 +113,7 @@ export const reasons = {
   unknownAccount: () => reason('no such account'),
   noSuchSession: () => reason('no such session'),
   noSuchKey: () => reason('no such key'),
+  noSuchDelivery: () => reason('no such failed or pending delivery'),
   accountDisabled: () => reason('the account is disabled'),
   usernameTaken: () => reason('username is taken'),
   // Log-only reasons of refusals whose answer carries no detail (a 403 or 401 is byte-identical).

@@ -57,6 +57,8 @@ export const unsupportedMediaType = (): StatusError => new StatusError(415, 'Uns
 export const tooManyRequests = (retryAfterSeconds: number): StatusError =>
   new StatusError(429, 'Too Many Requests', 429, { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) })
 export const loginFailed = (): StatusError => new StatusError(701, 'Login Failed', 401)
+/** The password was right, the account has an active second factor, and no `otp` came (api-contract, Second factor). */
+export const secondFactorRequired = (): StatusError => new StatusError(702, 'Second Factor Required', 401)
 export const internalError = (): StatusError => new StatusError(500, 'Internal Server Error', 500)
 
 /** What a 503 could not get an answer from: the one thing its log line names. */

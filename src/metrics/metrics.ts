@@ -18,6 +18,8 @@ export interface Metrics {
   countEvents (audit: AuditLog): AuditLog
   /** The hasher, timed. */
   timeHashing (hasher: PasswordHasher): PasswordHasher
+  /** One webhook attempt's outcome: delivered, to be retried, or given up (failed). */
+  webhookAttempt (outcome: 'delivered' | 'retry' | 'failed'): void
 }
 
 export interface MetricSources {
@@ -27,6 +29,8 @@ export interface MetricSources {
   logLinesDropped: () => number
   /** Live API keys expiring within 7 days (a Postgres count, at each scrape); absent: no gauge. */
   keysExpiringSoon?: () => Promise<number>
+  /** Webhook deliveries waiting and given up (a Postgres count, at each scrape); absent: webhooks off, no gauge. */
+  webhookDeliveries?: (() => Promise<{ pending: number, failed: number } | undefined>) | undefined
 }
 
 /** A counter that follows a running total kept elsewhere, brought up to it at each scrape. */
@@ -55,7 +59,7 @@ export function createMetrics (sources: MetricSources): Metrics {
     histogram: 'http_request_duration_seconds',
     histogramHelp: 'HTTP request latency by route, method and status'
   }, [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
-  const logins = new Counter({ name: 'auth_logins_total', help: 'Login attempts by outcome (success, failed, locked, rate_limited, revoked: overtaken by a revocation of the account)', labelNames: ['outcome'] as const, registers: [registry] })
+  const logins = new Counter({ name: 'auth_logins_total', help: 'Login attempts by outcome (success, failed, locked, rate_limited, revoked: overtaken by a revocation of the account; second_factor_required: the right password without the code)', labelNames: ['outcome'] as const, registers: [registry] })
   const issued = new Counter({ name: 'auth_tokens_issued_total', help: 'Tokens issued (refreshes not included)', registers: [registry] })
   const refreshed = new Counter({ name: 'auth_tokens_refreshed_total', help: 'Tokens whose lifetime a Login reset', registers: [registry] })
   const terminated = new Counter({ name: 'auth_tokens_terminated_total', help: 'Tokens ended before their expiry (logout, revocation, disable, password change)', registers: [registry] })
@@ -84,9 +88,29 @@ export function createMetrics (sources: MetricSources): Metrics {
       }
     })
   }
+  const webhookDeliveries = sources.webhookDeliveries
+  if (webhookDeliveries !== undefined) {
+    let last = { pending: 0, failed: 0 }
+    // eslint-disable-next-line no-new -- a metric registers itself; the registry holds it
+    new Gauge({
+      name: 'auth_webhook_deliveries',
+      help: 'Webhook deliveries by status: pending (not yet taken by the receiver) and failed (given up after the retry window: docs/webhooks.md)',
+      labelNames: ['status'] as const,
+      registers: [registry],
+      // A database that cannot answer leaves the last values: the scrape still succeeds.
+      async collect () {
+        last = await webhookDeliveries().then((counts) => counts ?? last, () => last)
+        this.set({ status: 'pending' }, last.pending)
+        this.set({ status: 'failed' }, last.failed)
+      }
+    })
+  }
+  const webhookAttempts = new Counter({ name: 'auth_webhook_attempts_total', help: 'Webhook delivery attempts by outcome (delivered, retry, failed: given up)', labelNames: ['outcome'] as const, registers: [registry] })
   totalCounter(registry, 'auth_audit_events_dropped_total', 'Audit events dropped (buffer full or database refused)', sources.auditDropped)
   totalCounter(registry, 'auth_log_lines_dropped_total', 'Log lines dropped because stdout took none while the log buffer was full (its reader slow or stopped), or refused them', sources.logLinesDropped)
 
+  /** Why a Login was refused, as auth_logins_total names it (any other refusal is a limit's). */
+  const REFUSALS: Readonly<Record<string, string>> = { 'account-locked': 'locked', 'revoked-during-login': 'revoked', 'second-factor-required': 'second_factor_required' }
   const countEvent = (event: AuditEvent): void => {
     switch (event.event) {
       case 'login.success':
@@ -98,7 +122,7 @@ export function createMetrics (sources: MetricSources): Metrics {
         logins.inc({ outcome: 'failed' })
         break
       case 'login.refused':
-        logins.inc({ outcome: event.outcome === 'account-locked' ? 'locked' : event.outcome === 'revoked-during-login' ? 'revoked' : 'rate_limited' })
+        logins.inc({ outcome: REFUSALS[event.outcome] ?? 'rate_limited' })
         break
       default:
         if (event.tokensEnded !== undefined && event.tokensEnded > 0) terminated.inc(event.tokensEnded)
@@ -122,6 +146,9 @@ export function createMetrics (sources: MetricSources): Metrics {
     },
     backendError (backend) {
       backendErrors.inc({ backend })
+    },
+    webhookAttempt (outcome) {
+      webhookAttempts.inc({ outcome })
     },
     countEvents: (audit) => ({
       ...audit,

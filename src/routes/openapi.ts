@@ -73,9 +73,9 @@ function documentLoginBody (operation: Operation): void {
   const json = body?.content?.['application/json']
   const schema = json?.schema
   if (body === undefined || json === undefined || schema === undefined) return
-  operation.parameters = operation.parameters?.filter((p) => !(p.in === 'query' && CREDENTIALS.has(p.name)))
+  operation.parameters = operation.parameters?.filter((p) => !(p.in === 'query' && BODY_FIELDS.has(p.name)))
   // An empty example: without one Swagger UI fills each field with a sample made from its pattern.
-  const properties = Object.fromEntries([...CREDENTIALS].map((name) => {
+  const properties = Object.fromEntries([...BODY_FIELDS].map((name) => {
     const property = schema.properties?.[name]
     return [name, { ...(typeof property === 'object' ? property : { type: 'string' }), examples: [''] }]
   }))
@@ -84,12 +84,14 @@ function documentLoginBody (operation: Operation): void {
   delete json.example
   body.content = {
     'application/x-www-form-urlencoded': {
-      schema: { type: 'object', description: 'username and password, form-encoded (what an HTML form sends)', properties, required: [...CREDENTIALS] }
+      schema: { type: 'object', description: 'username and password (and otp for an account with a second factor), form-encoded (what an HTML form sends)', properties, required: [...CREDENTIALS] }
     },
     'application/json': json
   }
 }
 const CREDENTIALS: ReadonlySet<string> = new Set(['username', 'password'])
+/** The form's fields, none of them offered in the query: the credentials and the second factor's code (issue 34). */
+const BODY_FIELDS: ReadonlySet<string> = new Set([...CREDENTIALS, 'otp'])
 
 /**
  * What the route schemas cannot say by themselves: bodies are optional and may be a form or

@@ -96,7 +96,8 @@ export function createSqlSessions ({ db, tokens, audit, now = Date.now, onError 
         `SELECT id, token_hash, created_at, refreshed_at, client_ip, user_agent, federated FROM sessions
           WHERE account_id = $1 AND expires_at > $2 ORDER BY created_at DESC, id`, [accountId, iso(now())]))
       // One find each: the Redis store sends those made together as one MGET.
-      const records = await Promise.all(rows.map(async (row) => await tokens.find(row.token_hash)))
+      // Peeks: listing the sessions must not keep every one of them from going idle.
+      const records = await Promise.all(rows.map(async (row) => await tokens.find(row.token_hash, true)))
       const sessions: SessionInfo[] = []
       const gone: string[] = []
       rows.forEach((row, i) => {

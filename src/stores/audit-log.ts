@@ -1,17 +1,20 @@
 import type { Queryable } from '../db/database.js'
+import { webhookMessage } from '../webhooks/events.js'
 
 export type AuditEventName =
   | 'login.success' | 'login.failure' | 'login.refused' | 'login.lockout'
   | 'logout' | 'sessions.revoke' | 'user.add' | 'user.passwd' | 'user.disable' | 'user.enable'
   | 'session.end' | 'sessions.end' | 'password.change'
   | 'user.unlock' | 'user.delete' | 'admin.unauthorized' | 'introspect.unauthorized'
-  | 'key.created' | 'key.revoked'
+  | 'key.created' | 'key.revoked' | 'login.new_device'
+  | 'totp.enrolled' | 'totp.enabled' | 'totp.disabled' | 'totp.recovery_used'
 
 /** Every event name, for filters that must name one (the admin API's `event`). */
 export const AUDIT_EVENT_NAMES: readonly AuditEventName[] = [
   'login.success', 'login.failure', 'login.refused', 'login.lockout', 'logout', 'sessions.revoke',
   'user.add', 'user.passwd', 'user.disable', 'user.enable', 'session.end', 'sessions.end', 'password.change',
-  'user.unlock', 'user.delete', 'admin.unauthorized', 'introspect.unauthorized', 'key.created', 'key.revoked'
+  'user.unlock', 'user.delete', 'admin.unauthorized', 'introspect.unauthorized', 'key.created', 'key.revoked',
+  'totp.enrolled', 'totp.enabled', 'totp.disabled', 'totp.recovery_used', 'login.new_device'
 ]
 
 export interface AuditEvent {
@@ -26,6 +29,8 @@ export interface AuditEvent {
   outcome: string
   /** How many active tokens the event ended (logout: 1; revocations: any). Counted, not stored. */
   tokensEnded?: number
+  /** login.new_device: the client the account had not used (sent in the webhook, not stored in the trail). */
+  device?: { userAgentFamily: string, network: string } | undefined
 }
 
 export interface StoredAuditEvent extends AuditEvent {
@@ -60,6 +65,13 @@ export interface SqlAuditLogOptions {
   maxBuffered?: number
   /** Told once per drop burst (throttled by the caller's logger if needed). */
   onDrop?: (count: number, total: number, cause: unknown) => void
+  /**
+   * Webhook receivers: each event with a webhook type gets one outbox row per URL, written in the
+   * same statement as its audit row (both or neither), for the delivery worker to send.
+   */
+  webhookUrls?: readonly string[]
+  /** Told after a write that added outbox rows (the delivery worker sends them at once). */
+  onWebhookRows?: () => void
 }
 
 const BATCH = 100
@@ -72,6 +84,7 @@ const USER_AGENT_MAX = 512
  */
 export function createSqlAuditLog (db: Queryable, options: SqlAuditLogOptions = {}): AuditLog {
   const maxBuffered = options.maxBuffered ?? 10_000
+  const webhookUrls = options.webhookUrls ?? []
   let buffer: Array<{ at: Date, event: AuditEvent }> = []
   let droppedCount = 0
   let writing: Promise<void> | undefined
@@ -89,7 +102,22 @@ export function createSqlAuditLog (db: Queryable, options: SqlAuditLogOptions = 
       const b = i * 8
       return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}, $${b + 7}, $${b + 8})`
     })
-    await db.query(`INSERT INTO auth_events (occurred_at, event, username, account_id, client_ip, user_agent, outcome, credential) VALUES ${rows.join(', ')}`, values)
+    const insertEvents = `INSERT INTO auth_events (occurred_at, event, username, account_id, client_ip, user_agent, outcome, credential) VALUES ${rows.join(', ')}`
+    const outbox: string[] = []
+    for (const { at, event } of webhookUrls.length === 0 ? [] : batch) {
+      const message = webhookMessage(event, at)
+      if (message === undefined) continue
+      for (const url of webhookUrls) {
+        values.push(message.id, url, message.type, message.body)
+        const b = values.length - 4
+        outbox.push(`($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4})`)
+      }
+    }
+    // One statement is one transaction: the outbox rows exist exactly when their audit rows do.
+    await db.query(outbox.length === 0
+      ? insertEvents
+      : `WITH events AS (${insertEvents}) INSERT INTO webhook_deliveries (event_id, url, type, payload) VALUES ${outbox.join(', ')}`, values)
+    if (outbox.length > 0) options.onWebhookRows?.()
   }
 
   async function drain (): Promise<void> {

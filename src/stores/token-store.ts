@@ -19,8 +19,12 @@ export interface TokenStore {
    * (terminateAccount): the Login was overtaken and must not get a token.
    */
   issue (tokenHash: string, record: TokenRecord, ttlMs: number, epoch?: number): Promise<boolean>
-  /** The active token's record, or null for unknown, expired or terminated. One round trip. */
-  find (tokenHash: string): Promise<TokenRecord | null>
+  /**
+   * The active token's record, or null for unknown, expired, terminated or idle. One round trip.
+   * A find is a presentation of the token (it keeps it from going idle: AUTH_IDLE_TIMEOUT_SECONDS)
+   * unless `peek` (a listing of the account's sessions looks at them without using them).
+   */
+  find (tokenHash: string, peek?: boolean): Promise<TokenRecord | null>
   /**
    * Resets an active token of `record.accountId` to `ttlMs` from now with the new
    * expiry. False when the token is not active or belongs to another account: a

@@ -26,6 +26,8 @@ export interface AccountDetails extends UserRecord {
   createdAt: Date
   /** The last successful Login; null when it never logged in (since the column exists). */
   lastLoginAt: Date | null
+  /** It has an active second factor (TOTP, issue 34). */
+  totp: boolean
 }
 
 export interface NewUser {
@@ -81,6 +83,7 @@ interface UserRow {
 interface DetailsRow extends UserRow {
   created_at: Date | string
   last_login_at: Date | string | null
+  totp: boolean
 }
 
 const COLUMNS = 'id::text AS id, username, kind, password_hash, federated, disabled, token_epoch'
@@ -97,10 +100,10 @@ function toRecord (row: UserRow): UserRecord {
   }
 }
 
-const DETAILS = `${COLUMNS}, created_at, last_login_at`
+const DETAILS = `${COLUMNS}, created_at, last_login_at, EXISTS (SELECT 1 FROM totp_factors f WHERE f.account_id = users.id AND f.active) AS totp`
 
 function toDetails (row: DetailsRow): AccountDetails {
-  return { ...toRecord(row), createdAt: new Date(row.created_at), lastLoginAt: row.last_login_at === null ? null : new Date(row.last_login_at) }
+  return { ...toRecord(row), createdAt: new Date(row.created_at), lastLoginAt: row.last_login_at === null ? null : new Date(row.last_login_at), totp: row.totp }
 }
 
 function isUniqueViolation (error: unknown): boolean {

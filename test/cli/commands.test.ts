@@ -39,6 +39,8 @@ interface Service {
   run (args: string[], stdin?: string[]): Promise<Run>
   login (username: string, password: string, userAgent?: string): Promise<{ status: number, token?: string }>
   authenticate (token: string | undefined): Promise<number>
+  /** Gives the account an active second factor, as a confirmed enrollment leaves it (its secret never used here). */
+  activateTotp (username: string): Promise<void>
 }
 
 type Adapter = 'in-process' | 'admin API'
@@ -49,6 +51,8 @@ async function serviceFor (t: Test, adapter: Adapter): Promise<Service> {
     REDIS_URL: await requireRedis(),
     AUTH_REDIS_KEY_PREFIX: await freshRedisPrefix(t),
     AUTH_ADMIN_KEY: KEY,
+    // Never a key file in the working directory's ./data.
+    AUTH_TOTP_KEY: Buffer.alloc(32, 7).toString('base64'),
     LOG_LEVEL: 'silent',
     NODE_ENV: 'test'
   })
@@ -94,6 +98,12 @@ async function serviceFor (t: Test, adapter: Adapter): Promise<Service> {
     },
     async authenticate (token) {
       return (await app.inject({ method: 'GET', url: `/auth/Authenticate?token=${encodeURIComponent(token ?? '')}` })).statusCode
+    },
+    async activateTotp (username) {
+      const account = await app.backends.users.findByUsername(username)
+      if (account === null) throw new Error(`no account ${username}`)
+      await app.backends.totp.begin(account.id, 'v1.00000000.AA.AA', [])
+      await app.backends.totp.confirm(account.id, 1)
     }
   }
 }
@@ -227,6 +237,15 @@ async function commandCases (t: Test, service: Service, actor: Actor): Promise<s
     succeeded(t, await run(['user', 'delete', 'bob']), 'bob deleted; 2 active token(s) ended\n')
     t.equal(await service.authenticate(bob.token), 403)
     t.same(lines((await run(['user', 'list'])).stdout), ['alice\tlocal\tenabled', 'carol\tfederated\tenabled', 'svc\tservice\tenabled'])
+  })
+
+  await t.test('user totp-reset removes the second factor: the password alone logs in again', async (t) => {
+    await service.activateTotp('alice')
+    t.equal((await service.login('alice', NEW_PASSWORD)).status, 702, 'a second factor: 702 without a code')
+    succeeded(t, await run(['user', 'totp-reset', 'ALICE']), 'alice\'s second factor removed: the password alone logs in until it enrolls again\n')
+    t.equal((await service.login('alice', NEW_PASSWORD)).status, 0, 'the password alone')
+    const unknown = await run(['user', 'totp-reset', 'nobody'])
+    t.equal(unknown.code, 1, 'an unknown account: exit 1')
   })
 
   await t.test('events: oldest first, filtered by user and time, with who made each change', async (t) => {

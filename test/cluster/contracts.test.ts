@@ -20,8 +20,8 @@ import { tokenStoreContract } from '../stores/token-store.contract.js'
 
 const record = (accountId: string): TokenRecord => ({ accountId, username: `user-${accountId}`, federated: false, expiresAt: Date.now() + 600_000 })
 
-async function storeOn (t: Test, cluster: ClusterUnderTest, keyPrefix: string, options: { denyTtlMs?: number, maxTokensPerAccount?: number } = {}): Promise<RedisTokenStore> {
-  const store = createRedisTokenStore({ topology: cluster.topology, keyPrefix, denyTtlMs: options.denyTtlMs ?? 60_000, commandTimeoutMs: 5000, ...(options.maxTokensPerAccount === undefined ? {} : { maxTokensPerAccount: options.maxTokensPerAccount }) })
+async function storeOn (t: Test, cluster: ClusterUnderTest, keyPrefix: string, options: { denyTtlMs?: number, maxTokensPerAccount?: number, idleTimeoutMs?: number } = {}): Promise<RedisTokenStore> {
+  const store = createRedisTokenStore({ topology: cluster.topology, keyPrefix, denyTtlMs: options.denyTtlMs ?? 60_000, commandTimeoutMs: 5000, idleTimeoutMs: options.idleTimeoutMs, ...(options.maxTokensPerAccount === undefined ? {} : { maxTokensPerAccount: options.maxTokensPerAccount }) })
   t.teardown(async () => { await store.close() })
   await store.ready()
   return store
@@ -110,8 +110,8 @@ t.test('Redis Cluster, 3 masters + 3 replicas', async (t) => {
   t.equal(masters.length, 3, 'three masters')
 
   t.test('token store contract, unchanged', async (t) => {
-    tokenStoreContract(t, async (t, { denyTtlMs, maxTokensPerAccount }) =>
-      await storeOn(t, cluster, `{${uniqueName('c')}}:`, { denyTtlMs, ...(maxTokensPerAccount === undefined ? {} : { maxTokensPerAccount }) }))
+    tokenStoreContract(t, async (t, { denyTtlMs, maxTokensPerAccount, idleTimeoutMs }) =>
+      await storeOn(t, cluster, `{${uniqueName('c')}}:`, { denyTtlMs, idleTimeoutMs, ...(maxTokensPerAccount === undefined ? {} : { maxTokensPerAccount }) }))
   })
 
   t.test('login limiter contract, unchanged', async (t) => {

@@ -147,7 +147,7 @@ t.test('Login documents its parameters (query, body, path) and answers', async (
   // The credentials in a body: the query form (legacy, the password in a URL) gets no field, so
   // Try it out's request and its generated curl never put the password in the URL (issue 32).
   t.same(login?.parameters?.filter((p) => p.in === 'query').map((p) => p.name), ['token'], 'the query offers only token (a refresh)')
-  t.same(Object.keys(login?.requestBody?.content['application/x-www-form-urlencoded']?.schema.properties ?? {}), ['username', 'password'], 'a form body with both')
+  t.same(Object.keys(login?.requestBody?.content['application/x-www-form-urlencoded']?.schema.properties ?? {}), ['username', 'password', 'otp'], 'a form body with both, and the second factor\'s otp')
   t.match(login?.description, /query string works too, as the legacy way/, 'the query form is named as the legacy way')
   assertAnswers(t, login, 'Login', ['status', 'message', 'token', 'AuthToken', 'expiration_date'])
 
@@ -250,7 +250,7 @@ t.test('Try it out starts from fields a person fills: nothing pre-filled that wo
   const login = doc.paths['/auth/Login']?.post?.requestBody?.content as Record<string, Media>
   t.same(Object.keys(login), ['application/x-www-form-urlencoded', 'application/json'], 'Login: a form first, then JSON')
   const form = login['application/x-www-form-urlencoded']?.schema?.properties as Record<string, object> | undefined
-  t.same(Object.keys(form ?? {}), ['username', 'password'], 'Login\'s form: a username field and a password field')
+  t.same(Object.keys(form ?? {}), ['username', 'password', 'otp'], 'Login\'s form: a username field, a password field and the second factor\'s otp')
   for (const [name, property] of Object.entries(form ?? {})) t.match(property, { examples: [''] }, `Login's form ${name} starts empty`)
   const pair = Object.values(login['application/json']?.examples ?? {})[0]?.value
   t.match(pair, { username: /^[a-z]+$/, password: /^[a-z ]{8,}$/ }, 'Login\'s JSON example is a real-looking pair')

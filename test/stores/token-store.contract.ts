@@ -9,7 +9,7 @@ import type { ApiKeyRecords } from '../../src/stores/api-key-records.js'
 import { generateApiKey, hashApiKey } from '../../src/keys/secret.js'
 import type { TokenRecord } from '@auth-token-service/guard/layout'
 
-export type MakeTokenStore = (t: Test, options: { denyTtlMs: number, maxTokensPerAccount?: number }) => Promise<TokenStore & ApiKeyRecords & RevocationFeed>
+export type MakeTokenStore = (t: Test, options: { denyTtlMs: number, maxTokensPerAccount?: number, idleTimeoutMs?: number }) => Promise<TokenStore & ApiKeyRecords & RevocationFeed>
 
 const record = (accountId: string, overrides: Partial<TokenRecord> = {}): TokenRecord => ({
   accountId,
@@ -346,5 +346,24 @@ export function tokenStoreContract (t: Test, makeStore: MakeTokenStore): void {
     t.ok(await store.find(keyHash))
     await sleep(400)
     t.equal(await store.find(keyHash), null)
+  })
+
+  t.test('idle timeout: a Login token not found for that long is refused, not before; a key never; an idle token is not refreshed', async (t) => {
+    const store = await makeStore(t, { denyTtlMs: 1000, idleTimeoutMs: 300 })
+    const hash = newHash('21')
+    t.ok(await store.issue(hash, record('21'), 60_000))
+    const keyHash = hashApiKey(generateApiKey('21'))
+    await store.seedKey(keyHash, record('21', { keyId: 'idle-key' }), 60_000)
+    await sleep(150)
+    t.ok(await store.find(hash), 'found 150 ms after issue')
+    await sleep(150)
+    t.ok(await store.find(hash), 'found 150 ms after that: 300 ms since issue, but presented within the timeout')
+    await sleep(700)
+    t.equal(await store.find(hash), null, 'not presented for 700 ms (the timeout, plus any slack): refused')
+    t.notOk(await store.refresh(hash, record('21'), 60_000), 'an idle token is not refreshed')
+    t.ok(await store.find(keyHash), 'an API key has no idle timeout')
+    const fresh = newHash('21')
+    t.ok(await store.issue(fresh, record('21'), 60_000))
+    t.ok(await store.find(fresh), 'a new token of the account works')
   })
 }

@@ -11,13 +11,13 @@ import { recordRevocations, tokenStoreContract, until } from './token-store.cont
 const hashOf = (accountId: string): string => hashToken(generateToken(accountId))
 
 t.test('in-process token store', async (t) => {
-  tokenStoreContract(t, async (_t, { denyTtlMs, maxTokensPerAccount }) => createMemoryTokenStore({ denyTtlMs, maxTokensPerAccount }))
+  tokenStoreContract(t, async (_t, { denyTtlMs, maxTokensPerAccount, idleTimeoutMs }) => createMemoryTokenStore({ denyTtlMs, maxTokensPerAccount, idleTimeoutMs }))
 })
 
 t.test('Redis token store', async (t) => {
   const url = await requireRedis()
-  tokenStoreContract(t, async (t, { denyTtlMs, maxTokensPerAccount }) => {
-    const store = createRedisTokenStore({ url, keyPrefix: await freshRedisPrefix(t), denyTtlMs, maxTokensPerAccount, commandTimeoutMs: TEST_REDIS_COMMAND_TIMEOUT_MS })
+  tokenStoreContract(t, async (t, { denyTtlMs, maxTokensPerAccount, idleTimeoutMs }) => {
+    const store = createRedisTokenStore({ url, keyPrefix: await freshRedisPrefix(t), denyTtlMs, maxTokensPerAccount, idleTimeoutMs, commandTimeoutMs: TEST_REDIS_COMMAND_TIMEOUT_MS })
     t.teardown(async () => { await store.close() })
     await store.ready()
     return store

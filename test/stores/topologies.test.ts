@@ -13,8 +13,8 @@ for (const [name, start] of [['Redis Cluster (3 masters)', startRedisCluster], [
     const topology: RedisTopology = await start(t)
 
     t.test('token store contract', async (t) => {
-      tokenStoreContract(t, async (t, { denyTtlMs, maxTokensPerAccount }) => {
-        const store = createRedisTokenStore({ topology, keyPrefix: `{${uniqueName('c')}}:`, denyTtlMs, maxTokensPerAccount, commandTimeoutMs: TEST_REDIS_COMMAND_TIMEOUT_MS })
+      tokenStoreContract(t, async (t, { denyTtlMs, maxTokensPerAccount, idleTimeoutMs }) => {
+        const store = createRedisTokenStore({ topology, keyPrefix: `{${uniqueName('c')}}:`, denyTtlMs, maxTokensPerAccount, idleTimeoutMs, commandTimeoutMs: TEST_REDIS_COMMAND_TIMEOUT_MS })
         t.teardown(async () => { await store.close() })
         await store.ready()
         return store

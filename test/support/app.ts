@@ -11,7 +11,7 @@ import type { Database } from '../../src/db/database.js'
 import { createMemoryTokenStore } from '../../src/stores/memory/token-store.js'
 import { createRedisTokenStore, type RedisTokenStore } from '../../src/stores/redis/token-store.js'
 import type { RedisTopology } from '../../src/stores/redis/client.js'
-import type { ServiceTokenStore } from '../../src/backends.js'
+import { idleTimeoutMs, type ServiceTokenStore } from '../../src/backends.js'
 import { testConfig } from './config.js'
 import { freshPglite } from './pglite.js'
 import { freshPostgresDatabase } from '../../support/postgres.js'
@@ -63,6 +63,7 @@ export async function buildTestApp (t: Test, kind: BackendKind = 'real', overrid
       keyPrefix: config.redisKeyPrefix,
       denyTtlMs: config.denyTtlSeconds * 1000,
       maxTokensPerAccount: config.maxTokensPerAccount,
+      idleTimeoutMs: idleTimeoutMs(config),
       // The service's 500 ms when a test sets it (the failover tests stop a node and count on it).
       commandTimeoutMs: overrides.redisCommandTimeoutMs ?? TEST_REDIS_COMMAND_TIMEOUT_MS
     })
@@ -70,7 +71,7 @@ export async function buildTestApp (t: Test, kind: BackendKind = 'real', overrid
     tokens = redisStore
   } else {
     database = await freshPglite()
-    tokens = createMemoryTokenStore({ denyTtlMs: config.denyTtlSeconds * 1000, maxTokensPerAccount: config.maxTokensPerAccount })
+    tokens = createMemoryTokenStore({ denyTtlMs: config.denyTtlSeconds * 1000, maxTokensPerAccount: config.maxTokensPerAccount, idleTimeoutMs: idleTimeoutMs(config) })
   }
   await migrate(database)
   const backends = assembleBackends(config, { database, tokens })

@@ -1,4 +1,4 @@
-import { decodeRecord, keyLayout, revocationChannel } from './layout.js'
+import { decodeRecord, keyLayout, revocationChannel, type TokenRecord } from './layout.js'
 import { createRevocationFeed, type RevocationSubscription } from './shared/redis-feed.js'
 import { failFastRedisOptions, whenReady, type RedisClient } from './shared/redis-connection.js'
 import { within, type Verified, type Verifier } from './verifiers.js'
@@ -16,6 +16,8 @@ export interface DirectVerifierOptions {
   keyPrefix: string
   timeoutMs: number
   onError: (error: Error) => void
+  /** The service runs with AUTH_IDLE_TIMEOUT_SECONDS: a Login token whose idle key is gone is refused. */
+  idleTimeout?: boolean | undefined
 }
 
 /** A client of our own for `url`, failing fast (no queue while Redis is away). */
@@ -44,18 +46,32 @@ export async function directVerifier (options: DirectVerifierOptions): Promise<V
   let feed: RevocationSubscription | undefined
   let stopWatching: (() => void) | undefined
 
-  const find = async (key: string): Promise<Verified | null> => {
-    const value = await redis.get(key)
-    const record = value === null ? null : decodeRecord(value)
+  const idleTimeout = options.idleTimeout === true
+  /**
+   * The record, or null. With the idle timeout, the token's idle key is read with it (one MGET:
+   * the two share a slot) and a Login token without one is idle: refused. Only the service's
+   * Authenticate, /auth/verify and /auth/introspect keep a token from going idle (the contract);
+   * a guard only reads.
+   */
+  const read = async (key: string, hash: string): Promise<TokenRecord | null> => {
+    if (!idleTimeout) {
+      const value = await redis.get(key)
+      return value === null ? null : decodeRecord(value)
+    }
+    const [value, idle] = await redis.mget(key, keys.idleKeyOf(hash) ?? key)
+    const record = value === null || value === undefined ? null : decodeRecord(value)
+    return record !== null && record.keyId === undefined && (idle === null || idle === undefined) ? null : record
+  }
+  const find = async (key: string, hash: string): Promise<Verified | null> => {
+    const record = await read(key, hash)
     return record === null ? null : { record }
   }
   /**
    * With a cache to keep: the key's PTTL beside the GET (sent together, one round trip), the
    * remaining life by Redis's own clock, so the guard's wall clock never decides an expiry.
    */
-  const findWithRemaining = async (key: string): Promise<Verified | null> => {
-    const [value, pttl] = await Promise.all([redis.get(key), redis.pttl(key)])
-    const record = value === null ? null : decodeRecord(value)
+  const findWithRemaining = async (key: string, hash: string): Promise<Verified | null> => {
+    const [record, pttl] = await Promise.all([read(key, hash), redis.pttl(key)])
     return record === null ? null : { record, remainingMs: Math.max(0, pttl) }
   }
   return {
@@ -64,7 +80,7 @@ export async function directVerifier (options: DirectVerifierOptions): Promise<V
       const key = keys.keyOf(hash)
       if (key === undefined) return null
       // The race also bounds a handed-in client that queues commands while Redis is away.
-      return await within(stopWatching === undefined ? find(key) : findWithRemaining(key), options.timeoutMs)
+      return await within(stopWatching === undefined ? find(key, hash) : findWithRemaining(key, hash), options.timeoutMs)
     },
     watch (watcher) {
       feed ??= createRevocationFeed(redis, revocationChannel(options.keyPrefix))

@@ -10,6 +10,9 @@ import { TOKEN_DIGEST_LENGTH } from './token.js'
  *   record           `expiresAt|federated|accountId|username` (epoch ms, 1/0, username last);
  *                    an API key's record (issue 33) has `k<keyId>` for 1/0, at its hash's token key
  *   revocation feed  PUBLISH <prefix>revoked "<hash> <hash> …" (space-separated token hashes)
+ *   idle key         <bucket prefix>i<digest>   value `1`, PX = idle timeout + idleSlackMs: only while the
+ *                    service runs with AUTH_IDLE_TIMEOUT_SECONDS; a Login token whose idle key is gone has
+ *                    not been presented for that long and is refused (API keys have none)
  *
  * (The service's own keys beside them, the account index, epoch and deny set, are its
  * business: stores/redis/scripts.ts.)
@@ -20,6 +23,9 @@ import { TOKEN_DIGEST_LENGTH } from './token.js'
  * The layout of before 0.2.0 (version 1) is gone (issue 31 §2). An API key's record (`k<keyId>`
  * in the second field, issue 33) is still 2: no key name, channel or token record changed, and a
  * reader of before it decodes a key's record as a non-federated token of the same account.
+ * The idle key (issue 34) is still 2: it is written only when the idle timeout is on, and a
+ * reader of before it (which does not look for it) only misses that timeout, as a reader of
+ * this version given no `idleTimeout` does.
  */
 export const KEY_LAYOUT_VERSION = 2
 
@@ -67,6 +73,18 @@ export interface KeyLayout {
   keyOf (tokenHash: string): string | undefined
   /** The token key of a hash; a TypeError for a string that is no token hash (a caller's mistake). */
   tokenKey (tokenHash: string): string
+  /** The idle key of a hash (beside its token key, in its slot); undefined for a string that is no token hash. */
+  idleKeyOf (tokenHash: string): string | undefined
+}
+
+/**
+ * How much longer than the idle timeout an idle key lives when it is set: the service touches a
+ * token's idle key at most once per this much time (per instance), so a token stops working
+ * between the idle timeout and the idle timeout plus this after it was last presented, never
+ * before. A tenth of the timeout, at least 100 ms, at most a minute (the contract's bound).
+ */
+export function idleSlackMs (idleTimeoutMs: number): number {
+  return Math.min(60_000, Math.max(100, Math.floor(idleTimeoutMs / 10)))
 }
 
 /**
@@ -110,6 +128,10 @@ export function keyLayout (prefix: string): KeyLayout {
     placeOf,
     hashOf: (bucket, member) => `${bucket}${member}`,
     keyOf,
+    idleKeyOf (tokenHash) {
+      const place = placeOf(tokenHash)
+      return place === undefined ? undefined : `${place.prefix}i${place.member}`
+    },
     tokenKey (tokenHash) {
       const key = keyOf(tokenHash)
       if (key === undefined) throw new TypeError('not a token hash: it names no key')

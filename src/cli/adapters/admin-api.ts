@@ -20,6 +20,7 @@ export function createAdminApiOperations (client: AdminClient): AdminOperations 
       return { username: user.username, ended }
     },
     unlockUser: async (username) => await client.unlockUser(username),
+    resetTotp: async (username) => await client.resetTotp(username),
     // The answer names no account (it is gone): the name as the operator gave it.
     deleteUser: async (username) => ({ username, ended: await client.deleteUser(username) }),
     users: () => client.users(),

@@ -103,6 +103,7 @@ export function createInProcessOperations (config: Config, command: string): Adm
     setPassword: async (username, password) => await accounts(true, async (admin) => ended(await admin.setPassword(username, password))),
     setDisabled: async (username, disabled) => await accounts(disabled, async (admin) => ended(await admin.setDisabled(username, disabled))),
     unlockUser: async (username) => await accounts(true, async (admin) => await admin.unlock(username)),
+    resetTotp: async (username) => await accounts(false, async (admin) => await admin.resetSecondFactor(username)),
     deleteUser: async (username) => await accounts(true, async (admin) => ended(await admin.remove(username))),
     async * users () {
       yield * await accounts(false, async (admin) => await admin.list())

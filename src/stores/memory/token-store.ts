@@ -9,6 +9,8 @@ interface Entry {
   record: TokenRecord
   /** Monotonic deadline, like a Redis key's own expiry: wall-clock jumps do not move it. */
   deadline: number
+  /** Monotonic time of its issue, refresh or last presentation (the idle timeout's). */
+  seen: number
 }
 
 export interface MemoryTokenStoreOptions {
@@ -19,6 +21,8 @@ export interface MemoryTokenStoreOptions {
   now?: () => number
   /** Wall clock (epoch ms) that `expiresAt` is compared with on read. */
   wallNow?: () => number
+  /** AUTH_IDLE_TIMEOUT_SECONDS in ms: a Login token not presented for this long is refused; absent: off. */
+  idleTimeoutMs?: number | undefined
 }
 
 /**
@@ -33,6 +37,7 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Memor
   const now = options.now ?? (() => performance.now())
   const wallNow = options.wallNow ?? Date.now
   const maxTokens = options.maxTokensPerAccount ?? 1000
+  const idleTimeoutMs = options.idleTimeoutMs
   const tokens = new Map<string, Entry>()
   const accounts = new Map<string, Set<string>>()
   const denied = new Map<string, number>()
@@ -45,6 +50,10 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Memor
     if (hashes.length === 0) return
     for (const watcher of watchers) watcher.revoked(hashes)
   }
+
+  /** Not presented for the idle timeout (a Login token's only): refused, as on Redis. */
+  const idle = (entry: Entry): boolean =>
+    idleTimeoutMs !== undefined && entry.record.keyId === undefined && now() - entry.seen >= idleTimeoutMs
 
   const live = (tokenHash: string): Entry | undefined => {
     const entry = tokens.get(tokenHash)
@@ -89,7 +98,7 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Memor
     async issue (tokenHash, record, ttlMs, epoch) {
       if (stale(record.accountId, epoch)) return false
       pruneOldest()
-      tokens.set(tokenHash, { record: { ...record }, deadline: now() + ttlMs })
+      tokens.set(tokenHash, { record: { ...record }, deadline: now() + ttlMs, seen: now() })
       let index = accounts.get(record.accountId)
       if (index === undefined) accounts.set(record.accountId, index = new Set())
       index.add(tokenHash)
@@ -107,16 +116,21 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Memor
       announce(ended)
       return true
     },
-    async find (tokenHash) {
+    async find (tokenHash, peek = false) {
       const entry = live(tokenHash)
-      return entry === undefined ? null : activeAt({ ...entry.record }, wallNow())
+      if (entry === undefined) return null
+      if (idle(entry)) return null
+      // Off: nothing written on a find.
+      if (!peek && idleTimeoutMs !== undefined) entry.seen = now()
+      return activeAt({ ...entry.record }, wallNow())
     },
     async refresh (tokenHash, record, ttlMs, epoch) {
       const entry = live(tokenHash)
-      if (entry === undefined || entry.record.accountId !== record.accountId || stale(record.accountId, epoch)) return false
+      // An idle token is not brought back: the Login gets a new one.
+      if (entry === undefined || idle(entry) || entry.record.accountId !== record.accountId || stale(record.accountId, epoch)) return false
       // Re-insert so the Map's and the index's order stay roughly the order of deadlines.
       tokens.delete(tokenHash)
-      tokens.set(tokenHash, { record: { ...record }, deadline: now() + ttlMs })
+      tokens.set(tokenHash, { record: { ...record }, deadline: now() + ttlMs, seen: now() })
       const index = accounts.get(record.accountId)
       index?.delete(tokenHash)
       index?.add(tokenHash)
@@ -135,7 +149,7 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Memor
       const until = denied.get(keyHash)
       if (until !== undefined && until > now()) return false
       pruneOldest()
-      tokens.set(keyHash, { record: { ...record }, deadline: now() + ttlMs })
+      tokens.set(keyHash, { record: { ...record }, deadline: now() + ttlMs, seen: now() })
       return true
     },
     async endKey (keyHash) {

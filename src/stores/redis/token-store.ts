@@ -14,10 +14,12 @@ import { createReplicationWait, ReplicaAckTimeout } from './replicated.js'
 import { createRevoking } from './revoke.js'
 import { createSafety } from './safety.js'
 import { defineScripts } from './scripts.js'
+import { createIdleTracking } from './idle.js'
 import { serviceUnavailable, StatusError, UnavailableError } from '../../errors/status.js'
 import type { RevocationFeed } from '../revocation-feed.js'
 import { RevocationIncomplete, type TokenStore } from '../token-store.js'
 import type { ApiKeyRecords } from '../api-key-records.js'
+import type { TokenRecord } from '@auth-token-service/guard/layout'
 
 export { ReplicaAckTimeout } from './replicated.js'
 
@@ -86,6 +88,11 @@ export interface RedisTokenStoreOptions {
    * replica-acks.ts).
    */
   minReplicaAcks?: MinReplicaAcks
+  /**
+   * AUTH_IDLE_TIMEOUT_SECONDS in ms (issue 34): a Login token not presented for this long is
+   * refused (idle.ts). Absent: off, and Authenticate reads exactly what it always did.
+   */
+  idleTimeoutMs?: number | undefined
 }
 
 export interface RedisTokenStore extends TokenStore, ApiKeyRecords, RevocationFeed {
@@ -125,7 +132,11 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
   const safety = createSafety(redis, {
     requireNoEviction, acceptLossyPersistence: options.acceptLossyPersistence, onEvictionPolicy: options.onEvictionPolicy, onPersistence: options.onPersistence
   })
-  const finder = createFinder(redis, keys.keyOf, options.onCommandError, options.expireOnRead ?? true)
+  const idle = options.idleTimeoutMs === undefined
+    ? undefined
+    : createIdleTracking({ redis, keys, idleTimeoutMs: options.idleTimeoutMs, onCommandError: options.onCommandError, expireOnRead: options.expireOnRead ?? true })
+  // Off, the batched finder as ever (a peek is a find: nothing to touch).
+  const finder: (tokenHash: string, peek?: boolean) => Promise<TokenRecord | null> = idle?.find ?? createFinder(redis, keys.keyOf, options.onCommandError, options.expireOnRead ?? true)
 
   /** Any failure but a StatusError (already an answer) is told to onCommandError and becomes a 503. */
   async function guarded<T> (work: () => Promise<T>): Promise<T> {
@@ -152,16 +163,22 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
     ready: async () => { await whenReady(redis) },
     issue: async (tokenHash, record, ttlMs, epoch) => await guarded(async () => {
       safety.refuseWhileUnsafe()
+      await idle?.arm(tokenHash)
       return await issuing.issue(tokenHash, record, ttlMs, epoch)
     }),
     find: requireNoEviction
-      ? (tokenHash) => {
+      ? (tokenHash, peek) => {
           const refused = safety.refusal()
-          return refused === undefined ? finder(tokenHash) : Promise.reject(new UnavailableError('redis', refused))
+          return refused === undefined ? finder(tokenHash, peek) : Promise.reject(new UnavailableError('redis', refused))
         }
       : finder,
     refresh: async (tokenHash, record, ttlMs, epoch) => await guarded(async () => {
       safety.refuseWhileUnsafe()
+      if (idle !== undefined) {
+        // An idle token is not brought back: the Login gets a new one.
+        if (!await idle.alive(tokenHash)) return false
+        await idle.arm(tokenHash)
+      }
       return await issuing.refresh(tokenHash, record, ttlMs, epoch)
     }),
     terminate: async (tokenHash) => await guarded(async () => {

@@ -1,0 +1,112 @@
+import t from 'tap'
+import { buildTestApp } from '../support/app.js'
+import { buildInternalApp } from '../../src/internal-listener.js'
+import { createPostgresDatabase } from '../../src/db/postgres.js'
+import { createSqlAuditLog } from '../../src/stores/audit-log.js'
+import { createSqlWebhookOutbox } from '../../src/webhooks/outbox.js'
+import { startDeliverer } from '../../src/webhooks/deliverer.js'
+import { decodeWebhookSecret } from '../../src/webhooks/signature.js'
+import { migratedDatabaseUrl } from '../../support/postgres.js'
+import { startWebhookReceiver } from '../../support/webhook-receiver.js'
+import { fastWebhooks, login, newWebhookSecret } from './support.js'
+
+/*
+ * Delivery: at least once, one webhook-id across retries, failed after the retry window (a
+ * metric, the admin list, a manual retry); a dead receiver holds up neither Login nor another
+ * receiver; instances sharing one Postgres never send one event at the same time.
+ */
+
+const ADMIN_KEY = 'admin-key-for-webhook-tests-0123456789'
+const PASSWORD = 'passphrase of the owner'
+
+t.test('a receiver that refuses: retried under one webhook-id, failed after the window, then retried by hand', async (t) => {
+  const secret = newWebhookSecret()
+  const receiver = await startWebhookReceiver(t, secret)
+  receiver.answer = 503
+  const { app, config, addUser } = await buildTestApp(t, 'embedded', { webhooks: fastWebhooks([receiver.url], secret, { retryWindowMs: 600 }), adminKey: ADMIN_KEY })
+  await addUser('alice', PASSWORD)
+  t.equal((await login(app, 'alice', PASSWORD)).status, 0)
+  const internal = await buildInternalApp(app, config)
+  t.teardown(async () => { await internal.close() })
+  const admin = async (method: 'GET' | 'POST', url: string): Promise<{ status: number, body: Record<string, unknown> }> => {
+    const res = await internal.inject({ method, url, headers: { authorization: `Bearer ${ADMIN_KEY}` } })
+    return { status: res.statusCode, body: res.json() }
+  }
+  type Delivery = { id: string, webhook_id: string, type: string, status: string, attempts: number, last_error: string | null }
+  const deliveries = async (status: string): Promise<Delivery[]> => (await admin('GET', `/admin/webhooks/deliveries?status=${status}`)).body.deliveries as Delivery[]
+
+  let failed: Delivery[] = []
+  const started = Date.now()
+  while ((failed = await deliveries('failed')).length === 0 && Date.now() - started < 10_000) await new Promise((resolve) => setTimeout(resolve, 50))
+  t.equal(failed.length, 1, 'given up after the retry window')
+  const [row] = failed
+  t.equal(row?.type, 'login.success')
+  t.equal(row?.last_error, 'HTTP 503')
+  t.ok((row?.attempts ?? 0) >= 2, `tried ${row?.attempts ?? 0} times`)
+  const ids = new Set(receiver.attempts.map((attempt) => attempt.id))
+  t.same([...ids], [row?.webhook_id], 'every attempt carried the one webhook-id')
+  t.equal(receiver.events.length, 0)
+
+  const metrics = await internal.inject({ method: 'GET', url: '/metrics' })
+  t.match(metrics.body, /auth_webhook_deliveries\{status="failed"\} 1/)
+  t.match(metrics.body, /auth_webhook_deliveries\{status="pending"\} 0/)
+  t.match(metrics.body, /auth_webhook_attempts_total\{outcome="failed"\} 1/)
+
+  t.equal((await admin('POST', '/admin/webhooks/deliveries/999999/retry')).status, 404, 'an unknown delivery')
+  t.equal((await admin('POST', '/admin/webhooks/deliveries/x1/retry')).status, 400, 'not an id')
+  t.equal((await admin('GET', '/admin/webhooks/deliveries?status=lost')).status, 400, 'not a status')
+  receiver.answer = 200
+  t.equal((await admin('POST', `/admin/webhooks/deliveries/${row?.id ?? ''}/retry`)).status, 200)
+  await receiver.waitFor('the retried event', (events) => events.length === 1)
+  t.equal(receiver.events[0]?.id, row?.webhook_id, 'the same webhook-id after a manual retry')
+  await app.backends.audit.flush()
+  let delivered: Delivery[] = []
+  while ((delivered = await deliveries('delivered')).length === 0 && Date.now() - started < 15_000) await new Promise((resolve) => setTimeout(resolve, 20))
+  t.equal(delivered[0]?.id, row?.id, 'listed as delivered')
+  t.same(await deliveries('failed'), [])
+  t.equal((await admin('POST', `/admin/webhooks/deliveries/${row?.id ?? ''}/retry`)).status, 404, 'a delivered one is not retried')
+})
+
+t.test('a receiver that never answers holds up neither Login nor the other receiver', async (t) => {
+  const secret = newWebhookSecret()
+  const dead = await startWebhookReceiver(t, secret)
+  dead.answer = 'hang'
+  const live = await startWebhookReceiver(t, secret)
+  const { app, addUser } = await buildTestApp(t, 'embedded', { webhooks: fastWebhooks([dead.url, live.url], secret, { timeoutMs: 5000 }) })
+  await addUser('alice', PASSWORD)
+  const began = Date.now()
+  for (let i = 0; i < 5; i++) t.equal((await login(app, 'alice', PASSWORD)).status, 0)
+  const loginsMs = Date.now() - began
+  t.ok(loginsMs < 2000, `five Logins in ${loginsMs} ms while a receiver hangs`)
+  await live.waitFor('five Logins at the live receiver', (events) => events.filter((event) => event.type === 'login.success').length === 5, 3000)
+  t.ok(Date.now() - began < 4000, 'delivered to the live receiver before the dead one\'s request timed out')
+  t.ok(dead.attempts.length >= 1, 'the dead receiver was tried')
+  t.equal(dead.events.length, 0)
+})
+
+t.test('two instances on one Postgres never send one event at the same time, and lose none', async (t) => {
+  const url = await migratedDatabaseUrl(t)
+  const secret = newWebhookSecret()
+  const receiver = await startWebhookReceiver(t, secret)
+  receiver.delayMs = 20
+  const first = createPostgresDatabase({ connectionString: url })
+  const second = createPostgresDatabase({ connectionString: url })
+  t.teardown(async () => { await Promise.all([first.close(), second.close()]) })
+  const audit = createSqlAuditLog(first, { webhookUrls: [receiver.url] })
+  const EVENTS = 300
+  for (let i = 0; i < EVENTS; i++) audit.record({ event: 'logout', username: `user${i}`, accountId: String(i), clientIp: '192.0.2.1', outcome: 'terminated', tokensEnded: 1 })
+  await audit.flush()
+  const decoded = decodeWebhookSecret(secret)
+  if (!decoded.ok) throw new Error(decoded.problem)
+  const options = { urls: [receiver.url], key: decoded.key, timeoutMs: 2000, backoffMs: 50, maxBackoffMs: 1000, retryWindowMs: 86_400_000, pollMs: 20, batch: 8 }
+  const instances = [startDeliverer({ ...options, outbox: createSqlWebhookOutbox(first) }), startDeliverer({ ...options, outbox: createSqlWebhookOutbox(second) })]
+  t.teardown(async () => { await Promise.all(instances.map(async (instance) => { await instance.stop() })) })
+  await receiver.waitFor(`${EVENTS} events`, (events) => events.length === EVENTS, 30_000)
+  t.equal(receiver.overlapping(), 0, 'no webhook-id sent while it was being sent')
+  t.same(receiver.duplicates(), [], 'none delivered twice')
+  t.equal(receiver.attempts.length, EVENTS, 'one attempt each')
+  const { rows } = await first.query<{ status: string, n: number }>('SELECT status, count(*)::int AS n FROM webhook_deliveries GROUP BY status')
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  const after = await first.query<{ status: string, n: number }>('SELECT status, count(*)::int AS n FROM webhook_deliveries GROUP BY status')
+  t.same(after.rows, [{ status: 'delivered', n: EVENTS }], `all marked delivered (${JSON.stringify(rows)} a moment before)`)
+})
