@@ -4,7 +4,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import t, { type Test } from 'tap'
 import { buildTestApp } from '../support/app.js'
 import { startCaddy, startEchoUpstream, startNginx } from '../support/gateways.js'
-import { codeStepPage } from '../../src/signin/pages.js'
+import * as OTPAuth from 'otpauth'
 
 /*
  * The browser sign-in (issue 35) as a person meets it: headless Chromium (Debian's) in front of
@@ -99,18 +99,6 @@ async function run (t: Test): Promise<void> {
       t.equal(await page.locator('#sessions li .badge').count(), 1, 'this browser\'s marked')
     })
 
-    if (name === 'nginx') {
-      t.test('the code step page, as the service renders it, with its stylesheet', async (t) => {
-        // Rendered into a page of the gateway's origin, so the stylesheet loads as it does in the flow.
-        const { page } = await newPage(t)
-        await page.goto(`${origin}/auth/signin`)
-        await page.setContent(codeStepPage({ username: 'alice', rd: `${origin}/orders` }), { waitUntil: 'load' })
-        t.equal(await page.getByLabel('Code').getAttribute('autocomplete'), 'one-time-code')
-        t.equal(await page.locator('link[rel=stylesheet]').evaluate((link) => (link as unknown as { sheet: unknown }).sheet !== null), true, 'styled')
-        await page.screenshot({ path: `${SCREENS}/code-step.png`, fullPage: true })
-      })
-    }
-
     t.test(`${name}: a wrong password shows the page again with a message and sets no cookie`, async (t) => {
       const { context, page } = await newPage(t)
       await page.goto(`${origin}/private`)
@@ -197,14 +185,36 @@ async function run (t: Test): Promise<void> {
       t.equal(credentials[0]?.isResidentCredential, true, 'discoverable')
       if (name === 'nginx') await page.screenshot({ path: `${SCREENS}/signed-in.png`, fullPage: true })
 
+      // A second factor too: the password now asks for a code, a passkey does not.
+      const token = await tokenCookie(context, origin) ?? ''
+      const begun = (await app.inject({ method: 'POST', url: '/auth/totp', headers: { authorization: `Bearer ${token}` } })).json<{ otpauth_uri: string }>()
+      const generator = OTPAuth.URI.parse(begun.otpauth_uri) as OTPAuth.TOTP
+      const confirmed = await app.inject({ method: 'POST', url: '/auth/totp/confirm', headers: { authorization: `Bearer ${token}` }, payload: { code: generator.generate({ timestamp: Date.now() - 30_000 }) } })
+      t.equal(confirmed.statusCode, 200, 'a TOTP second factor enrolled')
+
       await page.getByRole('button', { name: 'Sign out' }).click()
       await page.waitForURL(`${origin}/auth/signin`)
       t.equal(await tokenCookie(context, origin), undefined, 'signed out')
+      const coded = `${origin}/reports?with=code`
+      await page.goto(coded)
+      await signInWithPassword(page, PASSWORD, username)
+      t.equal(await page.title(), 'Enter your code', 'the right password asks for the code')
+      t.equal(await page.getByLabel('Code').getAttribute('autocomplete'), 'one-time-code')
+      t.equal(await tokenCookie(context, origin), undefined, 'no token before the code')
+      if (name === 'nginx') await page.screenshot({ path: `${SCREENS}/code-step.png`, fullPage: true })
+      await page.getByLabel('Code').fill(generator.generate())
+      await Promise.all([page.waitForEvent('load'), page.getByRole('button', { name: 'Verify' }).click()])
+      t.equal(page.url(), coded, 'the code signs in and goes back')
+      t.equal((await echoed(page)).headers['x-auth-user'], username)
+      await page.goto(`${origin}/auth/signin`)
+      await page.getByRole('button', { name: 'Sign out' }).click()
+      await page.waitForURL(`${origin}/auth/signin`)
+
       const wanted = `${origin}/dashboard?tab=keys`
       await page.goto(wanted)
       await page.getByRole('button', { name: 'Sign in with a passkey' }).click()
       await page.waitForURL(wanted)
-      t.equal((await echoed(page)).headers['x-auth-user'], username, 'the passkey signed its owner in, back where they were going')
+      t.equal((await echoed(page)).headers['x-auth-user'], username, 'the passkey signed its owner in, back where they were going, with no code step: it is the second factor')
       await app.backends.audit.flush()
       const events = await app.backends.audit.list({ username, event: 'login.success' })
       t.ok(events.some((event) => event.outcome === 'issued-by-passkey'), 'audited as a Login by passkey')
