@@ -28,6 +28,9 @@ import { sessionRoutes } from './routes/sessions.js'
 import { createSqlSessions, type SqlSessions } from './sessions/sql-sessions.js'
 import { createApiKeys, type ApiKeys } from './keys/api-keys.js'
 import { verifyRoutes } from './routes/verify.js'
+import { signInRoutes } from './routes/signin.js'
+import { createSqlPasskeyStore } from './stores/passkey-store.js'
+import { createMemoryPendingStore, createRedisPendingStore } from './stores/pending-store.js'
 import { totpRoutes } from './routes/totp.js'
 import { createSecondFactor, type SecondFactor } from './totp/second-factor.js'
 import { totpKeySource } from './totp/keys.js'
@@ -147,6 +150,17 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   await app.register(keyRoutes, { auth, apiKeys, users: backends.users })
   await app.register(totpRoutes, { auth, secondFactor, users: backends.users })
   await app.register(verifyRoutes, { auth, trustProxy: config.trustProxy, originalUriHeader: config.originalUriHeader })
+  await app.register(signInRoutes, {
+    auth,
+    config,
+    sessions,
+    passkeys: createSqlPasskeyStore(backends.database, () => { metrics.backendError('postgres') }),
+    pending: backends.tokens.kind === 'redis' ? createRedisPendingStore(backends.tokens.redis, config.redisKeyPrefix) : createMemoryPendingStore(),
+    // The code step's check is Login's own (a code accepted once, a recovery code spent).
+    secondFactor: {
+      verify: async (account, otp, client) => (await secondFactor.verify(account, otp, { clientIp: client.ip, userAgent: client.userAgent })).kind === 'accepted'
+    }
+  })
   await app.register(introspectRoutes, { auth, config, limiter: openLoginLimiter(config, backends.tokens, 'introspect:'), audit: observed.audit })
   // The public port serves the internal surfaces only when AUTH_PUBLIC_INTERNALS asks for it.
   const internals = publicServesInternals(config)

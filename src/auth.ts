@@ -54,6 +54,23 @@ export interface SecondFactorRemoval {
   client: ClientContext
 }
 
+/**
+ * A Login proved otherwise than by a password typed now: a passkey, or the second step of a
+ * sign-in whose password was right (the account held server-side, never the password). The same
+ * limits, counting, lifetime and audit as Login.
+ */
+export interface ProvenLoginRequest {
+  /** The account the proof is for, by id and canonical name (a passkey's owner; the account of the first step). */
+  accountId: string
+  username: string
+  /** How it was proved, for the audit trail's outcome: `issued-by-passkey`. */
+  method: 'passkey' | 'second-factor'
+  /** Checks the proof against the account as read now; false is a failed Login, counted. */
+  prove (account: UserRecord): Promise<boolean>
+  presentedToken?: string | undefined
+  client: ClientContext
+}
+
 export interface IssuedToken {
   token: string
   /** Epoch milliseconds, a whole second: what `expiration_date` names. */
@@ -82,6 +99,10 @@ export interface AuthService {
    * a 701 counted toward the lockout. The token, or the StatusError to answer with.
    */
   login (request: LoginRequest): Promise<IssuedToken>
+  /** A Login by another proof than a password (ProvenLoginRequest). */
+  loginProven (request: ProvenLoginRequest): Promise<IssuedToken>
+  /** The account a typed username names (canonical form), or null: what a sign-in's second step holds. */
+  accountOf (username: string): Promise<UserRecord | null>
   /**
    * The caller's own password: the current one checked as a Login checks it (the same limits,
    * counting and lockout, the same verify), the new one against the policy. Every other token of
@@ -273,24 +294,10 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
     const context = { username, clientIp: client.ip, userAgent: client.userAgent }
 
     /** A failure of the caller's (a password or a code): counted, audited, 701 (or 429 when locked meanwhile). */
-    async function refuse (outcome: string, account: UserRecord | undefined): Promise<never> {
-      const failure = await limiter.recordFailure(username, client.ip)
-      if (!failure.counted) {
-        // Locked meanwhile by failures sent alongside: no answer about this password either.
-        audit.record({ event: 'login.refused', ...context, accountId: account?.id, outcome: 'account-locked' })
-        throw tooManyRequests(failure.retryAfterMs / 1000)
-      }
-      audit.record({ event: 'login.failure', ...context, accountId: account?.id, outcome })
-      if (failure.lockedForMs > 0) audit.record({ event: 'login.lockout', ...context, accountId: account?.id, outcome: `locked-${Math.ceil(failure.lockedForMs / 1000)}s` })
-      throw loginFailed()
-    }
+    const refuse = async (outcome: string, account: UserRecord | undefined): Promise<never> => await failed(username, client, account?.id, outcome)
 
     // Read-only: an attempt while locked neither runs a hash nor extends the lock.
-    const verdict = await limiter.check(username, client.ip)
-    if (!verdict.allowed) {
-      audit.record({ event: 'login.refused', ...context, outcome: verdict.reason })
-      throw tooManyRequests(verdict.retryAfterMs / 1000)
-    }
+    await allowed(username, client)
 
     // A backend failure here is a 503 and counts nothing: only failures of the caller's count.
     const checked = await checkCredentials(username, password, { account: username, ip: client.ip }).catch((error: unknown) => {
@@ -317,13 +324,57 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
       }
       if (second.kind === 'refused') return await refuse(second.outcome, checked.account)
     }
-    const settled = await limiter.recordSuccess(username)
-    if (!settled.allowed) {
-      // A right guess among parallel wrong ones that locked the account first: refused like them.
-      audit.record({ event: 'login.refused', ...context, accountId: checked.account.id, outcome: settled.reason })
-      throw tooManyRequests(settled.retryAfterMs / 1000)
-    }
+    await settled(username, client, checked.account)
     return checked.account
+  }
+
+  /** A failed attempt, counted against the account and the address and audited; always throws (701, or 429 once locked). */
+  async function failed (username: string, client: ClientContext, accountId: string | undefined, outcome: string): Promise<never> {
+    const context = { username, clientIp: client.ip, userAgent: client.userAgent }
+    const failure = await limiter.recordFailure(username, client.ip)
+    if (!failure.counted) {
+      // Locked meanwhile by failures sent alongside: no answer about this password either.
+      audit.record({ event: 'login.refused', ...context, accountId, outcome: 'account-locked' })
+      throw tooManyRequests(failure.retryAfterMs / 1000)
+    }
+    audit.record({ event: 'login.failure', ...context, accountId, outcome })
+    if (failure.lockedForMs > 0) audit.record({ event: 'login.lockout', ...context, accountId, outcome: `locked-${Math.ceil(failure.lockedForMs / 1000)}s` })
+    throw loginFailed()
+  }
+
+  /** A success settled against failures sent alongside: a right guess among parallel wrong ones that locked the account first is refused like them. */
+  async function settled (username: string, client: ClientContext, account: UserRecord): Promise<void> {
+    const verdict = await limiter.recordSuccess(username)
+    if (!verdict.allowed) {
+      audit.record({ event: 'login.refused', username, clientIp: client.ip, userAgent: client.userAgent, accountId: account.id, outcome: verdict.reason })
+      throw tooManyRequests(verdict.retryAfterMs / 1000)
+    }
+  }
+
+  /** Read-only: an attempt while locked neither runs a check nor extends the lock. */
+  async function allowed (username: string, client: ClientContext): Promise<void> {
+    const verdict = await limiter.check(username, client.ip)
+    if (!verdict.allowed) {
+      audit.record({ event: 'login.refused', username, clientIp: client.ip, userAgent: client.userAgent, outcome: verdict.reason })
+      throw tooManyRequests(verdict.retryAfterMs / 1000)
+    }
+  }
+
+  /** The token for an account whose credentials held, audited as a Login. */
+  async function signIn (account: UserRecord, username: string, presentedToken: string | undefined, client: ClientContext, how: string): Promise<IssuedToken> {
+    const context = { username, clientIp: client.ip, userAgent: client.userAgent }
+    const issued = await issue(account, presentedToken, client) ?? await refuseOvertaken(account, context)
+    // Best effort and off the answer's path: the admin API's last_login must never fail or slow a Login.
+    users.recordLogin(account.id).catch(() => {})
+    audit.record({ event: 'login.success', ...context, accountId: account.id, outcome: `${issued.refreshed ? 'refreshed' : 'issued'}${how}` })
+    if (devices !== undefined) {
+      // Off the answer's path, as last_login: a record that cannot be written costs an alert, never a Login.
+      const device = deviceOf(client.ip, client.userAgent)
+      devices.seen(account.id, device).then((unseen) => {
+        if (unseen) audit.record({ event: 'login.new_device', ...context, accountId: account.id, outcome: 'new-device', device })
+      }, () => {})
+    }
+    return issued
   }
 
   // The hot path: the store's own promise, chained, rather than another async frame around it.
@@ -338,20 +389,25 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
       const username = checkedUsername(request.username)
       const password = checkedPassword(request.password)
       const { client } = request
-      const context = { username, clientIp: client.ip, userAgent: client.userAgent }
       const account = await checkPassword(username, password, client, { otp: request.otp })
-      const issued = await issue(account, request.presentedToken, client) ?? await refuseOvertaken(account, context)
-      // Best effort and off the answer's path: the admin API's last_login must never fail or slow a Login.
-      users.recordLogin(account.id).catch(() => {})
-      audit.record({ event: 'login.success', ...context, accountId: account.id, outcome: issued.refreshed ? 'refreshed' : 'issued' })
-      if (devices !== undefined) {
-        // Off the answer's path, as last_login: a record that cannot be written costs an alert, never a Login.
-        const device = deviceOf(client.ip, client.userAgent)
-        devices.seen(account.id, device).then((unseen) => {
-          if (unseen) audit.record({ event: 'login.new_device', ...context, accountId: account.id, outcome: 'new-device', device })
-        }, () => {})
+      return await signIn(account, username, request.presentedToken, client, '')
+    },
+
+    async loginProven (request) {
+      const { username, client } = request
+      await allowed(username, client)
+      const account = await users.findByUsername(username)
+      // The account as it is now: gone, made again under the name, disabled, or a service account: no sign-in.
+      const usable = account !== null && account.id === request.accountId && !account.disabled && account.kind !== 'service'
+      if (!usable || !await request.prove(account)) {
+        return await failed(username, client, account?.id, usable ? `wrong-${request.method}` : 'unusable-account')
       }
-      return issued
+      await settled(username, client, account)
+      return await signIn(account, username, request.presentedToken, client, `-by-${request.method}`)
+    },
+
+    async accountOf (typed) {
+      return await users.findByUsername(checkedUsername(typed))
     },
 
     async changePassword ({ token, currentPassword, newPassword, client }) {

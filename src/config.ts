@@ -124,6 +124,15 @@ export interface Config {
   /** Who may call POST /auth/introspect (HTTP Basic); empty: the endpoint is off (404). */
   introspectionClients: readonly IntrospectionClient[]
   /**
+   * Hosts the sign-in page may send a person back to besides its own origin (AUTH_REDIRECT_ALLOWED):
+   * `app.example.org` is that host, `.example.org` every subdomain of example.org.
+   */
+  redirectAllowed: readonly string[]
+  /** The WebAuthn relying party id (AUTH_WEBAUTHN_RP_ID); undefined: the host the sign-in page was asked for. */
+  webauthnRpId: string | undefined
+  /** Origins a passkey ceremony may come from (AUTH_WEBAUTHN_ORIGINS); empty: the sign-in page's own origin. */
+  webauthnOrigins: readonly string[]
+  /**
    * The key TOTP secrets are sealed with (AUTH_TOTP_KEY, or AUTH_TOTP_KEY_FILE's contents: 32 bytes,
    * base64); undefined: a key file the service makes in dataDir at first use (totp/key-file.ts).
    */
@@ -320,6 +329,18 @@ function origins (env: Env, name: string): string[] {
       throw new ConfigError(name, `expected origins such as https://app.example.org (scheme, host, port; no path or trailing slash), got "${entry}"`)
     }
     return origin
+  })
+}
+
+/** AUTH_REDIRECT_ALLOWED: host names, a leading dot for every subdomain (`.example.org`); no scheme, port or path. */
+function redirectHosts (env: Env): string[] {
+  const raw = present(env, 'AUTH_REDIRECT_ALLOWED')
+  if (raw === undefined) return []
+  return raw.split(',').map((entry) => entry.trim().toLowerCase()).filter((entry) => entry !== '').map((entry) => {
+    if (!/^\.?[a-z0-9-]+(\.[a-z0-9-]+)*$/.test(entry)) {
+      throw new ConfigError('AUTH_REDIRECT_ALLOWED', `expected host names such as app.example.org or .example.org (no scheme, port or path), got "${entry}"`)
+    }
+    return entry
   })
 }
 
@@ -556,6 +577,9 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     // NIST SP 800-63B: at least 8; 64 is the most a policy may ask (verifiers must take at least 64).
     passwordMinLength: integer(env, 'AUTH_PASSWORD_MIN_LENGTH', 8, 8, 64),
     introspectionClients: introspectionClients(env),
+    redirectAllowed: redirectHosts(env),
+    webauthnRpId: present(env, 'AUTH_WEBAUTHN_RP_ID')?.toLowerCase(),
+    webauthnOrigins: origins(env, 'AUTH_WEBAUTHN_ORIGINS'),
     totpKey: totpKey(env),
     totpPreviousKeys: totpPreviousKeys(env),
     totpIssuer: present(env, 'AUTH_TOTP_ISSUER') ?? 'auth-token-service',
@@ -573,6 +597,9 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
   }
   if (config.cookieDomain !== undefined && !/^[A-Za-z0-9.-]+$/.test(config.cookieDomain)) {
     throw new ConfigError('AUTH_COOKIE_DOMAIN', `is not a domain name: "${config.cookieDomain}"`)
+  }
+  if (config.webauthnRpId !== undefined && !/^[a-z0-9-]+(\.[a-z0-9-]+)*$/.test(config.webauthnRpId)) {
+    throw new ConfigError('AUTH_WEBAUTHN_RP_ID', `is not a domain name: "${config.webauthnRpId}"`)
   }
   return config
 }

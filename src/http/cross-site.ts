@@ -14,8 +14,8 @@ import { StatusError } from '../errors/status.js'
  * script GET by design and changes nothing.
  */
 
-/** The routes that set, use or clear the cookie to change something: Login, Logout, /auth/Password and the session-ending ones. */
-const COOKIE_CHANGING_ROUTES = /^\/auth\/(Login|Logout|Password|sessions|keys|totp)(\/|$)/
+/** The routes that set, use or clear the cookie to change something: Login, Logout, /auth/Password, the session-ending ones, the second factor's, and the browser sign-in's (sign-in, sign-out, passkeys). */
+const COOKIE_CHANGING_ROUTES = /^\/auth\/(Login|Logout|Password|sessions|keys|totp|signin|signout|passkeys)(\/|$)/
 /** Listing one's sessions changes nothing (and a page of another site cannot read the answer). */
 const READ_ONLY = new Set(['GET', 'HEAD'])
 
@@ -23,7 +23,7 @@ export const crossSiteRefused = (): StatusError =>
   new StatusError(403, 'Forbidden', 403, {}, { detail: reasons.crossSiteRequest() })
 
 /** The origin the request was addressed to, as a browser serializes it (`Origin`), or undefined. */
-function ownOrigin (request: FastifyRequest): string | undefined {
+export function ownOrigin (request: FastifyRequest): string | undefined {
   try {
     // `request.protocol` believes X-Forwarded-Proto only from a trusted proxy (AUTH_TRUST_PROXY).
     return new URL(`${request.protocol}://${request.host}`).origin

@@ -15,6 +15,10 @@ t.test('secrets in paths and queries are replaced', async (t) => {
   t.equal(redactUrl('/auth/Login', '/auth/Login'), '/auth/Login')
   t.equal(redactUrl('/nothing'), '/nothing')
   t.equal(redactUrl('/%2Fauth%2FLogin%2Fu%2Fp'), '/[redacted]', 'an encoded first segment is not logged')
+  t.equal(redactUrl('/auth/signin?rd=https://app.example.org/p?token=TOKEN123', '/auth/signin'), '/auth/signin?rd=[redacted]',
+    'the sign-in\'s way back, as a gateway sends it: the app\'s URL and its ?token= with it')
+  t.equal(redactUrl('/auth/signin?rd=https://app.example.org/p?a=1&token=TOKEN123', '/auth/signin'), '/auth/signin?rd=[redacted]&token=[redacted]')
+  t.equal(redactUrl('/auth/signin?rd=https%3A%2F%2Fapp%2Fp%3Ftoken%3DTOKEN123', '/auth/signin'), '/auth/signin?rd=[redacted]', 'encoded too')
 })
 
 t.test('control characters are escaped', async (t) => {

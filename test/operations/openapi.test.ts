@@ -90,10 +90,20 @@ t.test('every route the app registers is in the document, with its methods, and 
   }
 })
 
-t.test('the hidden routes are the 405 fallbacks, the legacy Login without a password, the other methods of forward-auth, and the docs themselves', async (t) => {
+/** The browser sign-in's pages, their files and their script's endpoints: for a browser, not the API (docs/browser-sign-in.md). */
+const BROWSER_PAGES = new Set([
+  'GET /auth/signin', 'POST /auth/signin', 'POST /auth/signin/code', 'GET /auth/signout', 'POST /auth/signout',
+  'GET /auth/signin/assets/signin.css', 'GET /auth/signin/assets/signin.js', 'GET /auth/signin/assets/webauthn.js',
+  'POST /auth/signin/passkey/options', 'POST /auth/signin/passkey', 'POST /auth/passkeys/options', 'POST /auth/passkeys',
+  'POST /auth/passkeys/:id/delete'
+])
+
+t.test('the hidden routes are the 405 fallbacks, the legacy Login without a password, the other methods of forward-auth, the browser sign-in, and the docs themselves', async (t) => {
   const hidden = routes.filter((route) => route.hidden)
+  t.ok(hidden.some((route) => route.url === '/auth/signin'), 'the sign-in page is among them')
   for (const route of hidden) {
     if (route.url === '/openapi.json' || route.url === '/docs' || route.url.startsWith('/docs/')) continue
+    if (route.methods.every((method) => BROWSER_PAGES.has(`${method} ${route.url}`))) continue
     if (route.url.startsWith('/auth/verify')) {
       // Forward-auth takes every method on every sub-path (documented once, as GET /auth/verify).
       const method = route.methods.find((m) => m !== 'QUERY') ?? 'GET'

@@ -106,15 +106,18 @@ export async function startNginx (scope: Scope, serviceOrigin: string, upstream:
   return { name: 'nginx', origin, dir }
 }
 
-/** Caddy with deploy/Caddyfile as shipped (`forward_auth` + `copy_headers`), its placeholders from the environment. */
-export async function startCaddy (scope: Scope, serviceOrigin: string, upstream: Upstream): Promise<Gateway> {
+/**
+ * Caddy with deploy/Caddyfile as shipped (`forward_auth` + `copy_headers`), its placeholders from the environment.
+ * `siteHost`: the host name of its site address (a browser test's passkeys need `localhost`: WebAuthn takes no IP address).
+ */
+export async function startCaddy (scope: Scope, serviceOrigin: string, upstream: Upstream, options: { siteHost?: string } = {}): Promise<Gateway> {
   requireBinary('/usr/bin/caddy', 'caddy')
   const dir = await tempDir(scope, 'ats-caddy-')
   const port = await freePort()
   const shipped = await readFile(new URL('../../deploy/Caddyfile', import.meta.url), 'utf8')
   // The test's own global options: no admin endpoint (nothing saved either), no certificates.
   await writeFile(join(dir, 'Caddyfile'), `{\n\tadmin off\n\tauto_https off\n}\n\n${shipped}`)
-  const origin = `http://127.0.0.1:${port}`
+  const origin = `http://${options.siteHost ?? '127.0.0.1'}:${port}`
   const env = {
     ...process.env,
     HOME: dir,
