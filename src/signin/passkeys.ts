@@ -1,19 +1,27 @@
 import { randomBytes } from 'node:crypto'
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-  type AuthenticationResponseJSON,
-  type AuthenticatorTransport,
-  type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
-  type RegistrationResponseJSON
+import type {
+  AuthenticationResponseJSON,
+  AuthenticatorTransport,
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+  RegistrationResponseJSON
 } from '@simplewebauthn/server'
 import type { AuthService, ClientContext, IssuedToken } from '../auth.js'
 import { loginFailed } from '../errors/status.js'
 import type { PasskeyStore } from '../stores/passkey-store.js'
 import type { PendingStore } from '../stores/pending-store.js'
+
+type WebAuthnLibrary = typeof import('@simplewebauthn/server')
+let library: Promise<WebAuthnLibrary> | undefined
+/**
+ * @simplewebauthn/server, loaded at the first ceremony rather than at start: importing it costs
+ * about 0.3 s of CPU (its ASN.1 and COSE code), which every service start, every command of the
+ * CLI and every test file that builds the app paid, for passkeys most of them never use.
+ */
+async function webauthn (): Promise<WebAuthnLibrary> {
+  library ??= import('@simplewebauthn/server')
+  return await library
+}
 
 /**
  * Passkeys (WebAuthn, discoverable credentials) through @simplewebauthn/server. Each ceremony's
@@ -61,7 +69,7 @@ export function createPasskeyCeremonies ({ auth, passkeys, pending, rpName = 'au
   return {
     async registrationOptions (account, rp) {
       const existing = await passkeys.listByAccount(account.id)
-      const options = await generateRegistrationOptions({
+      const options = await (await webauthn()).generateRegistrationOptions({
         rpName,
         rpID: rp.id,
         userName: account.username,
@@ -80,7 +88,7 @@ export function createPasskeyCeremonies ({ auth, passkeys, pending, rpName = 'au
     async register (accountId, response, rp, name) {
       let verification
       try {
-        verification = await verifyRegistrationResponse({
+        verification = await (await webauthn()).verifyRegistrationResponse({
           response,
           expectedChallenge: answeredOnce('register', accountId),
           expectedOrigin: [...rp.origins],
@@ -104,7 +112,7 @@ export function createPasskeyCeremonies ({ auth, passkeys, pending, rpName = 'au
 
     async authenticationOptions (rp) {
       // Discoverable credentials: no list of allowed ones, the authenticator offers the person's.
-      const options = await generateAuthenticationOptions({ rpID: rp.id, userVerification: 'required', challenge: randomBytes(32), timeout: CEREMONY_TTL_MS })
+      const options = await (await webauthn()).generateAuthenticationOptions({ rpID: rp.id, userVerification: 'required', challenge: randomBytes(32), timeout: CEREMONY_TTL_MS })
       await pending.put(`webauthn:signin:${options.challenge}`, '1', CEREMONY_TTL_MS)
       return options
     },
@@ -123,7 +131,7 @@ export function createPasskeyCeremonies ({ auth, passkeys, pending, rpName = 'au
         prove: async () => {
           let newCounter: number
           try {
-            const verification = await verifyAuthenticationResponse({
+            const verification = await (await webauthn()).verifyAuthenticationResponse({
               response,
               expectedChallenge: answeredOnce('signin'),
               expectedOrigin: [...rp.origins],
