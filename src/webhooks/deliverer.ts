@@ -29,6 +29,8 @@ export interface DelivererOptions {
   batch?: number
   /** Told of every attempt's outcome (metrics). */
   onAttempt?: (outcome: 'delivered' | 'retry' | 'failed') => void
+  /** An attempt that did not deliver: the receiver's URL and what went wrong (an HTTP status, a timeout, a connection error). */
+  onUndelivered?: (url: string, problem: string, status: DeliveryStatus) => void
   /** Told when the outbox itself cannot be read or written (the loop waits and goes on). */
   onError?: (error: unknown) => void
   now?: () => number
@@ -106,6 +108,7 @@ export function startDeliverer (options: DelivererOptions): Deliverer {
     }
     const status: DeliveryStatus = await outbox.attemptFailed(row.id, problem, backoffDelay(row.attempts, options.backoffMs, options.maxBackoffMs, random), options.retryWindowMs)
     options.onAttempt?.(status === 'failed' ? 'failed' : 'retry')
+    options.onUndelivered?.(row.url, problem, status)
   }
 
   async function loop (url: string): Promise<void> {

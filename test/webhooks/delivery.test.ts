@@ -9,6 +9,7 @@ import { decodeWebhookSecret } from '../../src/webhooks/signature.js'
 import { migratedDatabaseUrl } from '../../support/postgres.js'
 import { startWebhookReceiver } from '../../support/webhook-receiver.js'
 import { fastWebhooks, login, newWebhookSecret } from './support.js'
+import { jsonObject, LogCapture } from '../operations/support.js'
 
 /*
  * Delivery: at least once, one webhook-id across retries, failed after the retry window (a
@@ -23,7 +24,10 @@ t.test('a receiver that refuses: retried under one webhook-id, failed after the 
   const secret = newWebhookSecret()
   const receiver = await startWebhookReceiver(t, secret)
   receiver.answer = 503
-  const { app, config, addUser } = await buildTestApp(t, 'embedded', { webhooks: fastWebhooks([receiver.url], secret, { retryWindowMs: 600 }), adminKey: ADMIN_KEY })
+  const capture = new LogCapture()
+  // A receiver's own credential in its URL's query: the log names the receiver by its origin alone.
+  const url = `${receiver.url}?key=receiver-credential-not-for-logs`
+  const { app, config, addUser } = await buildTestApp(t, 'embedded', { webhooks: fastWebhooks([url], secret, { retryWindowMs: 600 }), adminKey: ADMIN_KEY, logLevel: 'info' }, { logStream: capture })
   await addUser('alice', PASSWORD)
   t.equal((await login(app, 'alice', PASSWORD)).status, 0)
   const internal = await buildInternalApp(app, config)
@@ -46,6 +50,14 @@ t.test('a receiver that refuses: retried under one webhook-id, failed after the 
   const ids = new Set(receiver.attempts.map((attempt) => attempt.id))
   t.same([...ids], [row?.webhook_id], 'every attempt carried the one webhook-id')
   t.equal(receiver.events.length, 0)
+
+  // The log says so too: the receivers at start, then a failed attempt and the giving up, each by the receiver's origin.
+  const lines = capture.since(0).map((line) => jsonObject(line) ?? {})
+  const origin = new URL(receiver.url).origin
+  t.match(lines.find((line) => line.msg === 'webhooks: lifecycle events are delivered, signed, to these receivers'), { level: 30, receivers: [origin] })
+  t.match(lines.find((line) => line.msg === 'webhook delivery failed: retried with backoff'), { level: 40, receiver: origin, problem: 'HTTP 503' })
+  t.match(lines.find((line) => typeof line.msg === 'string' && line.msg.startsWith('webhook delivery given up')), { level: 40, receiver: origin, problem: 'HTTP 503' })
+  t.notOk(capture.since(0).some((line) => line.includes('receiver-credential-not-for-logs') || line.includes('/hooks')), 'neither the path nor the query of the URL is logged')
 
   const metrics = await internal.inject({ method: 'GET', url: '/metrics' })
   t.match(metrics.body, /auth_webhook_deliveries\{status="failed"\} 1/)
