@@ -4,35 +4,39 @@ import tap from 'tap'
 import { wrapPglite } from '../../src/db/pglite.js'
 import { pgliteFromTemplate } from './pglite-template.js'
 
-let template: Promise<PGlite> | undefined
 /** The tables the template holds no row of (the service's own): emptied when an instance is reused. */
 let emptyTables: Promise<string[]> | undefined
 /** Instances a test has closed, to be emptied and handed to the next test of this process. */
 const idle: PGliteInterface[] = []
 let ended = false
+let closesAtEnd = false
 
-function loadTemplate (): Promise<PGlite> {
-  if (template === undefined) {
-    const loading = pgliteFromTemplate()
-    template = loading
-    // A PGlite loaded from a dump keeps the process alive until it is closed: close the
-    // template, and the instances kept for reuse, when the file's last test is done.
+/** The template's tables that hold no row, read from a new instance before any test has used it. */
+async function tablesWithoutRows (db: PGliteInterface): Promise<string[]> {
+  const { rows } = await db.query<{ name: string }>("SELECT quote_ident(tablename) AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename")
+  const empty: string[] = []
+  for (const { name } of rows) {
+    const count = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${name}`)
+    if (count.rows[0]?.n === 0) empty.push(name)
+  }
+  return empty
+}
+
+/** A new instance holding the template; the first of the process also says which tables reset() empties. */
+async function created (): Promise<PGliteInterface> {
+  if (!closesAtEnd) {
+    closesAtEnd = true
+    // A PGlite loaded from a dump keeps the process alive until it is closed: the instances
+    // kept for reuse are closed when the file's last test is done.
     tap.teardown(async () => {
       ended = true
       await Promise.all(idle.splice(0).map(async (db) => { await db.close().catch(() => {}) }))
-      await (await loading).close()
-    })
-    emptyTables = loading.then(async (db) => {
-      const { rows } = await db.query<{ name: string }>("SELECT quote_ident(tablename) AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename")
-      const empty: string[] = []
-      for (const { name } of rows) {
-        const count = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${name}`)
-        if (count.rows[0]?.n === 0) empty.push(name)
-      }
-      return empty
     })
   }
-  return template
+  const db = await pgliteFromTemplate()
+  emptyTables ??= tablesWithoutRows(db).catch((error: unknown) => { emptyTables = undefined; throw error })
+  await emptyTables
+  return db
 }
 
 /**
@@ -60,23 +64,22 @@ async function take (): Promise<PGliteInterface> {
       await db.close().catch(() => {})
     }
   }
-  return await (await loadTemplate()).clone()
+  return await created()
 }
 
 /**
  * A fresh in-memory PGlite with the migrations applied. Creating a PGlite costs
- * seconds (initdb in WebAssembly); cloning a migrated template costs about 1 s of CPU; emptying
- * one that an earlier test of the same process has closed costs milliseconds (issue 31 §5: the
- * clones were the largest part of the fast suite's CPU after the test processes themselves).
- * The template lives as long as the test process, loaded from the machine's migrated dump
- * (pglite-template.ts) rather than made again in every test process.
+ * seconds (initdb in WebAssembly); loading the migrated template (pglite-template.ts, made once
+ * per machine) about 1.2 s of CPU; emptying one that an earlier test of the same process has
+ * closed costs milliseconds (issue 31 §5: these were the largest part of the fast suite's CPU
+ * after the test processes themselves). Each instance is loaded from the template itself: a
+ * loaded template kept to be cloned cost every file that used PGlite 1.8 s more.
  *
  * Closing the returned database hands the instance back for reuse; the returned seam refuses
  * every call after that, as a closed PGlite does, so that nothing of one test reaches the next.
  */
 export async function freshPglite (options: { migrated?: boolean } = {}): Promise<Database> {
   if (options.migrated === false) return wrapPglite(await PGlite.create())
-  await loadTemplate()
   const db = await take()
   const inner = wrapPglite(db)
   let closed = false
