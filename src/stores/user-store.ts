@@ -19,6 +19,12 @@ export interface UserRecord {
    * revocation overtook the Login (stores/token-store.ts).
    */
   tokenEpoch: number
+  /**
+   * Whether the account had an active second factor when it was read: set by `findByUsername`
+   * (Login's read), absent from the other reads. Login asks for a code only when this is not
+   * false (totp/second-factor.ts), so an account without one costs Login no second read.
+   */
+  secondFactor?: boolean
 }
 
 /** An account as the administration shows it: the record and when it was made and last used. */
@@ -80,6 +86,10 @@ interface UserRow {
   token_epoch: string | number | bigint
 }
 
+interface LoginRow extends UserRow {
+  totp: boolean
+}
+
 interface DetailsRow extends UserRow {
   created_at: Date | string
   last_login_at: Date | string | null
@@ -100,7 +110,10 @@ function toRecord (row: UserRow): UserRecord {
   }
 }
 
-const DETAILS = `${COLUMNS}, created_at, last_login_at, EXISTS (SELECT 1 FROM totp_factors f WHERE f.account_id = users.id AND f.active) AS totp`
+const ACTIVE_FACTOR = 'EXISTS (SELECT 1 FROM totp_factors f WHERE f.account_id = users.id AND f.active) AS totp'
+/** Login's read: the record and whether a second factor is active, in one statement (one primary-key probe more). */
+const LOGIN_COLUMNS = `${COLUMNS}, ${ACTIVE_FACTOR}`
+const DETAILS = `${COLUMNS}, created_at, last_login_at, ${ACTIVE_FACTOR}`
 
 function toDetails (row: DetailsRow): AccountDetails {
   return { ...toRecord(row), createdAt: new Date(row.created_at), lastLoginAt: row.last_login_at === null ? null : new Date(row.last_login_at), totp: row.totp }
@@ -121,8 +134,11 @@ export function createSqlUserStore (db: Queryable, onError?: (error: unknown) =>
     return row === undefined ? null : toRecord(row)
   }
   return {
-    findByUsername: async (username) => await guarded(async () =>
-      await one(`SELECT ${COLUMNS} FROM users WHERE username = $1`, [username])),
+    findByUsername: async (username) => await guarded(async () => {
+      const { rows } = await db.query<LoginRow>(`SELECT ${LOGIN_COLUMNS} FROM users WHERE username = $1`, [username])
+      const row = rows[0]
+      return row === undefined ? null : { ...toRecord(row), secondFactor: row.totp }
+    }),
     create: async (user) => await guarded(async () => {
       const created = await one(
         `INSERT INTO users (username, password_hash, federated, kind) VALUES ($1, $2, $3, $4) RETURNING ${COLUMNS}`,

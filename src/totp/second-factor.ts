@@ -88,6 +88,9 @@ export function createSecondFactor (deps: SecondFactorDeps): SecondFactor {
 
   return {
     async verify (account, otp, actor) {
+      // Read with the account (Login's findByUsername): none active then, none asked for. A factor
+      // confirmed in the moment between that read and this one applies from the next Login.
+      if (account.secondFactor === false) return { kind: 'none' }
       const factor = await store.find(account.id)
       if (factor === null || !factor.active) return { kind: 'none' }
       if (otp === undefined || otp === '') return { kind: 'missing' }

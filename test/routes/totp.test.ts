@@ -42,6 +42,8 @@ interface Enrolled {
   generator: OTPAuth.TOTP
   recoveryCodes: string[]
   token: string
+  /** The code the enrollment was confirmed with (its step is taken). */
+  confirmation: string
   /** The code of the step `offset` steps from now. */
   code (offset?: number): string
 }
@@ -65,9 +67,10 @@ async function enroll (t: Test, app: FastifyInstance, username: string): Promise
   const wrong = await app.inject({ method: 'POST', url: '/auth/totp/confirm', headers: { authorization: `Bearer ${token}`, ...JSON_TYPE }, payload: JSON.stringify({ code: code(-3) }) })
   t.equal(wrong.statusCode, 400, 'a code three steps old does not confirm')
   // The step before now: Login may then use the code of now.
-  const confirmed = await app.inject({ method: 'POST', url: '/auth/totp/confirm', headers: { authorization: `Bearer ${token}`, ...JSON_TYPE }, payload: JSON.stringify({ code: code(-1) }) })
+  const confirmation = code(-1)
+  const confirmed = await app.inject({ method: 'POST', url: '/auth/totp/confirm', headers: { authorization: `Bearer ${token}`, ...JSON_TYPE }, payload: JSON.stringify({ code: confirmation }) })
   t.equal(confirmed.statusCode, 200, 'confirmed with a code of the app')
-  return { generator, recoveryCodes: enrollment.recovery_codes, token, code }
+  return { generator, recoveryCodes: enrollment.recovery_codes, token, code, confirmation }
 }
 
 /** A six-digit code that is none of the three the window accepts. */
@@ -108,14 +111,16 @@ for (const kind of ['embedded', 'real'] as const) {
         `${pathway}: wrong code: 701`)
       t.same((await login(app, pathway, { username: enrolledName, password: PASSWORD, otp: enrolled.code(-2) })).body, { status: 701, message: 'Login Failed' },
         `${pathway}: expired code (two steps old): 701`)
-      t.same((await login(app, pathway, { username: enrolledName, password: PASSWORD, otp: enrolled.code(-1) })).body, { status: 701, message: 'Login Failed' },
+      // The codes a check uses are made once: a step ending between two Logins (a loaded machine) changes what code(-1) or code() gives, not these.
+      t.same((await login(app, pathway, { username: enrolledName, password: PASSWORD, otp: enrolled.confirmation })).body, { status: 701, message: 'Login Failed' },
         `${pathway}: the confirmation's code again: 701`)
-      const right = await login(app, pathway, { username: enrolledName, password: PASSWORD, otp: enrolled.code() })
+      const current = enrolled.code()
+      const right = await login(app, pathway, { username: enrolledName, password: PASSWORD, otp: current })
       t.equal(right.status, 200, `${pathway}: right code: Success`)
       t.match(right.body, { status: 0, message: 'Success', token: String })
       const authenticated = await app.inject({ method: 'GET', url: `/auth/Authenticate?token=${String(right.body.token)}` })
       t.equal(authenticated.statusCode, 200, `${pathway}: the token it got works`)
-      t.same((await login(app, pathway, { username: enrolledName, password: PASSWORD, otp: enrolled.code() })).body, { status: 701, message: 'Login Failed' },
+      t.same((await login(app, pathway, { username: enrolledName, password: PASSWORD, otp: current })).body, { status: 701, message: 'Login Failed' },
         `${pathway}: the same code again (replay): 701`)
       const recovery = enrolled.recoveryCodes[0] ?? ''
       t.equal((await login(app, pathway, { username: enrolledName, password: PASSWORD, otp: recovery.toLowerCase() })).status, 200, `${pathway}: a recovery code (typed in lower case): Success`)
@@ -131,6 +136,26 @@ for (const kind of ['embedded', 'real'] as const) {
     t.equal((await app.inject({ method: 'POST', url: `/auth/Login/plain-form/${encodeURIComponent(PASSWORD)}` })).statusCode, 200, 'path style, not enrolled: Success')
   })
 }
+
+t.test("Login of an account without a second factor reads nothing of totp_factors beyond the account's own read", async (t) => {
+  const { app, database } = await appWith(t, 'real')
+  await fixtureAccounts(app).add('plain', PASSWORD, false)
+  await fixtureAccounts(app).add('enrolled', PASSWORD, false)
+  const enrolled = await enroll(t, app, 'enrolled')
+  const statements: string[] = []
+  const query = database.query.bind(database)
+  database.query = async <Row extends object>(sql: string, params?: readonly unknown[]) => {
+    statements.push(sql)
+    return await query<Row>(sql, params)
+  }
+  const factorReads = (): number => statements.filter((sql) => /FROM totp_factors WHERE account_id = \$1/.test(sql)).length
+  t.equal((await login(app, 'form', { username: 'plain', password: PASSWORD })).status, 200)
+  t.ok(statements.some((sql) => /FROM users WHERE username/.test(sql)), 'the account was read (the count sees the app\'s statements)')
+  t.equal(factorReads(), 0, 'no second read for an account without a factor')
+  await awayFromStepEnd()
+  t.equal((await login(app, 'form', { username: 'enrolled', password: PASSWORD, otp: enrolled.code() })).status, 200)
+  t.equal(factorReads(), 1, 'one for an account with one')
+})
 
 t.test('wrong codes count toward the lockout; a right password without a code does not reset the count', async (t) => {
   const { app } = await appWith(t, 'embedded', { maxFailedLogins: 3 })

@@ -3,6 +3,7 @@ import { createPostgresDatabase } from '../../src/db/postgres.js'
 import { migrate } from '../../src/db/migrate.js'
 import type { Database } from '../../src/db/database.js'
 import { createSqlUserStore } from '../../src/stores/user-store.js'
+import { createSqlTotpStore } from '../../src/stores/totp-store.js'
 import { freshPostgresDatabase } from '../../support/postgres.js'
 import { rejection } from '../support/rejection.js'
 import { freshPglite } from '../support/pglite.js'
@@ -24,10 +25,24 @@ function userStoreContract (t: Test, makeDatabase: MakeDatabase): void {
     await users.create({ username: 'bob', passwordHash: 'h2', federated: true })
     t.match(ann, { username: 'Ann', passwordHash: 'h1', federated: false, disabled: false })
     t.type(ann.id, 'string')
-    t.same(await users.findByUsername('Ann'), ann)
+    t.same(await users.findByUsername('Ann'), { ...ann, secondFactor: false }, 'the record, and no second factor')
     t.equal(await users.findByUsername('ann'), null, 'compared exactly: case kept')
     t.equal(await users.findByUsername('nobody'), null)
     t.same((await users.list()).map((u) => [u.username, u.federated]), [['Ann', false], ['bob', true]])
+  })
+
+  t.test("findByUsername (Login's read) says whether a second factor is active: waiting, confirmed, removed", async (t) => {
+    const { db, users } = await storeFor(t)
+    const factors = createSqlTotpStore(db)
+    const ann = await users.create({ username: 'ann', passwordHash: 'h', federated: false })
+    t.equal((await users.findByUsername('ann'))?.secondFactor, false, 'none')
+    t.ok(await factors.begin(ann.id, 'sealed', ['code-hash']))
+    t.equal((await users.findByUsername('ann'))?.secondFactor, false, 'waiting for its confirmation: not yet')
+    t.ok(await factors.confirm(ann.id, 100))
+    t.equal((await users.findByUsername('ann'))?.secondFactor, true, 'confirmed')
+    t.equal((await users.details('ann'))?.totp, true, 'as the admin view says')
+    t.ok(await factors.remove(ann.id))
+    t.equal((await users.findByUsername('ann'))?.secondFactor, false, 'removed')
   })
 
   t.test('a taken username is a duplicate error value (409), not a driver error', async (t) => {
