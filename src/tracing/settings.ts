@@ -14,13 +14,14 @@ export interface TracingSettings {
 }
 
 /**
- * Spans per export when OTEL_BSP_MAX_EXPORT_BATCH_SIZE does not say: 128, not the SDK's 512.
- * Under load a span waits in the queue until its batch is full; 512 of them outlive a young-
- * generation collection or two and are copied and promoted, which cost Authenticate more CPU
- * per request (profiled: garbage collection +10.7 µs per traced request with 512, +3.1 with
- * 128) than four times as many, smaller exports (issue 31 §6).
+ * Spans per export when OTEL_BSP_MAX_EXPORT_BATCH_SIZE does not say: the SDK's own 512. Each
+ * export is an HTTP request with its own fixed cost (the request, its timers, the response,
+ * the message's frame); under load four times fewer of them cost Authenticate less CPU per
+ * request than the garbage collector's extra work for spans that wait longer (profiled: the
+ * export path 11.4 µs per traced request with 128, 7.0 with 512; garbage collection +0.8 and
+ * +1.5 µs over tracing off, bench/README.md "Tracing's cost, round three").
  */
-export const DEFAULT_EXPORT_BATCH_SIZE = 128
+export const DEFAULT_EXPORT_BATCH_SIZE = 512
 
 function value (env: NodeJS.ProcessEnv, name: string): string | undefined {
   const raw = env[name]?.trim()

@@ -80,8 +80,8 @@ export async function startTracing (settings: TracingSettings): Promise<Tracing>
     // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win over our defaults.
     .merge(detectResources({ detectors: [envDetector] }))
   // The sampler (OTEL_TRACES_SAMPLER, _ARG), span limits (OTEL_SPAN_*) and the batch
-  // (OTEL_BSP_*) come from the environment, as the SDK reads them; only the export batch's
-  // default is ours (settings.ts, DEFAULT_EXPORT_BATCH_SIZE).
+  // (OTEL_BSP_*) come from the environment, as the SDK reads them; the export batch is read by
+  // settings.ts too (a bad value stops the start; the default is the SDK's, DEFAULT_EXPORT_BATCH_SIZE).
   const provider = new NodeTracerProvider({
     resource,
     spanProcessors: [new ScrubErrorText(), new BatchSpanProcessor(await otlpExporter(settings), { maxExportBatchSize: settings.exportBatchSize })]

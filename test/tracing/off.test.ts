@@ -24,14 +24,14 @@ const OPENTELEMETRY = /@opentelemetry[/\\](?!api[/\\])|import-in-the-middle|requ
 t.test('tracingSettings reads the standard variables', async (t) => {
   t.equal(tracingSettings({}), undefined, 'no endpoint: off')
   t.equal(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: '  ' }), undefined, 'a blank endpoint: off')
-  t.same(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }), { protocol: 'http/protobuf', exportBatchSize: 128 }, 'the specification\'s default protocol')
-  t.same(tracingSettings({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://c:4318/v1/traces', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }), { protocol: 'http/json', exportBatchSize: 128 }, 'the traces endpoint alone')
-  t.same(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json' }), { protocol: 'http/json', exportBatchSize: 128 }, 'the traces protocol wins')
+  t.same(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }), { protocol: 'http/protobuf', exportBatchSize: 512 }, 'the specification\'s default protocol')
+  t.same(tracingSettings({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://c:4318/v1/traces', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }), { protocol: 'http/json', exportBatchSize: 512 }, 'the traces endpoint alone')
+  t.same(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json' }), { protocol: 'http/json', exportBatchSize: 512 }, 'the traces protocol wins')
   t.equal(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'TRUE' }), undefined, 'OTEL_SDK_DISABLED')
   t.equal(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_TRACES_EXPORTER: 'none' }), undefined, 'OTEL_TRACES_EXPORTER=none')
   t.throws(() => tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }), /OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" is not supported/)
   t.throws(() => tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_TRACES_EXPORTER: 'zipkin' }), /OTEL_TRACES_EXPORTER/)
-  t.equal(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '512' })?.exportBatchSize, 512, 'the export batch as asked (128 unless asked: issue 31)')
+  t.equal(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '128' })?.exportBatchSize, 128, 'the export batch as asked (the SDK\'s 512 unless asked)')
   t.throws(() => tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '0' }), /OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "0" is not a whole number of spans/)
 })
 
