@@ -60,8 +60,8 @@ t.test('Redis paused, then asleep, for longer than the command timeout', async (
     const pause = {
       // Sent after it began and early enough to time out before it ends: must be a 503.
       strict: { from: pauseAcked, to: pauseSent + PAUSE_MS - COMMAND_TIMEOUT_MS - 100 },
-      // The only requests that may get a 503 at all.
-      loose: { from: pauseSent - 1000, to: pauseAcked + PAUSE_MS + 300 }
+      // The only requests that may get a 503 at all: those in flight at some moment of it.
+      loose: { from: pauseSent, to: pauseAcked + PAUSE_MS + 300 }
     }
     const pauseRecovered = await awaitLoginRecovery(t, load, pause.loose.to, 'after the pause')
     await sleep(1000)
@@ -77,10 +77,13 @@ t.test('Redis paused, then asleep, for longer than the command timeout', async (
     t.ok(sleepReplied - sleepSent >= PAUSE_MS - 50, `Redis slept ${(sleepReplied - sleepSent).toFixed(0)} ms`)
     const asleep = {
       strict: { from: sleepSent + 200, to: sleepSent + PAUSE_MS - COMMAND_TIMEOUT_MS - 100 },
-      loose: { from: sleepSent - 1000, to: sleepReplied + 300 }
+      loose: { from: sleepSent, to: sleepReplied + 300 }
     }
     const sleepRecovered = await awaitLoginRecovery(t, load, asleep.loose.to, 'after the sleep')
+    // A second of load after it, and at least a dozen requests (a loaded machine sends fewer in a second).
+    const sentAfter = (): number => load.outcomes.filter((outcome) => outcome.startedAt >= sleepRecovered).length
     await sleep(1000)
+    for (let waited = 0; sentAfter() < 12 && waited < 10_000; waited += 100) await sleep(100)
     const endAt = performance.now()
     await load.stop()
     await probe.stop()
@@ -98,10 +101,12 @@ t.test('Redis paused, then asleep, for longer than the command timeout', async (
       const ops = new Set(inside.map((outcome) => outcome.op))
       t.ok(ops.has('authenticate') && ops.has('login') && ops.has('logout'), `while Redis is ${label}, Authenticate, Login and Logout were all tried (${[...ops].join(', ')})`)
     }
-    // Bounded: no 503 outside the stalls (the service did not stay broken afterwards).
+    // Bounded: no 503 but for a request in flight during a stall (the service did not stay broken
+    // afterwards). In flight, not sent: a Login sent 1.4 s before the pause waited for its hash
+    // on a loaded machine (CI, beside another suite), then met the paused Redis: a right 503.
     const stray: Outcome[] = outcomes.filter((outcome) => verdictOf(outcome) === 'unavailable' &&
-      [pause.loose, asleep.loose].every((window) => outcome.startedAt < window.from || outcome.startedAt > window.to))
-    t.equal(stray.length, 0, `503s only for requests sent during a stall (${outcomes.filter((o) => verdictOf(o) === 'unavailable').length} in all)\n${sample(stray, origin)}`)
+      [pause.loose, asleep.loose].every((window) => outcome.endedAt < window.from || outcome.startedAt > window.to))
+    t.equal(stray.length, 0, `503s only for requests in flight during a stall (${outcomes.filter((o) => verdictOf(o) === 'unavailable').length} in all)\n${sample(stray, origin)}`)
     checkWindow(t, outcomes, origin, { from: sleepRecovered, to: endAt, label: 'after both stalls' }, ['success', 'unauthorized'], 10)
     // Only failures count: Logins that got a 503 during a stall hold no limiter slot afterwards.
     const refused = outcomes.filter((outcome) => verdictOf(outcome) === 'too-many')
