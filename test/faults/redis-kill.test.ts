@@ -64,7 +64,9 @@ async function killAndRestart (t: Test, aof: boolean): Promise<void> {
     const recoveredAt = await awaitLoginRecovery(t, load, backAt, 'after Redis came back')
     t.comment(`Redis killed at +${(killedAt - origin).toFixed(0)} ms, back at +${(backAt - origin).toFixed(0)} ms, ` +
       `first Login 0 ${(recoveredAt - backAt).toFixed(0)} ms later`)
+    // A second and a half of load after it, and at least two dozen requests (a loaded machine sends fewer).
     await sleep(1500)
+    for (let waited = 0; load.outcomes.filter((outcome) => outcome.startedAt >= recoveredAt).length < 24 && waited < 10_000; waited += 100) await sleep(100)
     const endAt = performance.now()
     await load.stop()
     await probe.stop()
