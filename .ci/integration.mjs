@@ -1,14 +1,14 @@
 // `npm run test:integration`: the test files that `npm test` leaves out, found from the one list
 // that leaves them out (package.json, `tap.exclude`), so that a file moved out of the fast suite
 // cannot fall out of both. test/cluster/ runs apart, one file at a time (each starts a 6-node
-// Cluster of its own). Coverage is off here: the gate judges `npm test`'s run, and a subset of the
+// Cluster of its own). Coverage is off here: the gate judges the fast suite's run (`npm run test:coverage`), and a subset of the
 // suite is no measure of it.
 //
 // The timing and stall tests (TIMING below: their subject is a duration, judged by paired ratios or
 // by a stall bound) run apart too, one file at a time, so that nothing this script starts shares
 // the machine with them: `--no-timing` leaves them out, `--timing-only` runs only them. CI runs
-// the rest of the set on Node 20 and 24 side by side (they mostly wait on servers and timeouts),
-// then these.
+// the rest of the set on Node 20, then on Node 24, with nothing CPU-bound beside it (its fault
+// tests count requests and bound latency under a fault), then these.
 //
 //   node .ci/integration.mjs [--cluster-only | --no-cluster] [--timing-only | --no-timing] [--no-browser] [tap options...]
 import { spawnSync } from 'node:child_process'

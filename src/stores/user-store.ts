@@ -86,14 +86,14 @@ interface UserRow {
   token_epoch: string | number | bigint
 }
 
+/** Login's row: the account and whether it has an active second factor. */
 interface LoginRow extends UserRow {
   totp: boolean
 }
 
-interface DetailsRow extends UserRow {
+interface DetailsRow extends LoginRow {
   created_at: Date | string
   last_login_at: Date | string | null
-  totp: boolean
 }
 
 const COLUMNS = 'id::text AS id, username, kind, password_hash, federated, disabled, token_epoch'
