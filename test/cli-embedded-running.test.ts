@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process'
 import { stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ADMIN, ALICE, authenticate, cli, LOCK_FILES, lockFiles, login, rows, type Run } from './support/embedded-cli.js'
-import { CLI, startService, type ServiceProcess } from '../support/service.js'
+import { cliCommand, startService, type ServiceProcess } from '../support/service.js'
 import { tempDir } from '../support/processes.js'
 import { seedMigratedDataDir } from './support/pglite-template.js'
 
@@ -114,7 +114,7 @@ t.test('while the service runs on an embedded data directory', async (t) => {
     t.equal(run.stderr.split('\n').length, 2, `one line: ${run.stderr}`)
     t.match(run.stderr, `is in use by the running service (pid ${service.pid}, listening on ${service.baseUrl}): stop it first`)
     const second = await new Promise<{ code: number | null, output: string }>((resolve) => {
-      const child = spawn(process.execPath, [CLI, 'serve'], {
+      const child = spawn(...cliCommand(['serve']), {
         env: { PATH: process.env.PATH, ...env, HOST: '127.0.0.1', PORT: '0', INTERNAL_PORT: '0' },
         stdio: ['ignore', 'pipe', 'pipe']
       })

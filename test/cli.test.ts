@@ -11,7 +11,7 @@ import { loadConfig } from '../src/config.js'
 import { freshPostgresDatabase } from '../support/postgres.js'
 import { tempDir } from '../support/processes.js'
 import { freshRedisPrefix, requireRedis } from '../support/redis.js'
-import { requireCurrentBuild } from '../support/service.js'
+import { cliCommand, requireCurrentBuild } from '../support/service.js'
 
 /*
  * The command line as an operator meets it: the built binary (dist/cli/main.js, what the
@@ -22,7 +22,7 @@ import { requireCurrentBuild } from '../support/service.js'
  */
 
 // `npm test` builds first (pretest); running this file alone needs a build that is current.
-const CLI = requireCurrentBuild()
+requireCurrentBuild()
 
 interface Run {
   args: string[]
@@ -55,7 +55,7 @@ function cleanEnv (extra: Env = {}): Env {
 /** Runs the built CLI; `stdin` is written and closed (an empty string: an empty stdin). */
 async function cli (env: Env, args: string[], stdin = '', cwd = tmpdir()): Promise<Run> {
   return await new Promise((resolve, reject) => {
-    const child = execFile(process.execPath, [CLI, ...args], { env, cwd, timeout: 60_000, encoding: 'utf8' }, (error, stdout, stderr) => {
+    const child = execFile(...cliCommand(args), { env, cwd, timeout: 60_000, encoding: 'utf8' }, (error, stdout, stderr) => {
       if (error !== null && typeof error.code !== 'number') {
         reject(new Error(`auth-token-service ${args.join(' ')} did not exit by itself (${error.signal ?? error.message}); stderr: ${stderr}`))
         return

@@ -3,10 +3,8 @@ import { existsSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
-
-const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url))
+import { CLI, cliCommand } from '../support/service.js'
 
 interface Running {
   child: ChildProcess
@@ -21,7 +19,7 @@ const CHANGED = 'changed by the operator'
 /** Starts the built service as a new user would: no DATABASE_URL, no REDIS_URL, in an empty directory. */
 async function startEmbedded (t: Test, cwd: string, env: Record<string, string> = {}): Promise<Running> {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` (npm test does it first)`)
-  const child = spawn(process.execPath, [CLI, 'serve'], {
+  const child = spawn(...cliCommand(['serve']), {
     cwd,
     env: {
       PATH: process.env.PATH,
@@ -60,7 +58,7 @@ async function stop (running: Running): Promise<number | null> {
 /** The built CLI in `cwd` (so on its ./data), password on stdin; resolves with its exit code and stderr. */
 async function cli (cwd: string, args: string[], stdin: string): Promise<{ code: number, stderr: string }> {
   return await new Promise((resolve) => {
-    const child = execFile(process.execPath, [CLI, ...args], { cwd, env: { PATH: process.env.PATH }, timeout: 60_000 }, (error, _stdout, stderr) => {
+    const child = execFile(...cliCommand(args), { cwd, env: { PATH: process.env.PATH }, timeout: 60_000 }, (error, _stdout, stderr) => {
       resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stderr })
     })
     child.stdin?.end(stdin)

@@ -2,18 +2,17 @@ import t from 'tap'
 import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { fileURLToPath } from 'node:url'
 import { migrate } from '../../src/db/migrate.js'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
 import { freshPglite } from '../support/pglite.js'
 import { freshPostgresDatabase } from '../../support/postgres.js'
+import { CLI, cliCommand } from '../../support/service.js'
 
 /*
  * Accounts stored before usernames had one canonical form: `migrate` renames each to its
  * canonical form when nobody else has it, and lists (never merges) those that would become one.
  */
 
-const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url))
 const HASH = '$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$ZmFrZWhhc2hmYWtlaGFzaGZha2VoYXNoZmFrZWg'
 const STORED = ['carol', 'Carol', 'CAROL ', 'Bob', 'ｄａｖｅ', 'erin\u200b', 'frank']
 
@@ -34,7 +33,7 @@ t.test('the migrate command lists the collisions and exits 1 until they are reso
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first`)
   const url = await freshPostgresDatabase(t)
   const run = async (): Promise<{ code: number, stderr: string }> => await new Promise((resolve) => {
-    execFile(process.execPath, [CLI, 'migrate'], { env: { PATH: process.env.PATH ?? '', DATABASE_URL: url, LOG_LEVEL: 'silent' }, cwd: tmpdir(), encoding: 'utf8' },
+    execFile(...cliCommand(['migrate']), { env: { PATH: process.env.PATH ?? '', DATABASE_URL: url, LOG_LEVEL: 'silent' }, cwd: tmpdir(), encoding: 'utf8' },
       (error, _stdout, stderr) => { resolve({ code: error === null ? 0 : Number(error.code), stderr }) })
   })
   t.equal((await run()).code, 0, 'an empty database')

@@ -4,7 +4,7 @@ import { HttpDriver, issuedToken, verdictOf, type Verdict } from '../../support/
 import { migratedDatabaseUrl } from '../../support/postgres.js'
 import { spawnTracked, stopChild, waitFor } from '../../support/processes.js'
 import { startThrowawayRedis, type ThrowawayRedis } from '../../support/redis.js'
-import { CLI, serviceEnv, startService, type ServiceProcess } from '../../support/service.js'
+import { cliCommand, serviceEnv, startService, type ServiceProcess } from '../../support/service.js'
 import { ACCOUNT, loginMany } from '../support/checks.js'
 
 /*
@@ -22,7 +22,7 @@ const databaseUrl = await migratedDatabaseUrl(t)
 
 /** Runs `serve` until it exits (it is expected to refuse): its exit code and what it wrote. */
 async function refusedStart (env: Record<string, string>): Promise<{ code: number | null, stderr: string, stdout: string }> {
-  const child = spawnTracked(process.execPath, [CLI, 'serve'], { env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', INTERNAL_PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawnTracked(...cliCommand(['serve']), { env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', INTERNAL_PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   let stderr = ''
   let stdout = ''
   child.stderr?.on('data', (chunk: Buffer) => { stderr += chunk.toString() })

@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { HttpDriver, issuedToken, verdictOf, type Outcome } from '../../support/load.js'
-import { CLI, runCli, serviceEnv, startService, type ServiceProcess } from '../../support/service.js'
+import { cliCommand, runCli, serviceEnv, startService, type ServiceProcess } from '../../support/service.js'
 import { startThrowawayPostgres } from '../../support/postgres.js'
 import { startThrowawayRedis } from '../../support/redis.js'
 import { ACCOUNT } from '../support/checks.js'
@@ -59,7 +59,7 @@ interface Round {
 /** The CLI as a child process; resolves when it has exited. */
 async function command (args: string[], input: string): Promise<{ code: number | null, stderr: string, returnedAt: number }> {
   return await new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH, ...env }, stdio: ['pipe', 'ignore', 'pipe'] })
+    const child = spawn(...cliCommand(args), { env: { PATH: process.env.PATH, ...env }, stdio: ['pipe', 'ignore', 'pipe'] })
     let stderr = ''
     child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
     child.once('exit', (code) => { resolve({ code, stderr, returnedAt: performance.now() }) })

@@ -8,7 +8,7 @@ import { Redis } from 'ioredis'
 import pg from 'pg'
 import t from 'tap'
 import { HttpDriver, issuedToken, latencyOf, percentile, verdictOf, type Outcome } from '../../support/load.js'
-import { CLI, runCli, serviceEnv, startService } from '../../support/service.js'
+import { cliCommand, runCli, serviceEnv, startService } from '../../support/service.js'
 import { startThrowawayPostgres } from '../../support/postgres.js'
 import { startThrowawayRedis } from '../../support/redis.js'
 import { ACCOUNT } from '../support/checks.js'
@@ -84,7 +84,7 @@ t.test(`sessions revoke of an account holding ${TOKENS.toLocaleString('en')} tok
   })()
   const started = performance.now()
   const run = await new Promise<{ code: number | null, stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, [CLI, 'sessions', 'revoke', ALICE.username], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'ignore', 'pipe'] })
+    const child = spawn(...cliCommand(['sessions', 'revoke', ALICE.username]), { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'ignore', 'pipe'] })
     let stderr = ''
     child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
     child.once('exit', (code) => { resolve({ code, stderr }) })

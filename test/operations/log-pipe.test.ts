@@ -2,11 +2,11 @@ import autocannon from 'autocannon'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
 import { fifoReader } from '../support/fifo-reader.js'
 import { freePort } from '../../support/processes.js'
 import { jsonObject, sample } from './support.js'
+import { CLI, cliCommand } from '../../support/service.js'
 
 /**
  * The service as a container runtime runs it: stdout a pipe, read by another process (`cat`,
@@ -14,7 +14,6 @@ import { jsonObject, sample } from './support.js'
  * collector stops reading.
  */
 
-const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url))
 const PASSWORD = 'pipe test & secret'
 
 interface Piped {
@@ -32,7 +31,7 @@ async function startPiped (t: Test, env: Record<string, string> = {}): Promise<P
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` (npm test does it first)`)
   const pipe = await fifoReader(t)
   const port = await freePort()
-  const service = spawn(process.execPath, [CLI, 'serve'], {
+  const service = spawn(...cliCommand(['serve']), {
     cwd: pipe.dir,
     env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), INTERNAL_PORT: '0', AUTH_PUBLIC_INTERNALS: 'true', AUTH_BOOTSTRAP_USERNAME: 'admin', AUTH_BOOTSTRAP_PASSWORD: PASSWORD, ...env },
     stdio: ['ignore', pipe.writeFd, 'pipe']

@@ -4,19 +4,17 @@ import { existsSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { loadConfig } from '../../src/config.js'
 import { StatusError } from '../../src/errors/status.js'
 import { blocklistSize, DEFAULT_PASSWORD_POLICY, passwordRefusal } from '../../src/passwords/policy.js'
 import { buildTestApp } from '../support/app.js'
 import { rejection } from '../support/rejection.js'
+import { CLI, cliCommand } from '../../support/service.js'
 
 /*
  * Issue 19 §5: `printf 'a\n' | auth-token-service user add x` made an account with a
  * one-character password. NIST SP 800-63B for every password the service sets.
  */
-
-const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url))
 
 t.test('the rules, one by one', async (t) => {
   const refusal = async (password: string, username = 'alice', policy = DEFAULT_PASSWORD_POLICY) => await passwordRefusal(password, username, policy)
@@ -69,7 +67,7 @@ t.test('the command line and the bootstrap say why', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'ats-policy-'))
   t.teardown(async () => { await rm(dir, { recursive: true, force: true }) })
   const run = async (args: string[], stdin: string, env: Record<string, string> = {}): Promise<{ code: number, stderr: string }> => await new Promise((resolve) => {
-    const child = execFile(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', AUTH_DATA_DIR: dir, LOG_LEVEL: 'silent', INTERNAL_PORT: '0', PORT: '0', ...env }, cwd: dir, encoding: 'utf8', timeout: 120_000 },
+    const child = execFile(...cliCommand(args), { env: { PATH: process.env.PATH ?? '', AUTH_DATA_DIR: dir, LOG_LEVEL: 'silent', INTERNAL_PORT: '0', PORT: '0', ...env }, cwd: dir, encoding: 'utf8', timeout: 120_000 },
       (error, _stdout, stderr) => { resolve({ code: error === null ? 0 : Number(error.code), stderr }) })
     child.stdin?.end(stdin)
   })

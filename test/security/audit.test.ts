@@ -16,7 +16,7 @@ import { freshPglite } from '../support/pglite.js'
 import { rejection } from '../support/rejection.js'
 import { freshPostgresDatabase } from '../../support/postgres.js'
 import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
-import { CLI, requireCurrentBuild } from '../../support/service.js'
+import { cliCommand, requireCurrentBuild } from '../../support/service.js'
 
 /*
  * The audit trail (issue 3, security.md Logs): every login success and failure,
@@ -309,7 +309,7 @@ interface Run { args: string[], code: number | null, stdout: string, stderr: str
 
 async function cli (env: Record<string, string>, args: string[], stdin = ''): Promise<Run> {
   return await new Promise((resolve, reject) => {
-    const child = execFile(process.execPath, [CLI, ...args], { env, cwd: tmpdir(), timeout: 20_000, encoding: 'utf8' }, (error, stdout, stderr) => {
+    const child = execFile(...cliCommand(args), { env, cwd: tmpdir(), timeout: 20_000, encoding: 'utf8' }, (error, stdout, stderr) => {
       if (error !== null && typeof error.code !== 'number') {
         reject(new Error(`auth-token-service ${args.join(' ')} did not exit by itself (${error.signal ?? error.message}); stderr: ${stderr}`))
         return

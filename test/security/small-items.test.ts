@@ -4,15 +4,13 @@ import { existsSync } from 'node:fs'
 import { connect } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
-import { fileURLToPath } from 'node:url'
 import { migrate } from '../../src/db/migrate.js'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
 import { buildTestApp } from '../support/app.js'
 import { freshPostgresDatabase } from '../../support/postgres.js'
+import { CLI, cliCommand } from '../../support/service.js'
 
 /* Issue 19 §6: the smaller findings of the probe. */
-
-const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url))
 
 t.test('a padding function may not be named after a global the page relies on', async (t) => {
   const { app, addUser } = await buildTestApp(t, 'embedded')
@@ -57,7 +55,7 @@ t.test('user list escapes names as events does', async (t) => {
   // Stored before canonical usernames: a name with a newline and tabs, forging a line.
   await db.query('INSERT INTO users (username, password_hash) VALUES ($1, NULL), ($2, NULL)', ['ann', 'mallory\nroot\tlocal\tenabled'])
   const listed = await new Promise<string>((resolve, reject) => {
-    execFile(process.execPath, [CLI, 'user', 'list'], { env: { PATH: process.env.PATH ?? '', DATABASE_URL: url, LOG_LEVEL: 'silent' }, cwd: tmpdir(), encoding: 'utf8' },
+    execFile(...cliCommand(['user', 'list']), { env: { PATH: process.env.PATH ?? '', DATABASE_URL: url, LOG_LEVEL: 'silent' }, cwd: tmpdir(), encoding: 'utf8' },
       (error, stdout) => { if (error === null) resolve(stdout); else reject(error) })
   })
   t.same(listed.split('\n').filter((line) => line !== ''), ['ann\tlocal\tenabled', 'mallory\\u000aroot\\u0009local\\u0009enabled\tlocal\tenabled'], 'one line per account, three cells each')

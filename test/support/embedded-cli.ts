@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process'
 import { readdir } from 'node:fs/promises'
-import { CLI, type ServiceProcess } from '../../support/service.js'
+import { cliCommand, type ServiceProcess } from '../../support/service.js'
 
 /**
  * The command line and the service on one embedded (PGlite) data directory, as real
@@ -15,7 +15,7 @@ export interface Run { args: string[], code: number | null, stdout: string, stde
 /** Runs the built CLI with exactly `env` (and PATH); `stdin` is written and closed. */
 export async function cli (env: Record<string, string>, args: string[], stdin = ''): Promise<Run> {
   return await new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH, ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
+    const child = spawn(...cliCommand(args), { env: { PATH: process.env.PATH, ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString() })
