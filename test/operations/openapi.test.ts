@@ -15,11 +15,16 @@ import { buildTestApp, type TestApp } from '../support/app.js'
 
 interface Registered { methods: string[], url: string, hidden: boolean }
 
-/** Every route as it is registered: an onRoute hook put on each Fastify instance as it is created. */
+/**
+ * Every route as it is registered: an onRoute hook put on each Fastify instance as it is created,
+ * kept by instance, so that an app another test builds meanwhile in this process is not counted.
+ */
 async function buildRecording (t: Test): Promise<{ testApp: TestApp, routes: Registered[] }> {
-  const routes: Registered[] = []
+  const byInstance = new Map<FastifyInstance, Registered[]>()
   const onInit = (message: unknown): void => {
     const fastify = (message as { fastify: FastifyInstance }).fastify
+    const routes: Registered[] = []
+    byInstance.set(fastify, routes)
     fastify.addHook('onRoute', (route: RouteOptions) => {
       const schema = route.schema as { hide?: boolean } | undefined
       routes.push({ methods: ([] as HTTPMethods[]).concat(route.method).map(String), url: route.url, hidden: schema?.hide === true })
@@ -29,7 +34,8 @@ async function buildRecording (t: Test): Promise<{ testApp: TestApp, routes: Reg
   try {
     // With an introspection client, so that endpoint is on (off, every method of it is a 404), and
     // with the internal surfaces on the public port as AUTH_PUBLIC_INTERNALS=true serves them.
-    return { testApp: await buildTestApp(t, 'real', { publicInternals: true, introspectionClients: [{ id: 'docs', secret: '0123456789abcdef' }] }), routes }
+    const testApp = await buildTestApp(t, 'real', { publicInternals: true, introspectionClients: [{ id: 'docs', secret: '0123456789abcdef' }] })
+    return { testApp, routes: byInstance.get(testApp.app) ?? [] }
   } finally {
     diagnostics.unsubscribe('fastify.initialization', onInit)
   }

@@ -1,0 +1,20 @@
+// The fast suite's part: API keys, webhooks, federation, TOTP parts, configuration, and the check of these groups, in one process (test/suites/README.md says why).
+import { release } from './hold.js'
+import '../config.test.js'
+import '../credentials.test.js'
+import '../docs-links.test.js'
+import '../federation/canonical-identity.test.js'
+import '../federation/ldap-escape.test.js'
+import '../federation/ldap.test.js'
+import '../keys/api-keys.test.js'
+import '../signin/redirect.test.js'
+import '../totp/rfc6238.test.js'
+import '../totp/sealed-secret.test.js'
+import '../usernames.test.js'
+import '../webhooks/delivery.test.js'
+import '../webhooks/events.test.js'
+import '../webhooks/parts.test.js'
+import '../wire.test.js'
+import '../suite-groups.test.js'
+
+release()
