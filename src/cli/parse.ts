@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util'
+import { isKeyIdShaped } from '../keys/secret.js'
 
 export const USAGE = `usage: auth-token-service <command>
 
@@ -73,7 +74,7 @@ function oneName (positionals: string[], command: string): string {
  */
 export function parseCommandLine (argv: string[]): Invocation {
   const { values, positionals } = parseArgs({
-    args: argv,
+    args: keyIdAsPositional(argv),
     allowPositionals: true,
     strict: true,
     options: {
@@ -90,6 +91,17 @@ export function parseCommandLine (argv: string[]): Invocation {
   if (values.help === true) return { command: 'help' }
   const invocation = parseCommand(values, positionals)
   return values.verbose === true ? { ...invocation, verbose: true } : invocation
+}
+
+/**
+ * `keys revoke <id>` with an id that starts with a dash (ids made before they stopped doing so:
+ * one in 64) reads as that id, not as options: the id's place is marked as positional (`--`).
+ */
+function keyIdAsPositional (argv: string[]): string[] {
+  const at = argv.findIndex((arg, index) => arg === 'revoke' && argv[index - 1] === 'keys')
+  const id = argv[at + 1]
+  if (at === -1 || id === undefined || !id.startsWith('-') || !isKeyIdShaped(id)) return argv
+  return [...argv.slice(0, at + 1), '--', ...argv.slice(at + 1)]
 }
 
 interface Options { federated?: boolean, service?: boolean, user?: string, since?: string, name?: string, days?: string }

@@ -20,9 +20,16 @@ export function generateApiKey (accountId: string): string {
 
 const KEY_ID_SHAPE = /^[A-Za-z0-9_-]{16}$/
 
-/** A key's public id: 96 random bits, base64url (16 characters); nothing to do with the secret. */
+/**
+ * A key's public id: 96 random bits, base64url (16 characters); nothing to do with the secret.
+ * Never one that starts with a dash, which a command line would read as an option (`keys revoke
+ * <id>`): one in 64 would (about 95.9 bits are left).
+ */
 export function newKeyId (): string {
-  return randomBytes(12).toString('base64url')
+  for (;;) {
+    const id = randomBytes(12).toString('base64url')
+    if (!id.startsWith('-')) return id
+  }
 }
 
 export function isKeyIdShaped (value: string): boolean {

@@ -178,6 +178,8 @@ async function commandCases (t: Test, service: Service, actor: Actor): Promise<s
     t.same(lines((await run(['keys', 'list', 'svc'])).stdout), [])
     t.equal((await run(['keys', 'create', 'svc'])).code, 2, 'no --name: a usage error')
     t.same(await run(['keys', 'revoke', 'AAAAAAAAAAAAAAAA']), { code: 1, stdout: '', stderr: 'auth-token-service: no such key\n' })
+    // An id made before ids stopped starting with a dash (one in 64 did) is still an id here, not an option.
+    t.same(await run(['keys', 'revoke', '-Cp6x1VPXbdHMQo-']), { code: 1, stdout: '', stderr: 'auth-token-service: no such key\n' }, 'an id that starts with a dash')
   })
 
   await t.test('user list: one account per line, username order', async (t) => {

@@ -5,7 +5,7 @@ import type { FastifyInstance, InjectOptions } from 'fastify'
 import { buildInternalApp } from '../../src/internal-listener.js'
 import { buildTestApp, type BackendKind, type TestApp } from '../support/app.js'
 import { keysUnder } from '../../support/redis.js'
-import { hashApiKey } from '../../src/keys/secret.js'
+import { hashApiKey, isKeyIdShaped, newKeyId } from '../../src/keys/secret.js'
 
 /*
  * API keys (issue 33) end to end through inject, on Postgres + Redis and on the embedded default:
@@ -267,3 +267,10 @@ function keyContract (t: Test, kind: BackendKind): void {
 
 t.test('Postgres and Redis', async (t) => { keyContract(t, 'real') })
 t.test('embedded default', async (t) => { keyContract(t, 'embedded') })
+
+t.test('a key id never starts with a dash: typed after `keys revoke`, it would read as an option', async (t) => {
+  const ids = Array.from({ length: 5000 }, () => newKeyId())
+  t.same(ids.filter((id) => id.startsWith('-')), [], 'none of 5000 (base64url\'s 64th character is the dash: one in 64 began with it)')
+  t.ok(ids.every(isKeyIdShaped), 'each 16 base64url characters')
+  t.equal(new Set(ids).size, ids.length, 'all distinct')
+})
