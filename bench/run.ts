@@ -88,8 +88,10 @@ const settings: LoadSettings & { runs: number, warmupSeconds: number, slices: nu
   slices: Math.max(1, Math.round(numberArg(args.slices, smoke ? 2 : 16)))
 }
 const tokenCount = Math.round(numberArg(args.tokens, smoke ? 10_000 : 100_000))
-const outDir = args.out ?? (smoke ? join(tmpdir(), 'ats-bench-smoke') : join(ROOT, 'bench', 'results'))
 const only = args.only === undefined ? undefined : new Set(args.only.split(','))
+// bench/results/ holds the last whole run, committed with the code it measured: a smoke run or a
+// part of the bench (--only) writes to the temp directory, unless --out says where.
+const outDir = args.out ?? (smoke ? join(tmpdir(), 'ats-bench-smoke') : only !== undefined ? join(tmpdir(), 'ats-bench-only') : join(ROOT, 'bench', 'results'))
 const STORM_LEAD_SECONDS = Math.min(1, settings.durationSeconds / 2)
 
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379/5'
