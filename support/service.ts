@@ -17,9 +17,10 @@ export const CLI = process.env.ATS_SERVICE_CLI ?? fileURLToPath(new URL('../dist
  * (importing dist/app.js: 1.35 CPU-s with it, 0.64 without). dist/ is outside coverage, so the
  * built CLI starts through `env -u NODE_OPTIONS`, which execs Node in the same process (the
  * child's pid, signals and exit status are Node's). The envs given here never hold a
- * NODE_OPTIONS of their own.
+ * NODE_OPTIONS of their own. Throws, saying to build, when there is no built CLI.
  */
 export function cliCommand (args: readonly string[], nodeArgs: readonly string[] = []): [string, string[]] {
+  requireBuild()
   return ['env', ['-u', 'NODE_OPTIONS', process.execPath, ...nodeArgs, CLI, ...args]]
 }
 
@@ -56,7 +57,6 @@ export function requireCurrentBuild (): string {
 
 /** Runs one command of the built CLI; rejects with its stderr when it fails. */
 export async function runCli (args: string[], env: Record<string, string>, input?: string): Promise<string> {
-  requireBuild()
   return await new Promise<string>((resolve, reject) => {
     const child = spawn(...cliCommand(args), {
       env: { PATH: process.env.PATH, ...env },
@@ -116,7 +116,6 @@ export interface ServiceStartOptions {
  * resolves once it answers; its readiness is polled over HTTP, whatever LOG_LEVEL says.
  */
 export async function startService (scope: Scope, env: Record<string, string>, options: ServiceStartOptions = {}): Promise<ServiceProcess> {
-  requireBuild()
   const port = options.port ?? await freePort()
   const baseUrl = `http://127.0.0.1:${port}`
   const child = spawnTracked(...cliCommand(['serve'], options.nodeArgs), {

@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { CLI, cliCommand } from '../support/service.js'
+import { cliCommand } from '../support/service.js'
 
 interface Running {
   child: ChildProcess
@@ -18,7 +18,6 @@ const CHANGED = 'changed by the operator'
 
 /** Starts the built service as a new user would: no DATABASE_URL, no REDIS_URL, in an empty directory. */
 async function startEmbedded (t: Test, cwd: string, env: Record<string, string> = {}): Promise<Running> {
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` (npm test does it first)`)
   const child = spawn(...cliCommand(['serve']), {
     cwd,
     env: {

@@ -1,12 +1,11 @@
 import t from 'tap'
 import { execFile } from 'node:child_process'
-import { existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { migrate } from '../../src/db/migrate.js'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
 import { freshPglite } from '../support/pglite.js'
 import { freshPostgresDatabase } from '../../support/postgres.js'
-import { CLI, cliCommand } from '../../support/service.js'
+import { cliCommand } from '../../support/service.js'
 
 /*
  * Accounts stored before usernames had one canonical form: `migrate` renames each to its
@@ -30,7 +29,6 @@ t.test('migrate renames what it can and reports collisions, untouched', async (t
 })
 
 t.test('the migrate command lists the collisions and exits 1 until they are resolved', async (t) => {
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first`)
   const url = await freshPostgresDatabase(t)
   const run = async (): Promise<{ code: number, stderr: string }> => await new Promise((resolve) => {
     execFile(...cliCommand(['migrate']), { env: { PATH: process.env.PATH ?? '', DATABASE_URL: url, LOG_LEVEL: 'silent' }, cwd: tmpdir(), encoding: 'utf8' },

@@ -1,12 +1,11 @@
 import autocannon from 'autocannon'
 import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
 import { fifoReader } from '../support/fifo-reader.js'
 import { freePort } from '../../support/processes.js'
 import { jsonObject, sample } from './support.js'
-import { CLI, cliCommand } from '../../support/service.js'
+import { cliCommand } from '../../support/service.js'
 
 /**
  * The service as a container runtime runs it: stdout a pipe, read by another process (`cat`,
@@ -28,7 +27,6 @@ interface Piped {
 
 /** The built service on the embedded default, its stdout a FIFO drained by `cat`; ready to serve. */
 async function startPiped (t: Test, env: Record<string, string> = {}): Promise<Piped> {
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` (npm test does it first)`)
   const pipe = await fifoReader(t)
   const port = await freePort()
   const service = spawn(...cliCommand(['serve']), {
