@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import pg from 'pg'
 import { migrate } from '../src/db/migrate.js'
+import type { Database } from '../src/db/database.js'
 import { createPostgresDatabase } from '../src/db/postgres.js'
 import { takePooledDatabase } from './postgres-pool.js'
 import { freePort, reachable, run, type Scope, spawnTracked, stopChild, tempDir, waitFor } from './processes.js'
@@ -31,9 +32,22 @@ export async function freshPostgresDatabase (scope: Scope): Promise<string> {
   return await takePooledDatabase(scope, await requirePostgres())
 }
 
+/**
+ * The running Postgres as a test should talk to it: patient. The service's 5 s query timeout
+ * and 2 s connect timeout are client-side timers, and a test process that imports an app or
+ * loads PGlite beside other files of its group keeps its event loop busy for seconds on a
+ * loaded 2-core machine: the timer then fires before the socket's answer is read, and a
+ * migration that Postgres finished in milliseconds failed as "Query read timeout". What a
+ * timeout does is the fault tests' subject (they set their own); elsewhere a slow backend
+ * is waited for.
+ */
+export function patientPostgres (url: string): Database {
+  return createPostgresDatabase({ connectionString: url, queryTimeoutMillis: 120_000, connectionTimeoutMillis: 60_000 })
+}
+
 /** Applies the service's migrations to the database at `url` (what `auth-token-service migrate` does). */
 async function migrateDatabase (url: string): Promise<void> {
-  const database = createPostgresDatabase({ connectionString: url })
+  const database = patientPostgres(url)
   try {
     await migrate(database)
   } finally {

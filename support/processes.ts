@@ -147,12 +147,18 @@ export function uniqueName (prefix: string): string {
   return `${prefix}_${randomBytes(6).toString('hex')}`
 }
 
-/** True when something accepts TCP connections at the URL's host and port within a second. */
-export async function reachable (url: string): Promise<boolean> {
+/**
+ * True when something accepts TCP connections at the URL's host and port. A server that is not
+ * there refuses at once (loopback); only a refusal or another socket error says "absent". A
+ * connect is waited for up to 30 s: a test process on a
+ * loaded machine can take longer than a second to see the answer, and reporting a running
+ * server as missing sent people to start one that was already up.
+ */
+export async function reachable (url: string, patienceMs = 30_000): Promise<boolean> {
   const { hostname, port } = new URL(url)
   return await new Promise((resolve) => {
     const socket = new Socket()
-    socket.setTimeout(1000)
+    socket.setTimeout(patienceMs)
     socket.once('connect', () => { socket.destroy(); resolve(true) })
     socket.once('timeout', () => { socket.destroy(); resolve(false) })
     socket.once('error', () => { resolve(false) })

@@ -2,9 +2,8 @@ import t from 'tap'
 import { execFile } from 'node:child_process'
 import { tmpdir } from 'node:os'
 import { migrate } from '../../src/db/migrate.js'
-import { createPostgresDatabase } from '../../src/db/postgres.js'
 import { freshPglite } from '../support/pglite.js'
-import { freshPostgresDatabase } from '../../support/postgres.js'
+import { freshPostgresDatabase, patientPostgres } from '../../support/postgres.js'
 import { cliCommand } from '../../support/service.js'
 
 /*
@@ -35,7 +34,7 @@ t.test('the migrate command lists the collisions and exits 1 until they are reso
       (error, _stdout, stderr) => { resolve({ code: error === null ? 0 : Number(error.code), stderr }) })
   })
   t.equal((await run()).code, 0, 'an empty database')
-  const db = createPostgresDatabase({ connectionString: url })
+  const db = patientPostgres(url)
   t.teardown(async () => { await db.close() })
   for (const username of ['alice', 'Alice', 'Bob']) await db.query('INSERT INTO users (username, password_hash) VALUES ($1, $2)', [username, HASH])
   const refused = await run()

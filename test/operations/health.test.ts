@@ -10,7 +10,7 @@ import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
 import type { ServiceTokenStore } from '../../src/backends.js'
 import { buildTestApp } from '../support/app.js'
 import { testConfig } from '../support/config.js'
-import { freshPostgresDatabase } from '../../support/postgres.js'
+import { freshPostgresDatabase, patientPostgres } from '../../support/postgres.js'
 import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
 import { backendsOf, jsonObject, LogCapture } from './support.js'
 import { freePort } from '../../support/processes.js'
@@ -29,7 +29,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{1
 
 /** A live Postgres database (fresh, migrated) and a live Redis store under a prefix of its own. */
 async function liveDatabase (t: Test): Promise<Database> {
-  const database = createPostgresDatabase({ connectionString: await freshPostgresDatabase(t) })
+  const database = patientPostgres(await freshPostgresDatabase(t))
   await migrate(database)
   return database
 }

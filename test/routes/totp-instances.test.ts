@@ -6,13 +6,12 @@ import * as OTPAuth from 'otpauth'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { assembleBackends } from '../../src/backends.js'
-import { createPostgresDatabase } from '../../src/db/postgres.js'
 import { migrate } from '../../src/db/migrate.js'
 import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
 import { fixtureAccounts } from '../support/app.js'
 import { keyId } from '../../src/totp/sealed-secret.js'
 import { testConfig } from '../support/config.js'
-import { freshPostgresDatabase } from '../../support/postgres.js'
+import { freshPostgresDatabase, patientPostgres } from '../../support/postgres.js'
 import { freshRedisPrefix, requireRedis, TEST_REDIS_COMMAND_TIMEOUT_MS } from '../../support/redis.js'
 
 /*
@@ -32,7 +31,7 @@ const totpKey = randomBytes(32)
 
 async function instance (t: Test, keys: { totpKey: Buffer, totpPreviousKeys?: Buffer[] } = { totpKey }): Promise<FastifyInstance> {
   const config = testConfig({ redisKeyPrefix: prefix, ...keys })
-  const database = createPostgresDatabase({ connectionString: url })
+  const database = patientPostgres(url)
   const tokens = createRedisTokenStore({ url: redisUrl, keyPrefix: prefix, denyTtlMs: 300_000, commandTimeoutMs: TEST_REDIS_COMMAND_TIMEOUT_MS })
   await tokens.ready()
   const backends = assembleBackends(config, { database, tokens })
@@ -49,7 +48,7 @@ async function login (app: FastifyInstance, otp?: string): Promise<number> {
   return Number(res.json().status)
 }
 
-const migrating = createPostgresDatabase({ connectionString: url })
+const migrating = patientPostgres(url)
 await migrate(migrating)
 await migrating.close()
 const a = await instance(t)
@@ -102,7 +101,7 @@ t.test('key rotation: a new key with the old one as previous opens the secret an
     method: 'POST', url: '/auth/Login', headers: FORM, payload: new URLSearchParams({ username: 'iris', password: PASSWORD, ...(otp === undefined ? {} : { otp }) }).toString()
   })).json().status)
   const sealedWith = async (): Promise<string | undefined> => {
-    const database = createPostgresDatabase({ connectionString: url })
+    const database = patientPostgres(url)
     try {
       const { rows } = await database.query<{ secret_sealed: string }>("SELECT f.secret_sealed FROM totp_factors f JOIN users u ON u.id = f.account_id WHERE u.username = 'iris'")
       return rows[0]?.secret_sealed.split('.')[1]

@@ -7,13 +7,12 @@ import { buildApp } from '../../src/app.js'
 import { assembleBackends } from '../../src/backends.js'
 import type { Config } from '../../src/config.js'
 import { migrate } from '../../src/db/migrate.js'
-import { createPostgresDatabase } from '../../src/db/postgres.js'
 import type { Database } from '../../src/db/database.js'
 import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
 import type { ServiceTokenStore, Backends } from '../../src/backends.js'
 import { bootstrapAccount } from '../../src/server.js'
 import { testConfig } from '../support/config.js'
-import { freshPostgresDatabase } from '../../support/postgres.js'
+import { freshPostgresDatabase, patientPostgres } from '../../support/postgres.js'
 import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
 import { rawRequest } from '../support/raw-http.js'
 import { fixtureAccounts } from '../support/app.js'
@@ -112,7 +111,7 @@ async function backendsFor (t: Test, config: Config, database: Database, tokens:
 const capture = new LogCapture()
 const redisKeyPrefix = await freshRedisPrefix(t)
 const config = testConfig({ logLevel: 'trace', redisKeyPrefix })
-const database = createPostgresDatabase({ connectionString: await freshPostgresDatabase(t) })
+const database = patientPostgres(await freshPostgresDatabase(t))
 await migrate(database)
 const redisStore = createRedisTokenStore({ url: await requireRedis(), keyPrefix: redisKeyPrefix, denyTtlMs: 60_000 })
 await redisStore.ready()

@@ -4,9 +4,8 @@ import { connect } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { migrate } from '../../src/db/migrate.js'
-import { createPostgresDatabase } from '../../src/db/postgres.js'
 import { buildTestApp } from '../support/app.js'
-import { freshPostgresDatabase } from '../../support/postgres.js'
+import { freshPostgresDatabase, patientPostgres } from '../../support/postgres.js'
 import { cliCommand } from '../../support/service.js'
 
 /* Issue 19 §6: the smaller findings of the probe. */
@@ -47,7 +46,7 @@ t.test('a request with two Host headers is a 400 (RFC 9112 §3.2)', async (t) =>
 
 t.test('user list escapes names as events does', async (t) => {
   const url = await freshPostgresDatabase(t)
-  const db = createPostgresDatabase({ connectionString: url })
+  const db = patientPostgres(url)
   t.teardown(async () => { await db.close() })
   await migrate(db)
   // Stored before canonical usernames: a name with a newline and tabs, forging a line.

@@ -1,9 +1,8 @@
 import t from 'tap'
-import { createPostgresDatabase } from '../../src/db/postgres.js'
 import { migrate } from '../../src/db/migrate.js'
 import { createMemoryTokenStore } from '../../src/stores/memory/token-store.js'
 import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
-import { freshPostgresDatabase } from '../../support/postgres.js'
+import { freshPostgresDatabase, patientPostgres } from '../../support/postgres.js'
 import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
 import { freshPglite } from '../support/pglite.js'
 import { sessionsContract } from './sessions.contract.js'
@@ -20,7 +19,7 @@ t.test('embedded default: PGlite and the in-process token store', async (t) => {
 t.test('Postgres and Redis', async (t) => {
   const url = await requireRedis()
   sessionsContract(t, async (t) => {
-    const db = createPostgresDatabase({ connectionString: await freshPostgresDatabase(t) })
+    const db = patientPostgres(await freshPostgresDatabase(t))
     await migrate(db)
     const tokens = createRedisTokenStore({ url, keyPrefix: await freshRedisPrefix(t), denyTtlMs: 60_000 })
     await tokens.ready()

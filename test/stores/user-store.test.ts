@@ -4,7 +4,7 @@ import { migrate } from '../../src/db/migrate.js'
 import type { Database } from '../../src/db/database.js'
 import { createSqlUserStore } from '../../src/stores/user-store.js'
 import { createSqlTotpStore } from '../../src/stores/totp-store.js'
-import { freshPostgresDatabase } from '../../support/postgres.js'
+import { freshPostgresDatabase, patientPostgres } from '../../support/postgres.js'
 import { rejection } from '../support/rejection.js'
 import { freshPglite } from '../support/pglite.js'
 
@@ -95,11 +95,11 @@ function userStoreContract (t: Test, makeDatabase: MakeDatabase): void {
 }
 
 t.test('Postgres user store', async (t) => {
-  userStoreContract(t, async (t) => createPostgresDatabase({ connectionString: await freshPostgresDatabase(t) }))
+  userStoreContract(t, async (t) => patientPostgres(await freshPostgresDatabase(t)))
 
   t.test('concurrent migrations of one database do not collide', async (t) => {
     const url = await freshPostgresDatabase(t)
-    const dbs = [createPostgresDatabase({ connectionString: url }), createPostgresDatabase({ connectionString: url }), createPostgresDatabase({ connectionString: url })]
+    const dbs = [patientPostgres(url), patientPostgres(url), patientPostgres(url)]
     t.teardown(async () => { await Promise.all(dbs.map(async (db) => { await db.close() })) })
     const results = await Promise.all(dbs.map(async (db) => await migrate(db)))
     t.equal(results.filter((r) => r.applied.length > 0).length, 1, 'exactly one instance applied them')

@@ -5,7 +5,6 @@ import { buildApp } from '../../src/app.js'
 import type { PasswordPolicy } from '../../src/passwords/policy.js'
 import { assembleBackends } from '../../src/backends.js'
 import type { Config } from '../../src/config.js'
-import { createPostgresDatabase } from '../../src/db/postgres.js'
 import { migrate } from '../../src/db/migrate.js'
 import type { Database } from '../../src/db/database.js'
 import { createMemoryTokenStore } from '../../src/stores/memory/token-store.js'
@@ -14,7 +13,7 @@ import type { RedisTopology } from '../../src/stores/redis/client.js'
 import { idleTimeoutMs, type ServiceTokenStore } from '../../src/backends.js'
 import { testConfig } from './config.js'
 import { freshPglite } from './pglite.js'
-import { freshPostgresDatabase } from '../../support/postgres.js'
+import { freshPostgresDatabase, patientPostgres } from '../../support/postgres.js'
 import { freshRedisPrefix, requireRedis, TEST_REDIS_COMMAND_TIMEOUT_MS } from '../../support/redis.js'
 
 export type BackendKind = 'real' | 'embedded'
@@ -57,7 +56,7 @@ export async function buildTestApp (t: Test, kind: BackendKind = 'real', overrid
   let tokens: ServiceTokenStore
   let redisStore: RedisTokenStore | undefined
   if (kind === 'real') {
-    database = createPostgresDatabase({ connectionString: await freshPostgresDatabase(t) })
+    database = patientPostgres(await freshPostgresDatabase(t))
     redisStore = createRedisTokenStore({
       topology: options.redis ?? { kind: 'single', url: await requireRedis() },
       keyPrefix: config.redisKeyPrefix,
@@ -73,7 +72,14 @@ export async function buildTestApp (t: Test, kind: BackendKind = 'real', overrid
     database = await freshPglite()
     tokens = createMemoryTokenStore({ denyTtlMs: config.denyTtlSeconds * 1000, maxTokensPerAccount: config.maxTokensPerAccount, idleTimeoutMs: idleTimeoutMs(config) })
   }
-  await migrate(database)
+  try {
+    await migrate(database)
+  } catch (error) {
+    // Closed here, or their open sockets keep the test process alive until tap's timeout.
+    await database.close().catch(() => {})
+    await redisStore?.close().catch(() => {})
+    throw error
+  }
   const backends = assembleBackends(config, { database, tokens })
   // With a logStream, the service's own logger (access lines and all) writes into it.
   const app = await buildApp(config, options.logStream === undefined ? { backends, logger: { level: 'silent' } } : { backends, logStream: options.logStream })

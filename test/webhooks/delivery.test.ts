@@ -1,12 +1,11 @@
 import t from 'tap'
 import { buildTestApp } from '../support/app.js'
 import { buildInternalApp } from '../../src/internal-listener.js'
-import { createPostgresDatabase } from '../../src/db/postgres.js'
 import { createSqlAuditLog } from '../../src/stores/audit-log.js'
 import { createSqlWebhookOutbox } from '../../src/webhooks/outbox.js'
 import { startDeliverer } from '../../src/webhooks/deliverer.js'
 import { decodeWebhookSecret } from '../../src/webhooks/signature.js'
-import { migratedDatabaseUrl } from '../../support/postgres.js'
+import { migratedDatabaseUrl, patientPostgres } from '../../support/postgres.js'
 import { startWebhookReceiver } from '../../support/webhook-receiver.js'
 import { fastWebhooks, login, newWebhookSecret } from './support.js'
 import { jsonObject, LogCapture } from '../operations/support.js'
@@ -101,8 +100,8 @@ t.test('two instances on one Postgres never send one event at the same time, and
   const secret = newWebhookSecret()
   const receiver = await startWebhookReceiver(t, secret)
   receiver.delayMs = 20
-  const first = createPostgresDatabase({ connectionString: url })
-  const second = createPostgresDatabase({ connectionString: url })
+  const first = patientPostgres(url)
+  const second = patientPostgres(url)
   t.teardown(async () => { await Promise.all([first.close(), second.close()]) })
   const audit = createSqlAuditLog(first, { webhookUrls: [receiver.url] })
   const EVENTS = 300
