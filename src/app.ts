@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { createAccountAdmin, type AccountAdmin } from './accounts.js'
 import { createAuthService, type AuthService } from './auth.js'
-import { canLose, openBackends, openLoginLimiter, type Backends } from './backends.js'
+import { canLose, openBackends, openLoginLimiter, openPreSignInLimiter, type Backends } from './backends.js'
 import type { Config } from './config.js'
 import { protectCookieRoutes } from './http/cross-site.js'
 import { answerClientError, answerFrameworkError, registerErrorHandlers } from './http/errors.js'
@@ -156,6 +156,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     sessions,
     passkeys: createSqlPasskeyStore(backends.database, () => { metrics.backendError('postgres') }),
     pending: backends.tokens.kind === 'redis' ? createRedisPendingStore(backends.tokens.redis, config.redisKeyPrefix) : createMemoryPendingStore(),
+    preSignIn: openPreSignInLimiter(config, backends.tokens),
     // The code step's check is Login's own (a code accepted once, a recovery code spent).
     secondFactor: {
       verify: async (account, otp, client) => (await secondFactor.verify(account, otp, { clientIp: client.ip, userAgent: client.userAgent })).kind === 'accepted'

@@ -11,6 +11,9 @@ import type { LoginLimiter, LoginLimits } from './stores/login-limiter.js'
 import { createMemoryLoginLimiter } from './stores/memory/login-limiter.js'
 import { createMemoryTokenStore, type MemoryTokenStore } from './stores/memory/token-store.js'
 import { createRedisLoginLimiter } from './stores/redis/login-limiter.js'
+import type { RequestLimiter } from './stores/request-limiter.js'
+import { createMemoryRequestLimiter } from './stores/memory/request-limiter.js'
+import { createRedisRequestLimiter } from './stores/redis/request-limiter.js'
 import { createRedisTokenStore, type RedisTokenStore } from './stores/redis/token-store.js'
 import type { RevocationFeed } from './stores/revocation-feed.js'
 import { createSqlUserStore, type UserStore } from './stores/user-store.js'
@@ -79,6 +82,17 @@ export function openLoginLimiter (config: Config, tokens: ServiceTokenStore, nam
   return tokens.kind === 'redis'
     ? createRedisLoginLimiter(tokens.redis, loginLimits(config), `${config.redisKeyPrefix}${namespace}`)
     : createMemoryLoginLimiter(loginLimits(config))
+}
+
+/**
+ * The limit on the routes anyone may call before signing in, beside the token store as the login
+ * limiter is: on Redis shared by every instance (`<prefix>rl:…` keys), else in-process.
+ */
+export function openPreSignInLimiter (config: Config, tokens: ServiceTokenStore): RequestLimiter {
+  const limits = { max: config.preSignInRequestsPerIp, windowMs: config.preSignInWindowSeconds * 1000 }
+  return tokens.kind === 'redis'
+    ? createRedisRequestLimiter(tokens.redis, limits, config.redisKeyPrefix)
+    : createMemoryRequestLimiter(limits)
 }
 
 export function openAuditLog (config: Config, database: Database, log: Log, webhookRows?: OutboxSignal): AuditLog {

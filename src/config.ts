@@ -49,6 +49,13 @@ export interface Config {
   maxLockoutSeconds: number
   maxFailedLoginsPerIp: number
   ipWindowSeconds: number
+  /**
+   * Requests one client (an address; an IPv6 /64) may make per window to each route anyone may call
+   * before signing in: passkey options, a passkey's answer, the code step (AUTH_PRESIGNIN_REQUESTS_PER_IP).
+   */
+  preSignInRequestsPerIp: number
+  /** That window (AUTH_PRESIGNIN_WINDOW_SECONDS). */
+  preSignInWindowSeconds: number
   trustProxy: TrustProxy
   bodyLimitBytes: number
   requestTimeoutMs: number
@@ -523,6 +530,9 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     maxLockoutSeconds,
     maxFailedLoginsPerIp: integer(env, 'AUTH_MAX_FAILED_LOGINS_PER_IP', 100, 1, 1_000_000),
     ipWindowSeconds: integer(env, 'AUTH_IP_WINDOW_SECONDS', 900, 1, DAY),
+    // 30 a minute: a person signing in makes a few; a script, thousands (one stored challenge each).
+    preSignInRequestsPerIp: integer(env, 'AUTH_PRESIGNIN_REQUESTS_PER_IP', 30, 1, 1_000_000),
+    preSignInWindowSeconds: integer(env, 'AUTH_PRESIGNIN_WINDOW_SECONDS', 60, 1, DAY),
     trustProxy: trustProxy(env),
     bodyLimitBytes: integer(env, 'AUTH_BODY_LIMIT_BYTES', 16 * 1024, 1024, 1024 * 1024),
     requestTimeoutMs: integer(env, 'AUTH_REQUEST_TIMEOUT_MS', 10_000, 1000, 600_000),

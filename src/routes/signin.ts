@@ -5,6 +5,7 @@ import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simp
 import type { AuthService, ClientContext, IssuedToken } from '../auth.js'
 import type { Config } from '../config.js'
 import { StatusError } from '../errors/status.js'
+import { limitPerClient } from '../http/client-limit.js'
 import { tokenCookieOptions } from '../http/cookie.js'
 import { ownOrigin } from '../http/cross-site.js'
 import { refuseOtherMethods } from '../http/methods.js'
@@ -15,6 +16,7 @@ import { createPasskeyCeremonies, type RelyingParty } from '../signin/passkeys.j
 import { redirectParameter, safeRedirect } from '../signin/redirect.js'
 import type { PasskeyStore } from '../stores/passkey-store.js'
 import type { PendingStore } from '../stores/pending-store.js'
+import type { RequestLimiter } from '../stores/request-limiter.js'
 import type { UserRecord } from '../stores/user-store.js'
 import { clientName, instant } from '../signin/display.js'
 import { cookieToken } from '@auth-token-service/guard/shared/token-source'
@@ -33,6 +35,8 @@ export interface SignInRoutesOptions {
   sessions: Sessions
   passkeys: PasskeyStore
   pending: PendingStore
+  /** The per-client limit of the routes anyone may call before signing in (passkey options and answer, the code step). */
+  preSignIn: RequestLimiter
   secondFactor?: SecondFactorCheck | undefined
 }
 
@@ -100,7 +104,7 @@ function field (body: unknown, name: string): string | undefined {
  * the domain's Login (AuthService), so the limits, events, lifetime and audit are Login's.
  */
 export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app, options) => {
-  const { auth, config, sessions, passkeys, pending, secondFactor } = options
+  const { auth, config, sessions, passkeys, pending, preSignIn, secondFactor } = options
   await app.register(fastifyCookie)
   const cookie = tokenCookieOptions(config)
   const pendingCookie = { ...cookie, path: PENDING_PATH, sameSite: 'strict' as const }
@@ -251,7 +255,8 @@ export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app,
       return page(reply, 401, codeStepPage({ rd, username: account.username }))
     }
 
-    pages.post('/auth/signin/code', { schema: { hide: true } }, async (request, reply) => {
+    // preHandler, after the body is read: the "Too many attempts" page keeps the form's `rd`.
+    pages.post('/auth/signin/code', { schema: { hide: true }, preHandler: limitPerClient(preSignIn, 'code') }, async (request, reply) => {
       const rd = redirectOf(request, field(request.body, 'rd'))
       const id = request.cookies[PENDING_COOKIE]
       const raw = id === undefined || id === '' ? null : await pending.get(`pending:${id}`)
@@ -313,10 +318,11 @@ export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app,
   await app.register(async (api: FastifyInstance) => {
     const failed = { status: 701, message: 'Login Failed' }
 
-    api.post('/auth/signin/passkey/options', { schema: { hide: true } }, async (request) =>
+    // onRequest: a refused request is answered before its body is read.
+    api.post('/auth/signin/passkey/options', { schema: { hide: true }, onRequest: limitPerClient(preSignIn, 'passkey-options') }, async (request) =>
       ({ status: 0, message: 'Success', options: await ceremonies.authenticationOptions(relyingParty(request)) }))
 
-    api.post('/auth/signin/passkey', { schema: { hide: true } }, async (request, reply) => {
+    api.post('/auth/signin/passkey', { schema: { hide: true }, onRequest: limitPerClient(preSignIn, 'passkey') }, async (request, reply) => {
       const response = (request.body as { response?: unknown } | undefined)?.response
       if (!isCredentialAnswer(response)) return await reply.code(401).send(failed)
       const issued = await ceremonies.signIn(response as AuthenticationResponseJSON, relyingParty(request), clientOf(request), browserToken(request))

@@ -35,8 +35,8 @@ for (const [name, start] of [['Redis Cluster (3 masters)', startRedisCluster], [
       t.match(await store.persistence(), { durability: 'lossy', settings: 'save "3600 1", appendonly no' }, 'one master with snapshots: lossy')
     })
 
-    t.test('the service on it: login, authenticate, refresh, revoke-all, logout, lockout', async (t) => {
-      const { app, addUser } = await buildTestApp(t, 'real', { maxFailedLogins: 3 }, { redis: topology })
+    t.test('the service on it: login, authenticate, refresh, revoke-all, logout, lockout, the limit before sign-in', async (t) => {
+      const { app, addUser } = await buildTestApp(t, 'real', { maxFailedLogins: 3, preSignInRequestsPerIp: 2 }, { redis: topology })
       await addUser('ann', 'pw one')
       const login = async (password: string, token?: string) => await app.inject({
         method: 'POST', url: '/auth/Login', payload: { username: 'ann', password, ...(token === undefined ? {} : { token }) }
@@ -63,6 +63,9 @@ for (const [name, start] of [['Redis Cluster (3 masters)', startRedisCluster], [
       const locked = await login('pw one')
       t.equal(locked.statusCode, 429, 'the lockout script runs on this topology too')
       t.ok(Number(locked.headers['retry-after']) >= 1)
+
+      const options = async (): Promise<number> => (await app.inject({ method: 'POST', url: '/auth/signin/passkey/options', headers: { host: 'auth.example.org' }, payload: {} })).statusCode
+      t.same([await options(), await options(), await options()], [200, 200, 429], 'the limit before sign-in runs on this topology too')
     })
   })
 }

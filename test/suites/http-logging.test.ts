@@ -1,6 +1,7 @@
 // The fast suite's part: HTTP edge cases, logging, tracing, error reasons, in one process (test/suites/README.md says why).
 import { release } from './hold.js'
 import '../errors/reasons.test.js'
+import '../http/client-limit.test.js'
 import '../http/form-encoding.test.js'
 import '../http/invalid-utf8.test.js'
 import '../http/slow-headers.test.js'
