@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto'
 import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server'
 import type { AuthService, ClientContext, IssuedToken } from '../auth.js'
 import type { Config } from '../config.js'
-import { StatusError } from '../errors/status.js'
+import { SecondFactorRequired, SignInEnded, StatusError, type HeldSignIn } from '../errors/status.js'
 import { tokenCookieOptions } from '../http/cookie.js'
 import { ownOrigin } from '../http/cross-site.js'
 import { refuseOtherMethods } from '../http/methods.js'
@@ -36,14 +36,20 @@ export interface SignInRoutesOptions {
   secondFactor?: SecondFactorCheck | undefined
 }
 
-/** The sign-in waiting for its code: the account whose password was right, held server-side (never the password). */
+/**
+ * The sign-in waiting for its code: the account whose password was right, with its revocation
+ * epoch as read then, held server-side (never the password).
+ */
 const PENDING_COOKIE = 'AuthPending1'
 const PENDING_TTL_MS = 5 * 60_000
 const PENDING_PATH = '/auth/signin'
 
-interface PendingSignIn {
-  accountId: string
-  username: string
+/** A held record without its epoch (a shape that predates it) ends as an expired one does. */
+function heldSignIn (raw: string): HeldSignIn | undefined {
+  const held = JSON.parse(raw) as Partial<HeldSignIn>
+  return typeof held.accountId === 'string' && typeof held.username === 'string' && typeof held.tokenEpoch === 'number'
+    ? { accountId: held.accountId, username: held.username, tokenEpoch: held.tokenEpoch }
+    : undefined
 }
 
 /** Where a page's form and its answer may go: this origin, and the hosts `rd` may name. */
@@ -230,7 +236,7 @@ export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app,
         return done(request, reply, issued, rd)
       } catch (error) {
         if (!(error instanceof StatusError)) throw error
-        if (error.status === 702) return await codeStep(request, reply, username, rd)
+        if (error instanceof SecondFactorRequired) return await codeStep(reply, error.held, rd)
         reply.headers(error.headers)
         return page(reply, error.httpStatus, signInPage({ rd, username, message: noticeFor(error) }))
       }
@@ -241,22 +247,19 @@ export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app,
      * password) is held server-side for five minutes under a random id in a cookie, and the
      * code step asks for the code.
      */
-    async function codeStep (request: FastifyRequest, reply: FastifyReply, typed: string, rd: string | undefined): Promise<FastifyReply> {
-      const account = await auth.accountOf(typed)
-      if (account === null) return page(reply, 401, signInPage({ rd, username: typed, message: { kind: 'error', text: MESSAGES.wrong } }))
+    async function codeStep (reply: FastifyReply, held: HeldSignIn, rd: string | undefined): Promise<FastifyReply> {
       const id = randomBytes(32).toString('base64url')
-      const held: PendingSignIn = { accountId: account.id, username: account.username }
       await pending.put(`pending:${id}`, JSON.stringify(held), PENDING_TTL_MS)
       reply.setCookie(PENDING_COOKIE, id, { ...pendingCookie, maxAge: PENDING_TTL_MS / 1000 })
-      return page(reply, 401, codeStepPage({ rd, username: account.username }))
+      return page(reply, 401, codeStepPage({ rd, username: held.username }))
     }
 
     pages.post('/auth/signin/code', { schema: { hide: true } }, async (request, reply) => {
       const rd = redirectOf(request, field(request.body, 'rd'))
       const id = request.cookies[PENDING_COOKIE]
       const raw = id === undefined || id === '' ? null : await pending.get(`pending:${id}`)
-      if (raw === null) return page(reply, 401, signInPage({ rd, message: { kind: 'error', text: MESSAGES.expired } }))
-      const held = JSON.parse(raw) as PendingSignIn
+      const held = raw === null ? undefined : heldSignIn(raw)
+      if (held === undefined) return page(reply, 401, signInPage({ rd, message: { kind: 'error', text: MESSAGES.expired } }))
       const otp = field(request.body, 'otp')?.trim() ?? ''
       if (otp === '') return page(reply, 400, codeStepPage({ rd, username: held.username, message: { kind: 'error', text: MESSAGES.wrongCode } }))
       const client = clientOf(request)
@@ -265,6 +268,7 @@ export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app,
           accountId: held.accountId,
           username: held.username,
           method: 'second-factor',
+          tokenEpoch: held.tokenEpoch,
           presentedToken: browserToken(request),
           client,
           prove: async (account) => secondFactor !== undefined && await secondFactor.verify(account, otp, client)
@@ -274,6 +278,12 @@ export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app,
         return done(request, reply, issued, rd)
       } catch (error) {
         if (!(error instanceof StatusError)) throw error
+        if (error instanceof SignInEnded) {
+          // The password changed, the sessions were revoked or the account disabled since: start again.
+          await pending.delete(`pending:${id as string}`)
+          reply.clearCookie(PENDING_COOKIE, pendingCookie)
+          return page(reply, 401, signInPage({ rd, message: { kind: 'error', text: MESSAGES.expired } }))
+        }
         reply.headers(error.headers)
         if (error.status === 701) return page(reply, 401, codeStepPage({ rd, username: held.username, message: { kind: 'error', text: MESSAGES.wrongCode } }))
         return page(reply, error.httpStatus, signInPage({ rd, message: noticeFor(error) }))
