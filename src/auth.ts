@@ -93,6 +93,13 @@ export interface PasswordChangeRequest {
   client: ClientContext
 }
 
+export interface StepUpRequest {
+  /** The caller's token, as Authenticate takes it. */
+  token: string | undefined
+  currentPassword: string
+  client: ClientContext
+}
+
 /** A federated account's password is the directory's to change (403, issue 21). */
 export const federatedPassword = (): StatusError =>
   new StatusError(403, 'Forbidden', 403, {}, { detail: reasons.federatedPassword() })
@@ -118,6 +125,14 @@ export interface AuthService {
    * each checked as Login checks them (a wrong one is a 701 counted toward the lockout).
    */
   removeSecondFactor (request: SecondFactorRemoval): Promise<void>
+  /**
+   * The caller proves again that they know the password, for what outlives their token (an API
+   * key, a second factor, a passkey): a stolen token alone must not buy any of them. The current
+   * password is checked as Login checks it (the same limits, counting and lockout; a federated
+   * account's through the directory), without the second factor the token already stands for.
+   * The token's account as read now, or the error: 400, 403, 701, 429, 503.
+   */
+  stepUp (request: StepUpRequest): Promise<UserRecord>
   /** The active Login token's record; fails with 403 for anything else (an API key too). Never writes. */
   authenticate (token: string | undefined): Promise<TokenRecord>
   /**
@@ -459,6 +474,16 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
       if (secondFactor === undefined || !await secondFactor.remove(account, { clientIp: client.ip, userAgent: client.userAgent }, 'removed')) {
         throw badRequest(reasons.totpNotActive())
       }
+    },
+
+    async stepUp ({ token, currentPassword, client }) {
+      // Refused before any hashing or counting, as Login refuses a megabyte password.
+      const current = checkedPassword(currentPassword, 'current_password')
+      const holder = await authenticateToken(token)
+      const account = await checkPassword(holder.username, current, client)
+      // The name now belongs to another account than the token's (deleted and made again): not yours.
+      if (account.id !== holder.accountId) throw unauthorized()
+      return account
     },
 
     authenticate: authenticateToken,

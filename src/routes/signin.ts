@@ -4,7 +4,8 @@ import { randomBytes } from 'node:crypto'
 import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server'
 import type { AuthService, ClientContext, IssuedToken } from '../auth.js'
 import type { Config } from '../config.js'
-import { SecondFactorRequired, SignInEnded, StatusError, type HeldSignIn } from '../errors/status.js'
+import { badRequest, SecondFactorRequired, SignInEnded, StatusError, type HeldSignIn } from '../errors/status.js'
+import { reasons } from '../errors/reasons.js'
 import { tokenCookieOptions } from '../http/cookie.js'
 import { ownOrigin } from '../http/cross-site.js'
 import { refuseOtherMethods } from '../http/methods.js'
@@ -334,10 +335,15 @@ export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app,
       return { status: 0, message: 'Success', redirect: redirectOf(request, field(request.body, 'rd')) ?? '/auth/signin' }
     })
 
+    // A passkey outlives the browser's token: the password again first (AuthService.stepUp), and
+    // the challenge is bound to the account it proved, so the token alone never registers one.
     api.post('/auth/passkeys/options', { schema: { hide: true } }, async (request, reply) => {
       const current = await signedIn(request)
       if (current === undefined) return await reply.code(403).send({ status: 403, message: 'Unauthorized' })
-      const options = await ceremonies.registrationOptions({ id: current.record.accountId, username: current.record.username }, relyingParty(request))
+      const currentPassword = field(request.body, 'current_password')
+      if (currentPassword === undefined) throw badRequest(reasons.required('current_password'))
+      const account = await auth.stepUp({ token: current.token, currentPassword, client: clientOf(request) })
+      const options = await ceremonies.registrationOptions({ id: account.id, username: account.username }, relyingParty(request))
       return { status: 0, message: 'Success', options }
     })
 
