@@ -147,7 +147,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   await app.register(logoutRoutes, { auth, config })
   await app.register(sessionRoutes, { auth, sessions, config })
   await app.register(passwordRoutes, { auth })
-  await app.register(keyRoutes, { auth, apiKeys, users: backends.users })
+  await app.register(keyRoutes, { auth, apiKeys })
   await app.register(totpRoutes, { auth, secondFactor, users: backends.users })
   await app.register(verifyRoutes, { auth, trustProxy: config.trustProxy, originalUriHeader: config.originalUriHeader })
   await app.register(signInRoutes, {

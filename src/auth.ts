@@ -1,6 +1,6 @@
 import type { Config } from './config.js'
 import type { HashCaller, PasswordHasher } from './passwords/hasher.js'
-import { badRequest, loginFailed, secondFactorRequired, StatusError, tooManyRequests, unauthorized, UnavailableError } from './errors/status.js'
+import { badRequest, loginFailed, secondFactorRequired, SignInEnded, StatusError, tooManyRequests, unauthorized, UnavailableError } from './errors/status.js'
 import { reasons } from './errors/reasons.js'
 import { checkedPassword, checkedUsername, usernameProblem } from './credentials.js'
 import { DEFAULT_PASSWORD_POLICY, passwordRefusal, type PasswordPolicy } from './passwords/policy.js'
@@ -67,6 +67,12 @@ export interface ProvenLoginRequest {
   method: 'passkey' | 'second-factor'
   /** Checks the proof against the account as read now; false is a failed Login, counted. */
   prove (account: UserRecord): Promise<boolean>
+  /**
+   * The account's revocation epoch when the proof began (the code step: as read with the right
+   * password). A password change, revoke-all or disable since has raised it: the sign-in ends
+   * (SignInEnded), before the proof is checked and without counting a failure.
+   */
+  tokenEpoch?: number | undefined
   presentedToken?: string | undefined
   client: ClientContext
 }
@@ -87,6 +93,13 @@ export interface PasswordChangeRequest {
   client: ClientContext
 }
 
+export interface StepUpRequest {
+  /** The caller's token, as Authenticate takes it. */
+  token: string | undefined
+  currentPassword: string
+  client: ClientContext
+}
+
 /** A federated account's password is the directory's to change (403, issue 21). */
 export const federatedPassword = (): StatusError =>
   new StatusError(403, 'Forbidden', 403, {}, { detail: reasons.federatedPassword() })
@@ -101,8 +114,6 @@ export interface AuthService {
   login (request: LoginRequest): Promise<IssuedToken>
   /** A Login by another proof than a password (ProvenLoginRequest). */
   loginProven (request: ProvenLoginRequest): Promise<IssuedToken>
-  /** The account a typed username names (canonical form), or null: what a sign-in's second step holds. */
-  accountOf (username: string): Promise<UserRecord | null>
   /**
    * The caller's own password: the current one checked as a Login checks it (the same limits,
    * counting and lockout, the same verify), the new one against the policy. Every other token of
@@ -114,6 +125,14 @@ export interface AuthService {
    * each checked as Login checks them (a wrong one is a 701 counted toward the lockout).
    */
   removeSecondFactor (request: SecondFactorRemoval): Promise<void>
+  /**
+   * The caller proves again that they know the password, for what outlives their token (an API
+   * key, a second factor, a passkey): a stolen token alone must not buy any of them. The current
+   * password is checked as Login checks it (the same limits, counting and lockout; a federated
+   * account's through the directory), without the second factor the token already stands for.
+   * The token's account as read now, or the error: 400, 403, 701, 429, 503.
+   */
+  stepUp (request: StepUpRequest): Promise<UserRecord>
   /** The active Login token's record; fails with 403 for anything else (an API key too). Never writes. */
   authenticate (token: string | undefined): Promise<TokenRecord>
   /**
@@ -320,7 +339,8 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
       const second = await secondFactor.verify(checked.account, factor.otp, { clientIp: client.ip, userAgent: client.userAgent })
       if (second.kind === 'missing') {
         audit.record({ event: 'login.refused', ...context, accountId: checked.account.id, outcome: 'second-factor-required' })
-        throw secondFactorRequired()
+        const { id: accountId, username: held, tokenEpoch } = checked.account
+        throw secondFactorRequired({ accountId, username: held, tokenEpoch })
       }
       if (second.kind === 'refused') return await refuse(second.outcome, checked.account)
     }
@@ -397,6 +417,11 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
       const { username, client } = request
       await allowed(username, client)
       const account = await users.findByUsername(username)
+      if (account !== null && account.id === request.accountId && request.tokenEpoch !== undefined && account.tokenEpoch !== request.tokenEpoch) {
+        // The token is issued on this same read's epoch: a revocation after it is refused by the token store.
+        audit.record({ event: 'login.refused', username, clientIp: client.ip, userAgent: client.userAgent, accountId: account.id, outcome: 'sign-in-ended' })
+        throw new SignInEnded()
+      }
       // The account as it is now: gone, made again under the name, disabled, or a service account: no sign-in.
       const usable = account !== null && account.id === request.accountId && !account.disabled && account.kind !== 'service'
       if (!usable || !await request.prove(account)) {
@@ -404,10 +429,6 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
       }
       await settled(username, client, account)
       return await signIn(account, username, request.presentedToken, client, `-by-${request.method}`)
-    },
-
-    async accountOf (typed) {
-      return await users.findByUsername(checkedUsername(typed))
     },
 
     async changePassword ({ token, currentPassword, newPassword, client }) {
@@ -453,6 +474,16 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
       if (secondFactor === undefined || !await secondFactor.remove(account, { clientIp: client.ip, userAgent: client.userAgent }, 'removed')) {
         throw badRequest(reasons.totpNotActive())
       }
+    },
+
+    async stepUp ({ token, currentPassword, client }) {
+      // Refused before any hashing or counting, as Login refuses a megabyte password.
+      const current = checkedPassword(currentPassword, 'current_password')
+      const holder = await authenticateToken(token)
+      const account = await checkPassword(holder.username, current, client)
+      // The name now belongs to another account than the token's (deleted and made again): not yours.
+      if (account.id !== holder.accountId) throw unauthorized()
+      return account
     },
 
     authenticate: authenticateToken,

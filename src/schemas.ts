@@ -261,6 +261,22 @@ export const PasswordChangeBodySchema = Type.Object({
 
 /* The second factor (issue 34; api-contract, "Second factor"). */
 
+/**
+ * The step-up for what outlives the caller's token (a new API key, a second factor, a passkey):
+ * the account's password in the same request's body, never the query string.
+ */
+export const CurrentPasswordSchema = Type.String({
+  maxLength: PASSWORD_MAX_CHARS,
+  pattern: NO_NUL,
+  description: 'Required. The account\'s password now (a federated account\'s: the directory\'s), checked as Login checks it: ' +
+    'missing, 400; wrong, 401 with status 701, counted as a failed Login toward the same lockout. A token alone buys nothing that outlives it.'
+})
+
+export const StepUpBodySchema = Type.Object({
+  token: Type.Optional(Token(TOKEN_GIVEN)),
+  current_password: Type.Optional(CurrentPasswordSchema)
+})
+
 export const TotpCodeBodySchema = Type.Object({
   token: Type.Optional(Token(TOKEN_GIVEN)),
   code: Type.Optional(OneTimeCode('A code of the authenticator app (6 digits).'))

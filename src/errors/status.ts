@@ -57,8 +57,35 @@ export const unsupportedMediaType = (): StatusError => new StatusError(415, 'Uns
 export const tooManyRequests = (retryAfterSeconds: number): StatusError =>
   new StatusError(429, 'Too Many Requests', 429, { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) })
 export const loginFailed = (): StatusError => new StatusError(701, 'Login Failed', 401)
+/**
+ * The account a 702 is for, as it was read before its password was checked: what a sign-in's
+ * code step holds. Its revocation epoch is the one a password change, revoke-all or disable
+ * raises, so the code step can tell that one of them came since.
+ */
+export interface HeldSignIn {
+  accountId: string
+  username: string
+  tokenEpoch: number
+}
+
 /** The password was right, the account has an active second factor, and no `otp` came (api-contract, Second factor). */
-export const secondFactorRequired = (): StatusError => new StatusError(702, 'Second Factor Required', 401)
+export class SecondFactorRequired extends StatusError {
+  constructor (readonly held: HeldSignIn) {
+    super(702, 'Second Factor Required', 401)
+  }
+}
+export const secondFactorRequired = (held: HeldSignIn): StatusError => new SecondFactorRequired(held)
+
+/**
+ * A sign-in begun before the account's password changed, its sessions were revoked or it was
+ * disabled: it gets no token, and nothing is counted (the caller got nothing wrong; what held
+ * them is simply over). Answered as a failed Login.
+ */
+export class SignInEnded extends StatusError {
+  constructor () {
+    super(701, 'Login Failed', 401)
+  }
+}
 export const internalError = (): StatusError => new StatusError(500, 'Internal Server Error', 500)
 
 /** What a 503 could not get an answer from: the one thing its log line names. */

@@ -3,18 +3,16 @@ import { Type } from 'typebox'
 import type { AuthService } from '../auth.js'
 import { keyView } from '../admin/views.js'
 import { reasons } from '../errors/reasons.js'
-import { StatusError } from '../errors/status.js'
 import { refuseOtherMethods } from '../http/methods.js'
 import { noSuchKey, type ApiKeys } from '../keys/api-keys.js'
-import { errorResponses, forbiddenAnswer, TokenParamsSchema } from '../schemas.js'
-import type { UserStore } from '../stores/user-store.js'
+import { badRequest, StatusError } from '../errors/status.js'
+import { CurrentPasswordSchema, errorResponses, forbiddenAnswer, TokenParamsSchema } from '../schemas.js'
 import { clientOf } from './client-context.js'
 import { routeToken } from './presented-token.js'
 
 export interface KeyRoutesOptions {
   auth: AuthService
   apiKeys: ApiKeys
-  users: Pick<UserStore, 'findByUsername'>
 }
 
 /** An unknown id and another account's alike (contract): the same status and body. */
@@ -25,14 +23,15 @@ const KeyItemSchema = Type.Object({ id: Type.String(), name: Type.String(), crea
 const NewKeyBodySchema = Type.Object({
   token: Type.Optional(Type.String({ maxLength: 2048 })),
   name: Type.String({ minLength: 1, maxLength: 512 }),
-  expires_in_days: Type.Optional(Type.Integer())
+  expires_in_days: Type.Optional(Type.Integer()),
+  current_password: Type.Optional(CurrentPasswordSchema)
 })
 const DeleteParamsSchema = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) })
 
 const CALLER = 'The caller\'s Login token (token parameter, Authorization: Bearer or the AuthToken1 cookie); an API key is refused (403) here.'
 
 /** The caller's own API keys (issue 33): GET, POST /auth/keys and DELETE /auth/keys/{id}, with a Login token only. */
-export const keyRoutes: FastifyPluginAsyncTypebox<KeyRoutesOptions> = async (app, { auth, apiKeys, users }) => {
+export const keyRoutes: FastifyPluginAsyncTypebox<KeyRoutesOptions> = async (app, { auth, apiKeys }) => {
   const tags = ['keys']
 
   app.get('/auth/keys', {
@@ -51,20 +50,20 @@ export const keyRoutes: FastifyPluginAsyncTypebox<KeyRoutesOptions> = async (app
   app.post('/auth/keys', {
     schema: {
       tags,
-      summary: 'A new API key of the caller: its secret is in this answer only',
-      description: CALLER,
+      summary: 'A new API key of the caller, with the current password: its secret is in this answer only',
+      description: `${CALLER} A key outlives the token (Logout, a password change), so the body carries current_password too: ` +
+        'missing, 400; wrong, 401 with status 701, counted as a failed Login.',
       body: NewKeyBodySchema,
       response: {
         200: Type.Object({ status: Type.Literal(0), message: Type.Literal('Success'), key: KeyItemSchema, secret: Type.String() }),
-        ...errorResponses(reasons.authorizationNotBearer(), 403, 404, 405, 413, 415, 503)
+        ...errorResponses(reasons.required('current_password'), 401, 403, 404, 405, 413, 415, 429, 503)
       }
     }
   }, async (request) => {
-    const holder = await auth.authenticate(routeToken(request))
-    const account = await users.findByUsername(holder.username)
-    // The name now belongs to another account than the token's (deleted and made again): not yours.
-    if (account === null || account.id !== holder.accountId) throw unknownKey()
+    const currentPassword = request.body.current_password
+    if (currentPassword === undefined) throw badRequest(reasons.required('current_password'))
     const client = clientOf(request)
+    const account = await auth.stepUp({ token: routeToken(request), currentPassword, client })
     const { key, secret } = await apiKeys.create(account, request.body.name, request.body.expires_in_days, { clientIp: client.ip, userAgent: client.userAgent })
     return { status: 0 as const, message: 'Success' as const, key: keyView(key), secret }
   })

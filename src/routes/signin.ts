@@ -4,7 +4,8 @@ import { randomBytes } from 'node:crypto'
 import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server'
 import type { AuthService, ClientContext, IssuedToken } from '../auth.js'
 import type { Config } from '../config.js'
-import { StatusError } from '../errors/status.js'
+import { badRequest, SecondFactorRequired, SignInEnded, StatusError, type HeldSignIn } from '../errors/status.js'
+import { reasons } from '../errors/reasons.js'
 import { limitPerClient } from '../http/client-limit.js'
 import { tokenCookieOptions } from '../http/cookie.js'
 import { ownOrigin } from '../http/cross-site.js'
@@ -40,14 +41,20 @@ export interface SignInRoutesOptions {
   secondFactor?: SecondFactorCheck | undefined
 }
 
-/** The sign-in waiting for its code: the account whose password was right, held server-side (never the password). */
+/**
+ * The sign-in waiting for its code: the account whose password was right, with its revocation
+ * epoch as read then, held server-side (never the password).
+ */
 const PENDING_COOKIE = 'AuthPending1'
 const PENDING_TTL_MS = 5 * 60_000
 const PENDING_PATH = '/auth/signin'
 
-interface PendingSignIn {
-  accountId: string
-  username: string
+/** A held record without its epoch (a shape that predates it) ends as an expired one does. */
+function heldSignIn (raw: string): HeldSignIn | undefined {
+  const held = JSON.parse(raw) as Partial<HeldSignIn>
+  return typeof held.accountId === 'string' && typeof held.username === 'string' && typeof held.tokenEpoch === 'number'
+    ? { accountId: held.accountId, username: held.username, tokenEpoch: held.tokenEpoch }
+    : undefined
 }
 
 /** Where a page's form and its answer may go: this origin, and the hosts `rd` may name. */
@@ -234,7 +241,7 @@ export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app,
         return done(request, reply, issued, rd)
       } catch (error) {
         if (!(error instanceof StatusError)) throw error
-        if (error.status === 702) return await codeStep(request, reply, username, rd)
+        if (error instanceof SecondFactorRequired) return await codeStep(reply, error.held, rd)
         reply.headers(error.headers)
         return page(reply, error.httpStatus, signInPage({ rd, username, message: noticeFor(error) }))
       }
@@ -245,14 +252,11 @@ export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app,
      * password) is held server-side for five minutes under a random id in a cookie, and the
      * code step asks for the code.
      */
-    async function codeStep (request: FastifyRequest, reply: FastifyReply, typed: string, rd: string | undefined): Promise<FastifyReply> {
-      const account = await auth.accountOf(typed)
-      if (account === null) return page(reply, 401, signInPage({ rd, username: typed, message: { kind: 'error', text: MESSAGES.wrong } }))
+    async function codeStep (reply: FastifyReply, held: HeldSignIn, rd: string | undefined): Promise<FastifyReply> {
       const id = randomBytes(32).toString('base64url')
-      const held: PendingSignIn = { accountId: account.id, username: account.username }
       await pending.put(`pending:${id}`, JSON.stringify(held), PENDING_TTL_MS)
       reply.setCookie(PENDING_COOKIE, id, { ...pendingCookie, maxAge: PENDING_TTL_MS / 1000 })
-      return page(reply, 401, codeStepPage({ rd, username: account.username }))
+      return page(reply, 401, codeStepPage({ rd, username: held.username }))
     }
 
     // preHandler, after the body is read: the "Too many attempts" page keeps the form's `rd`.
@@ -260,8 +264,8 @@ export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app,
       const rd = redirectOf(request, field(request.body, 'rd'))
       const id = request.cookies[PENDING_COOKIE]
       const raw = id === undefined || id === '' ? null : await pending.get(`pending:${id}`)
-      if (raw === null) return page(reply, 401, signInPage({ rd, message: { kind: 'error', text: MESSAGES.expired } }))
-      const held = JSON.parse(raw) as PendingSignIn
+      const held = raw === null ? undefined : heldSignIn(raw)
+      if (held === undefined) return page(reply, 401, signInPage({ rd, message: { kind: 'error', text: MESSAGES.expired } }))
       const otp = field(request.body, 'otp')?.trim() ?? ''
       if (otp === '') return page(reply, 400, codeStepPage({ rd, username: held.username, message: { kind: 'error', text: MESSAGES.wrongCode } }))
       const client = clientOf(request)
@@ -270,6 +274,7 @@ export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app,
           accountId: held.accountId,
           username: held.username,
           method: 'second-factor',
+          tokenEpoch: held.tokenEpoch,
           presentedToken: browserToken(request),
           client,
           prove: async (account) => secondFactor !== undefined && await secondFactor.verify(account, otp, client)
@@ -279,6 +284,12 @@ export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app,
         return done(request, reply, issued, rd)
       } catch (error) {
         if (!(error instanceof StatusError)) throw error
+        if (error instanceof SignInEnded) {
+          // The password changed, the sessions were revoked or the account disabled since: start again.
+          await pending.delete(`pending:${id as string}`)
+          reply.clearCookie(PENDING_COOKIE, pendingCookie)
+          return page(reply, 401, signInPage({ rd, message: { kind: 'error', text: MESSAGES.expired } }))
+        }
         reply.headers(error.headers)
         if (error.status === 701) return page(reply, 401, codeStepPage({ rd, username: held.username, message: { kind: 'error', text: MESSAGES.wrongCode } }))
         return page(reply, error.httpStatus, signInPage({ rd, message: noticeFor(error) }))
@@ -330,10 +341,15 @@ export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app,
       return { status: 0, message: 'Success', redirect: redirectOf(request, field(request.body, 'rd')) ?? '/auth/signin' }
     })
 
+    // A passkey outlives the browser's token: the password again first (AuthService.stepUp), and
+    // the challenge is bound to the account it proved, so the token alone never registers one.
     api.post('/auth/passkeys/options', { schema: { hide: true } }, async (request, reply) => {
       const current = await signedIn(request)
       if (current === undefined) return await reply.code(403).send({ status: 403, message: 'Unauthorized' })
-      const options = await ceremonies.registrationOptions({ id: current.record.accountId, username: current.record.username }, relyingParty(request))
+      const currentPassword = field(request.body, 'current_password')
+      if (currentPassword === undefined) throw badRequest(reasons.required('current_password'))
+      const account = await auth.stepUp({ token: current.token, currentPassword, client: clientOf(request) })
+      const options = await ceremonies.registrationOptions({ id: account.id, username: account.username }, relyingParty(request))
       return { status: 0, message: 'Success', options }
     })
 

@@ -3,7 +3,7 @@ import type { AuthService } from '../auth.js'
 import { reasons } from '../errors/reasons.js'
 import { badRequest, unauthorized } from '../errors/status.js'
 import { refuseOtherMethods } from '../http/methods.js'
-import { errorResponses, StatusMessageSchema, TokenParamsSchema, TotpCodeBodySchema, TotpEnrollmentSchema, TotpRemoveBodySchema } from '../schemas.js'
+import { errorResponses, StatusMessageSchema, StepUpBodySchema, TokenParamsSchema, TotpCodeBodySchema, TotpEnrollmentSchema, TotpRemoveBodySchema } from '../schemas.js'
 import type { UserRecord, UserStore } from '../stores/user-store.js'
 import type { SecondFactor } from '../totp/second-factor.js'
 import { clientOf } from './client-context.js'
@@ -32,15 +32,18 @@ export const totpRoutes: FastifyPluginAsyncTypebox<TotpRoutesOptions> = async (a
   app.post('/auth/totp', {
     schema: {
       tags,
-      summary: 'Begin TOTP enrollment: a secret, its otpauth:// URI and ten recovery codes (active once confirmed)',
-      description: `${CALLER} Again before confirming: a new secret replaces the waiting one. With a factor active: 409.`,
+      summary: 'Begin TOTP enrollment, with the current password: a secret, its otpauth:// URI and ten recovery codes (active once confirmed)',
+      description: `${CALLER} And current_password in a form or JSON body: a factor outlives the token, so a token alone cannot add one ` +
+        '(missing: 400; wrong: 401 with status 701, counted as a failed Login). Again before confirming: a new secret replaces the waiting one. With a factor active: 409.',
       querystring: TokenParamsSchema,
-      body: TokenParamsSchema,
-      response: { 200: TotpEnrollmentSchema, ...errorResponses(reasons.totpAlreadyActive(), 403, 404, 405, 413, 415, 503), 409: StatusMessageSchema }
+      body: StepUpBodySchema,
+      response: { 200: TotpEnrollmentSchema, ...errorResponses(reasons.required('current_password'), 401, 403, 404, 405, 413, 415, 429, 503), 409: StatusMessageSchema }
     }
   }, async (request) => {
-    const account = await holderAccount(routeToken(request))
+    const currentPassword = request.body?.current_password
+    if (currentPassword === undefined) throw badRequest(reasons.required('current_password'))
     const client = clientOf(request)
+    const account = await auth.stepUp({ token: routeToken(request), currentPassword, client })
     const enrollment = await secondFactor.begin(account, { clientIp: client.ip, userAgent: client.userAgent })
     return { status: 0 as const, message: 'Success' as const, secret: enrollment.secret, otpauth_uri: enrollment.otpauthUri, recovery_codes: enrollment.recoveryCodes }
   })

@@ -46,6 +46,7 @@ button{font:inherit;cursor:pointer;border-radius:8px;padding:10px 16px}
 .badge{font-size:12px;padding:1px 8px;border-radius:99px;background:var(--info-bg);color:var(--info)}
 .inline{margin:0}
 #passkey-register{margin-top:12px}
+#passkey-register .secondary{margin-top:8px}
 .signout{margin-top:24px}
 .signout .primary{width:100%}
 .aside{margin:16px 0 0;font-size:14px}
@@ -102,13 +103,19 @@ export const CLIENT_SCRIPT = `'use strict';
   }
   var register = document.getElementById('passkey-register');
   if (register) {
-    register.hidden = false;
     var add = document.getElementById('register-button');
-    add.addEventListener('click', async function () {
+    var password = document.getElementById('passkey-password');
+    // The form is the script's: it asks for the options with the password, never posts itself.
+    register.addEventListener('submit', async function (event) {
+      event.preventDefault();
       add.disabled = true;
       try {
-        var options = await post('/auth/passkeys/options', {});
-        if (!options.ok) throw new Error('The passkey could not be added.');
+        var options = await post('/auth/passkeys/options', { current_password: password.value });
+        password.value = '';
+        if (!options.ok) {
+          throw new Error(options.answer.status === 701 ? 'That password is not right.'
+            : options.answer.status === 429 ? 'Too many attempts. Try again later.' : 'The passkey could not be added.');
+        }
         var attestation = await lib.startRegistration({ optionsJSON: options.answer.options });
         var result = await post('/auth/passkeys', { response: attestation });
         if (!result.ok) throw new Error('The passkey could not be added.');
@@ -119,6 +126,7 @@ export const CLIENT_SCRIPT = `'use strict';
         add.disabled = false;
       }
     });
+    register.hidden = false;
   }
 })();
 `

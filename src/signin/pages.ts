@@ -136,9 +136,12 @@ ${view.sessions.length === 0 ? html`<p class="meta">No sessions listed.</p>` : h
 <section>
 <h2>Passkeys</h2>
 ${view.passkeys.length === 0 ? html`<p class="meta" id="no-passkeys">No passkeys yet. A passkey signs you in with your device's screen lock instead of a password.</p>` : html`<ul class="list" id="passkeys">${passkeys}</ul>`}
-<div id="passkey-register" hidden>
-<button type="button" class="secondary" id="register-button">Add a passkey</button>
-</div>
+<form method="post" action="/auth/passkeys/options" class="stack" id="passkey-register" hidden>
+<input type="text" name="username" autocomplete="username" value="${view.username}" hidden readonly>
+<label for="passkey-password">Your password, to add a passkey</label>
+<input id="passkey-password" name="current_password" type="password" autocomplete="current-password" required>
+<button type="submit" class="secondary" id="register-button">Add a passkey</button>
+</form>
 </section>
 <form method="post" action="/auth/signout" class="signout">
 <button type="submit" class="primary" id="signout-button">Sign out</button>

@@ -177,6 +177,7 @@ async function run (t: Test): Promise<void> {
       await testApp.addUser(username, PASSWORD)
       await page.goto(`${origin}/auth/signin`)
       await signInWithPassword(page, PASSWORD, username)
+      await page.getByLabel('Your password, to add a passkey').fill(PASSWORD)
       await page.getByRole('button', { name: 'Add a passkey' }).click()
       await page.locator('#passkeys li').first().waitFor()
       t.equal(await page.locator('#passkeys li').count(), 1, 'the passkey is listed')
@@ -187,7 +188,7 @@ async function run (t: Test): Promise<void> {
 
       // A second factor too: the password now asks for a code, a passkey does not.
       const token = await tokenCookie(context, origin) ?? ''
-      const begun = (await app.inject({ method: 'POST', url: '/auth/totp', headers: { authorization: `Bearer ${token}` } })).json<{ otpauth_uri: string }>()
+      const begun = (await app.inject({ method: 'POST', url: '/auth/totp', headers: { authorization: `Bearer ${token}` }, payload: { current_password: PASSWORD } })).json<{ otpauth_uri: string }>()
       const generator = OTPAuth.URI.parse(begun.otpauth_uri) as OTPAuth.TOTP
       const confirmed = await app.inject({ method: 'POST', url: '/auth/totp/confirm', headers: { authorization: `Bearer ${token}` }, payload: { code: generator.generate({ timestamp: Date.now() - 30_000 }) } })
       t.equal(confirmed.statusCode, 200, 'a TOTP second factor enrolled')

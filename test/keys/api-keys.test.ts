@@ -152,7 +152,7 @@ function keyContract (t: Test, kind: BackendKind): void {
     }
     const cy = { authorization: `Bearer ${await tokenOf('cy')}` }
     const di = { authorization: `Bearer ${await tokenOf('di')}` }
-    const made = await s.app.inject({ method: 'POST', url: '/auth/keys', headers: { ...cy, 'content-type': 'application/json' }, payload: { name: 'laptop', expires_in_days: 7 } })
+    const made = await s.app.inject({ method: 'POST', url: '/auth/keys', headers: { ...cy, 'content-type': 'application/json' }, payload: { name: 'laptop', expires_in_days: 7, current_password: PASSWORD } })
     t.equal(made.statusCode, 200)
     const { key, secret } = made.json() as { key: { id: string, last_used: string | null }, secret: string }
     t.match(secret, KEY_SHAPE)
@@ -163,7 +163,7 @@ function keyContract (t: Test, kind: BackendKind): void {
 
     const keyAsCaller = { authorization: `Bearer ${secret}` }
     t.equal((await s.app.inject({ method: 'GET', url: '/auth/keys', headers: keyAsCaller })).statusCode, 403, 'a key cannot list keys')
-    t.equal((await s.app.inject({ method: 'POST', url: '/auth/keys', headers: { ...keyAsCaller, 'content-type': 'application/json' }, payload: { name: 'x' } })).statusCode, 403, 'a key cannot make keys')
+    t.equal((await s.app.inject({ method: 'POST', url: '/auth/keys', headers: { ...keyAsCaller, 'content-type': 'application/json' }, payload: { name: 'x', current_password: PASSWORD } })).statusCode, 403, 'a key cannot make keys')
     t.equal((await s.app.inject({ method: 'DELETE', url: `/auth/keys/${key.id}`, headers: keyAsCaller })).statusCode, 403, 'a key cannot end keys')
 
     const other = await s.app.inject({ method: 'DELETE', url: `/auth/keys/${key.id}`, headers: di })

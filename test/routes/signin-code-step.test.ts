@@ -21,18 +21,18 @@ function cookieLine (setCookie: string | string[] | undefined, name: string): st
 }
 
 /** Enrolled as a person does it, confirmed with the code of the step before (Login may use now's). */
-async function enroll (t: Test, app: FastifyInstance, username: string): Promise<{ code: (offset?: number) => string, recoveryCodes: string[] }> {
+async function enroll (t: Test, app: FastifyInstance, username: string): Promise<{ code: (offset?: number) => string, recoveryCodes: string[], token: string }> {
   const into = Date.now() % STEP_MS
   if (into > STEP_MS - 4000) await new Promise((resolve) => setTimeout(resolve, STEP_MS - into + 100))
   const login = await app.inject({ method: 'POST', url: '/auth/Login', payload: { username, password: PASSWORD } })
   const token = login.json<{ token: string }>().token
-  const begun = (await app.inject({ method: 'POST', url: '/auth/totp', headers: { authorization: `Bearer ${token}` } })).json<{ otpauth_uri: string, recovery_codes: string[] }>()
+  const begun = (await app.inject({ method: 'POST', url: '/auth/totp', headers: { authorization: `Bearer ${token}` }, payload: { current_password: PASSWORD } })).json<{ otpauth_uri: string, recovery_codes: string[] }>()
   const generator = OTPAuth.URI.parse(begun.otpauth_uri)
   if (!(generator instanceof OTPAuth.TOTP)) throw new Error('not a TOTP URI')
   const code = (offset = 0): string => generator.generate({ timestamp: Date.now() + offset * STEP_MS })
   const confirmed = await app.inject({ method: 'POST', url: '/auth/totp/confirm', headers: { authorization: `Bearer ${token}` }, payload: { code: code(-1) } })
   t.equal(confirmed.statusCode, 200, 'enrolled')
-  return { code, recoveryCodes: begun.recovery_codes }
+  return { code, recoveryCodes: begun.recovery_codes, token }
 }
 
 t.test('the code step: asked after the right password, the account held (not the password), the code signs in', async (t) => {
@@ -104,3 +104,44 @@ t.test('wrong codes count toward the lockout like wrong passwords', async (t) =>
   t.equal(locked.statusCode, 429, 'locked: even the right code is refused')
   t.match(locked.body, 'Too many attempts')
 })
+
+/*
+ * A sign-in held at the code step is the account as it was when its password was right: a
+ * password change (the person's own or an admin's), a revoke-all or a disable since ends it, as
+ * they end the account's tokens. The right code then gives no token, and the person starts again.
+ */
+for (const kind of ['real', 'embedded'] as const) {
+  t.test(`a pending sign-in ends with a password change, an admin reset, a revoke-all or a disable (${kind})`, async (t) => {
+    const { app } = await buildTestApp(t, kind)
+    const NEW_PASSWORD = 'another long passphrase 2'
+    const events: Record<string, (username: string, token: string) => Promise<void>> = {
+      'password change': async (username, token) => {
+        const changed = await app.inject({ method: 'POST', url: '/auth/Password', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, payload: { current_password: PASSWORD, new_password: NEW_PASSWORD } })
+        t.equal(changed.statusCode, 200, 'the password changed')
+      },
+      'admin reset': async (username) => { await app.accounts.setPassword(username, NEW_PASSWORD) },
+      'revoke-all': async (username) => { await app.accounts.revokeSessions(username) },
+      disable: async (username) => { await app.accounts.setDisabled(username, true) }
+    }
+    let n = 0
+    for (const [what, happen] of Object.entries(events)) {
+      const username = `pat${++n}`
+      await app.accounts.add(username, PASSWORD, false)
+      const enrolled = await enroll(t, app, username)
+      const step = await app.inject({ method: 'POST', url: '/auth/signin', headers: SAME_ORIGIN, payload: new URLSearchParams({ username, password: PASSWORD }).toString() })
+      const pending = /^AuthPending1=([^;]+)/.exec(cookieLine(step.headers['set-cookie'], 'AuthPending1') ?? '')?.[1] ?? ''
+      t.not(pending, '', `${what}: at the code step`)
+      await happen(username, enrolled.token)
+      const late = await app.inject({ method: 'POST', url: '/auth/signin/code', headers: { ...SAME_ORIGIN, cookie: `AuthPending1=${pending}` }, payload: new URLSearchParams({ otp: enrolled.code() }).toString() })
+      t.equal(cookieLine(late.headers['set-cookie'], 'AuthToken1'), undefined, `${what}: the right code gives no token`)
+      t.equal(late.statusCode, 401, `${what}: 401`)
+      t.match(late.body, 'Your sign-in took too long', `${what}: the sign-in page, to start again`)
+      t.match(late.body, '<h1>Sign in</h1>', `${what}: not the code step`)
+      t.match(cookieLine(late.headers['set-cookie'], 'AuthPending1'), /^AuthPending1=; Max-Age=0/, `${what}: the pending cookie cleared`)
+    }
+    await app.backends.audit.flush()
+    const audited = await app.backends.audit.list({})
+    t.equal(audited.filter((event) => event.event === 'login.refused' && event.outcome === 'sign-in-ended').length, 4, 'each audited as a refused Login')
+    t.equal(audited.filter((event) => event.event === 'login.failure').length, 0, 'and not counted as a failure')
+  })
+}

@@ -25,7 +25,7 @@ async function post (app: FastifyInstance, url: string, body: unknown, cookie?: 
 }
 
 async function register (app: FastifyInstance, token: string, passkey: SoftPasskey): Promise<number> {
-  const options = (await post(app, '/auth/passkeys/options', {}, token)).json<{ options: { challenge: string, rp: { id: string } } }>().options
+  const options = (await post(app, '/auth/passkeys/options', { current_password: PASSWORD }, token)).json<{ options: { challenge: string, rp: { id: string } } }>().options
   return (await post(app, '/auth/passkeys', { response: passkey.register(options, ORIGIN) }, token)).statusCode
 }
 
@@ -44,13 +44,13 @@ t.test('register, sign in, and every answer that proves nothing refused', async 
   t.match(page.body, /<ul class="list" id="passkeys">/, 'listed on the signed-in page')
 
   // A replayed registration (the same challenge) stores nothing more.
-  const options = (await post(app, '/auth/passkeys/options', {}, token)).json<{ options: { challenge: string, rp: { id: string } } }>().options
+  const options = (await post(app, '/auth/passkeys/options', { current_password: PASSWORD }, token)).json<{ options: { challenge: string, rp: { id: string } } }>().options
   const other = createSoftPasskey()
   const answer = other.register(options, ORIGIN)
   t.equal((await post(app, '/auth/passkeys', { response: answer }, token)).statusCode, 200)
   t.equal((await post(app, '/auth/passkeys', { response: answer }, token)).statusCode, 400, 'a registration challenge is answered once')
   const foreign = createSoftPasskey()
-  const foreignOptions = (await post(app, '/auth/passkeys/options', {}, token)).json<{ options: { challenge: string, rp: { id: string } } }>().options
+  const foreignOptions = (await post(app, '/auth/passkeys/options', { current_password: PASSWORD }, token)).json<{ options: { challenge: string, rp: { id: string } } }>().options
   t.equal((await post(app, '/auth/passkeys', { response: foreign.register(foreignOptions, 'https://evil.example') }, token)).statusCode, 400, 'another origin: refused')
 
   const signedIn = await post(app, '/auth/signin/passkey', { response: passkey.assert(await signInOptions(app), ORIGIN), rd: 'https://app.example.org/x?y=1' })

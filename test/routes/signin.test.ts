@@ -156,8 +156,8 @@ t.test('sign-out: ends the token, clears the cookie, 303 to an allowed rd or the
   const removal = await app.inject({ method: 'POST', url: '/auth/passkeys/unknown-id/delete', headers: { ...FORM, ...SAME_ORIGIN, cookie: `AuthToken1=${token}` }, payload: '' })
   t.equal(removal.statusCode, 200, 'removing a passkey one does not have: the signed-in page')
   t.match(removal.body, 'id="no-passkeys"')
-  const options = await app.inject({ method: 'POST', url: '/auth/passkeys/options', headers: { 'content-type': 'application/json', ...SAME_ORIGIN, cookie: `AuthToken1=${token}` }, payload: '{}' })
-  t.equal(options.statusCode, 200, 'a signed-in browser may register a passkey')
+  const options = await app.inject({ method: 'POST', url: '/auth/passkeys/options', headers: { 'content-type': 'application/json', ...SAME_ORIGIN, cookie: `AuthToken1=${token}` }, payload: JSON.stringify({ current_password: PASSWORD }) })
+  t.equal(options.statusCode, 200, 'a signed-in browser may register a passkey, with the password')
   const creation = options.json<{ options: { rp: { id: string }, user: { name: string }, authenticatorSelection: { residentKey: string, userVerification: string } } }>().options
   t.equal(creation.rp.id, HOST)
   t.equal(creation.user.name, 'alice')

@@ -11,8 +11,9 @@ import { testConfig } from '../support/config.js'
 import { freshPglite } from '../support/pglite.js'
 
 /*
- * A federated account takes the same second factor after the directory's bind (issue 34): the
- * directory here is a stand-in that accepts one password (test/federation/ has the real slapd).
+ * A federated account takes the same second factor after the directory's bind (issue 34), and
+ * enrolls it with the directory's password: the directory here is a stand-in that accepts one
+ * password (test/federation/ has the real slapd).
  */
 
 const DIRECTORY_PASSWORD = 'the directory knows this one'
@@ -43,7 +44,11 @@ const login = async (otp?: string) => (await app.inject({
 t.test('federated: the directory\'s bind, then the code', async (t) => {
   const first = await login()
   t.equal(first.status, 0, 'the directory alone before enrolling')
-  const begun = (await app.inject({ method: 'POST', url: '/auth/totp', headers: { authorization: `Bearer ${first.token ?? ''}` } })).json<{ otpauth_uri: string }>()
+  const enrollment = async (currentPassword: string) =>
+    await app.inject({ method: 'POST', url: '/auth/totp', headers: { authorization: `Bearer ${first.token ?? ''}`, ...FORM }, payload: new URLSearchParams({ current_password: currentPassword }).toString() })
+  const refused = await enrollment('not the directory\'s')
+  t.equal(refused.body, '{"status":701,"message":"Login Failed"}', 'enrolling: another password than the directory\'s is a failed Login')
+  const begun = (await enrollment(DIRECTORY_PASSWORD)).json<{ otpauth_uri: string }>()
   const generator = OTPAuth.URI.parse(begun.otpauth_uri) as OTPAuth.TOTP
   const code = (offset: number): string => generator.generate({ timestamp: Date.now() + offset * 30_000 })
   const confirmed = await app.inject({ method: 'POST', url: '/auth/totp/confirm', headers: { authorization: `Bearer ${first.token ?? ''}`, ...FORM }, payload: `code=${code(-1)}` })

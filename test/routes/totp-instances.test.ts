@@ -60,7 +60,7 @@ const into = Date.now() % STEP_MS
 if (into > STEP_MS - 3000) await new Promise((resolve) => setTimeout(resolve, STEP_MS - into + 100))
 
 const token = String((await a.inject({ method: 'POST', url: '/auth/Login', headers: FORM, payload: `username=grace&password=${encodeURIComponent(PASSWORD)}` })).json().token)
-const begun = (await a.inject({ method: 'POST', url: '/auth/totp', headers: { authorization: `Bearer ${token}` } })).json<{ secret: string, otpauth_uri: string }>()
+const begun = (await a.inject({ method: 'POST', url: '/auth/totp', headers: { authorization: `Bearer ${token}` }, payload: { current_password: PASSWORD } })).json<{ secret: string, otpauth_uri: string }>()
 const generator = OTPAuth.URI.parse(begun.otpauth_uri) as OTPAuth.TOTP
 const code = (offset: number): string => generator.generate({ timestamp: Date.now() + offset * STEP_MS })
 // Confirmed on the other instance: the enrollment is the database's, not an instance's.
@@ -112,7 +112,7 @@ t.test('key rotation: a new key with the old one as previous opens the secret an
   const into = Date.now() % STEP_MS
   if (into > STEP_MS - 3000) await new Promise((resolve) => setTimeout(resolve, STEP_MS - into + 100))
   const irisToken = String((await a.inject({ method: 'POST', url: '/auth/Login', headers: FORM, payload: `username=iris&password=${encodeURIComponent(PASSWORD)}` })).json().token)
-  const irisUri = (await a.inject({ method: 'POST', url: '/auth/totp', headers: { authorization: `Bearer ${irisToken}` } })).json<{ otpauth_uri: string }>().otpauth_uri
+  const irisUri = (await a.inject({ method: 'POST', url: '/auth/totp', headers: { authorization: `Bearer ${irisToken}` }, payload: { current_password: PASSWORD } })).json<{ otpauth_uri: string }>().otpauth_uri
   const iris = OTPAuth.URI.parse(irisUri) as OTPAuth.TOTP
   const irisCode = (offset: number): string => iris.generate({ timestamp: Date.now() + offset * STEP_MS })
   t.equal((await a.inject({ method: 'POST', url: '/auth/totp/confirm', headers: { authorization: `Bearer ${irisToken}`, ...FORM }, payload: `code=${irisCode(-1)}` })).statusCode, 200)

@@ -54,7 +54,7 @@ async function enroll (t: Test, app: FastifyInstance, username: string): Promise
   const first = await login(app, 'form', { username, password: PASSWORD })
   t.equal(first.status, 200, `${username} logs in with the password alone before enrolling`)
   const token = String(first.body.token)
-  const begun = await app.inject({ method: 'POST', url: '/auth/totp', headers: { authorization: `Bearer ${token}` } })
+  const begun = await app.inject({ method: 'POST', url: '/auth/totp', headers: { authorization: `Bearer ${token}` }, payload: { current_password: PASSWORD } })
   t.equal(begun.statusCode, 200, 'enrollment begins')
   const enrollment = begun.json<{ secret: string, otpauth_uri: string, recovery_codes: string[] }>()
   t.match(enrollment.otpauth_uri, /^otpauth:\/\/totp\/auth-token-service:/)
@@ -187,7 +187,7 @@ t.test('removal with password and code; the admin reset through the admin API an
   t.equal((await login(app, 'form', { username: 'dave', password: PASSWORD })).status, 200, 'the password alone logs in again')
 
   const erin = await enroll(t, app, 'erin')
-  const again = await app.inject({ method: 'POST', url: '/auth/totp', headers: { authorization: `Bearer ${erin.token}` } })
+  const again = await app.inject({ method: 'POST', url: '/auth/totp', headers: { authorization: `Bearer ${erin.token}` }, payload: { current_password: PASSWORD } })
   t.equal(again.statusCode, 409, 'a second enrollment while active: 409')
   await app.ready()
   const internal = await buildInternalApp(app, config)

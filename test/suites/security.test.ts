@@ -6,5 +6,6 @@ import '../security/cross-site.test.js'
 import '../security/fuzz.test.js'
 import '../security/hashing.test.js'
 import '../security/logs.test.js'
+import '../security/step-up.test.js'
 
 release()

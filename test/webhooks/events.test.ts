@@ -44,7 +44,7 @@ t.test('every lifecycle event reaches the receiver, signed, and no body holds a 
   t.ok(other, 'alice has another session')
   t.equal((await app.inject({ method: 'DELETE', url: `/auth/sessions/${other?.id ?? ''}`, headers: { authorization: `Bearer ${second}` } })).statusCode, 200)
   // key.created, key.revoked (self-service)
-  const made = await app.inject({ method: 'POST', url: '/auth/keys', headers: { authorization: `Bearer ${second}`, 'content-type': 'application/json' }, payload: { name: 'ci' } })
+  const made = await app.inject({ method: 'POST', url: '/auth/keys', headers: { authorization: `Bearer ${second}`, 'content-type': 'application/json' }, payload: { name: 'ci', current_password: PASSWORD } })
   t.equal(made.statusCode, 200)
   const { secret: keySecret, key } = made.json() as { secret: string, key: { id: string } }
   secrets.push(keySecret, hashToken(keySecret))
@@ -110,7 +110,7 @@ t.test('a second factor confirmed and removed: totp.enabled and totp.disabled, w
   if (into > 27_000) await new Promise((resolve) => setTimeout(resolve, 30_000 - into + 100))
   const token = (await login(app, 'carol', PASSWORD, FIREFOX)).token ?? ''
   const bearer = { authorization: `Bearer ${token}` }
-  const begun = await app.inject({ method: 'POST', url: '/auth/totp', headers: bearer })
+  const begun = await app.inject({ method: 'POST', url: '/auth/totp', headers: bearer, payload: { current_password: PASSWORD } })
   t.equal(begun.statusCode, 200)
   const enrollment = begun.json<{ secret: string, otpauth_uri: string, recovery_codes: string[] }>()
   const generator = OTPAuth.URI.parse(enrollment.otpauth_uri)
