@@ -6,6 +6,14 @@ import { buildInternalApp } from '../../src/internal-listener.js'
 import { buildTestApp, type BackendKind, type TestApp } from '../support/app.js'
 import { keysUnder } from '../../support/redis.js'
 import type { Config } from '../../src/config.js'
+import { UnavailableError } from '../../src/errors/status.js'
+import { createApiKeys } from '../../src/keys/api-keys.js'
+import { createSqlApiKeyStore } from '../../src/stores/api-key-store.js'
+import { createSqlAuditLog } from '../../src/stores/audit-log.js'
+import { createMemoryTokenStore } from '../../src/stores/memory/token-store.js'
+import { createSqlUserStore } from '../../src/stores/user-store.js'
+import { freshPglite } from '../support/pglite.js'
+import { rejection } from '../support/rejection.js'
 import { generateApiKey, hashApiKey, isKeyIdShaped, newKeyId } from '../../src/keys/secret.js'
 
 /*
@@ -365,4 +373,36 @@ t.test('a key id never starts with a dash: typed after `keys revoke`, it would r
   t.same(ids.filter((id) => id.startsWith('-')), [], 'none of 5000 (base64url\'s 64th character is the dash: one in 64 began with it)')
   t.ok(ids.every(isKeyIdShaped), 'each 16 base64url characters')
   t.equal(new Set(ids).size, ids.length, 'all distinct')
+})
+
+t.test('a revoke-all whose token-store step failed (503) is finished by the next: the keys it ended in Postgres are ended again', async (t) => {
+  const database = await freshPglite({ migrated: true })
+  t.teardown(async () => { await database.close() })
+  const tokens = createMemoryTokenStore({ denyTtlMs: 60_000 })
+  let failNext = true
+  // The in-process store with its batch refused once, as a Redis that cannot acknowledge it.
+  const flaky = {
+    seedKey: tokens.seedKey,
+    endKey: tokens.endKey,
+    async endKeys (keyHashes: readonly string[]) {
+      if (failNext) {
+        failNext = false
+        throw new UnavailableError('redis')
+      }
+      await tokens.endKeys(keyHashes)
+    }
+  }
+  const audit = createSqlAuditLog(database)
+  const apiKeys = createApiKeys({ store: createSqlApiKeyStore(database), tokens: flaky, audit, maxDays: 365, flushEveryMs: 0 })
+  t.teardown(async () => { await apiKeys.close() })
+  const account = await createSqlUserStore(database).create({ username: 'svc', passwordHash: null, federated: false, kind: 'service' })
+  const made = [await apiKeys.create(account, 'a', undefined, {}), await apiKeys.create(account, 'b', undefined, {})]
+  const hashes = made.map(({ secret }) => hashApiKey(secret))
+  t.match(await rejection(apiKeys.endAccount(account, {}, 'revoke-all')), { status: 503 }, 'the first revoke-all: 503')
+  t.ok((await Promise.all(hashes.map(async (hash) => await tokens.find(hash)))).every((record) => record !== null), 'the records still live in the store')
+  t.equal(await apiKeys.endAccount(account, {}, 'revoke-all'), 0, 'the retry: no key left live in Postgres')
+  t.same(await Promise.all(hashes.map(async (hash) => await tokens.find(hash))), [null, null], 'and yet both records ended')
+  await audit.flush()
+  const outcomes = (await audit.list({ username: 'svc' })).filter((event) => event.event === 'key.revoked').map((event) => event.outcome.split(':')[0])
+  t.same(outcomes, ['revoke-all-incomplete', 'revoke-all-incomplete'], 'the events say the first was not acknowledged')
 })
