@@ -110,7 +110,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   const observed = { ...backends, audit: metrics.countEvents(backends.audit), hasher: metrics.timeHashing(backends.hasher) }
   const passwordPolicy = configuredPasswordPolicy(config.passwordMinLength)
   const sessions = createSqlSessions({ db: backends.database, tokens: backends.tokens, audit: observed.audit, onError: () => { metrics.backendError('postgres') } })
-  const apiKeys = createApiKeys({ store: backends.apiKeyStore, tokens: backends.tokens, audit: observed.audit, maxDays: config.apiKeyMaxDays })
+  const apiKeys = createApiKeys({ store: backends.apiKeyStore, tokens: backends.tokens, audit: observed.audit, maxDays: config.apiKeyMaxDays, maxPerAccount: config.apiKeysPerAccount })
   app.addHook('onClose', async () => { await apiKeys.close() })
   const secondFactor = createSecondFactor({
     store: backends.totp,

@@ -138,8 +138,10 @@ export interface AuthService {
   /**
    * What Authenticate, /auth/verify and /auth/introspect accept: a Login token or an API key
    * (issue 33). A key's record carries its `keyId`. Writes nothing on the answer's path.
+   * `client` (its `ip` read only for a key the token store does not hold: the Fastify request
+   * will do, its ip computed only then) is whose budget of key look-ups a lost record spends.
    */
-  authenticateCredential (token: string | undefined): Promise<TokenRecord>
+  authenticateCredential (token: string | undefined, client?: { readonly ip: string }): Promise<TokenRecord>
   /** Ends an active token; fails with 403 when it was not active (or another caller ended it first). */
   logout (token: string | undefined, client: ClientContext): Promise<void>
 }
@@ -488,11 +490,11 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
 
     authenticate: authenticateToken,
 
-    authenticateCredential (token) {
+    authenticateCredential (token, client) {
       if (token === undefined || apiKeys === undefined || !isApiKeyShaped(token)) return authenticateToken(token)
       const keyHash = hashApiKey(token)
       return tokens.find(keyHash)
-        .then((record) => record ?? apiKeys.recover(keyHash))
+        .then((record) => record ?? apiKeys.recover(keyHash, client?.ip ?? ''))
         .then(activeKey)
     },
 

@@ -37,6 +37,8 @@ export interface Config {
   denyTtlSeconds: number
   /** The longest life an API key may be given, in days (AUTH_API_KEY_MAX_DAYS; default 365). */
   apiKeyMaxDays: number
+  /** Live API keys one account may hold (AUTH_API_KEYS_PER_ACCOUNT; default 50). */
+  apiKeysPerAccount: number
   cookieSecure: boolean
   cookieDomain: string | undefined
   bootstrapUsername: string | undefined
@@ -517,6 +519,8 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     federatedTokenTtlSeconds: integer(env, 'AUTH_FEDERATED_TOKEN_TTL_SECONDS', 86400, 1, 365 * DAY),
     denyTtlSeconds: integer(env, 'AUTH_DENY_TTL_SECONDS', 300, 1, DAY),
     apiKeyMaxDays: integer(env, 'AUTH_API_KEY_MAX_DAYS', 365, 1, 3650),
+    // Bounds what a revoke-all or disable must end in one step, and what one account may own.
+    apiKeysPerAccount: integer(env, 'AUTH_API_KEYS_PER_ACCOUNT', 50, 1, 10_000),
     // Secure whatever NODE_ENV says (issue 30 §4): browsers and curl keep a Secure cookie from
     // http://localhost too; plain http on another host opts out with AUTH_COOKIE_SECURE=false.
     cookieSecure: boolean(env, 'AUTH_COOKIE_SECURE', true),

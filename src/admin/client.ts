@@ -77,7 +77,8 @@ export interface AdminClient {
   endSession (id: string): Promise<void>
   /** A new API key of the account, and its secret (shown this once). */
   createKey (username: string, name: string, days: number | undefined): Promise<{ key: AdminKey, secret: string }>
-  keys (username: string): Promise<AdminKey[]>
+  /** The account's live keys, oldest first, page after page. */
+  keys (username: string): AsyncIterable<AdminKey>
   revokeKey (id: string): Promise<AdminKey>
   /** The audit trail, oldest first, page after page. */
   events (filter: { user?: string | undefined, since?: Date | undefined, event?: string | undefined }): AsyncIterable<AdminEvent>
@@ -145,7 +146,7 @@ export function createAdminClient ({ url, key, timeoutMs = 30_000 }: AdminClient
     async endSession (id) { await call('DELETE', `/admin/sessions/${encodeURIComponent(id)}`) },
     createKey: async (username, name, days) =>
       await call<{ key: AdminKey, secret: string }>('POST', `${user(username)}/keys`, { name, ...(days === undefined ? {} : { expires_in_days: days }) }),
-    keys: async (username) => (await call<{ keys: AdminKey[] }>('GET', `${user(username)}/keys`)).keys,
+    keys: (username) => pages<AdminKey>(`${user(username)}/keys`, 'keys', new URLSearchParams()),
     revokeKey: async (id) => (await call<{ key: AdminKey }>('DELETE', `/admin/keys/${encodeURIComponent(id)}`)).key,
     events (filter) {
       const query = new URLSearchParams()

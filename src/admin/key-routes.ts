@@ -2,8 +2,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import type { AccountAdmin } from '../accounts.js'
 import type { ApiKeys, KeyActor } from '../keys/api-keys.js'
-import { AdminErrorSchema, CreatedKeyAnswerSchema, KeyAnswerSchema, KeyListAnswerSchema, KeyPathSchema, NewKeySchema, UsernamePathSchema } from './schemas.js'
-import { keyView, OK } from './views.js'
+import {
+  AdminErrorSchema, CreatedKeyAnswerSchema, DEFAULT_PAGE, KeyAnswerSchema, KeyListAnswerSchema, KeyListQuerySchema, KeyPathSchema, NewKeySchema, UsernamePathSchema
+} from './schemas.js'
+import { decodeKeyCursor, encodeKeyCursor, keyView, OK } from './views.js'
 
 export interface KeyRoutesOptions {
   accounts: (request: FastifyRequest) => AccountAdmin
@@ -24,10 +26,17 @@ export const keyRoutes: FastifyPluginAsyncTypebox<KeyRoutesOptions> = async (app
   })
 
   app.get('/users/:username/keys', {
-    schema: { summary: 'The account\'s live API keys (never a secret)', params: UsernamePathSchema, response: { 200: KeyListAnswerSchema, ...errors } }
+    schema: {
+      summary: 'The account\'s live API keys (never a secret), a page at a time (oldest first)',
+      params: UsernamePathSchema,
+      querystring: KeyListQuerySchema,
+      response: { 200: KeyListAnswerSchema, ...errors }
+    }
   }, async (request) => {
+    const after = decodeKeyCursor(request.query.cursor)
     const account = await accounts(request).show(request.params.username)
-    return { ...OK, keys: (await apiKeys.list(account.id)).map(keyView) }
+    const { keys, next } = await apiKeys.page(account.id, after, request.query.limit ?? DEFAULT_PAGE)
+    return { ...OK, keys: keys.map(keyView), next_cursor: next === undefined ? null : encodeKeyCursor(next) }
   })
 
   app.delete('/keys/:id', {

@@ -17,6 +17,7 @@ export const UsernamePathSchema = Type.Object({ username: Type.String({ minLengt
 export const SessionPathSchema = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) })
 
 export const UserListQuerySchema = Type.Object({ limit: Limit, cursor: Cursor }, { additionalProperties: false })
+export const KeyListQuerySchema = Type.Object({ limit: Limit, cursor: Cursor }, { additionalProperties: false })
 
 export const NewUserSchema = Type.Object({
   username: Type.String({ minLength: 1, maxLength: 1024, examples: [EXAMPLE_USERNAME] }),
@@ -111,7 +112,7 @@ export const KeySchema = Type.Object({
 })
 
 export const CreatedKeyAnswerSchema = success({ key: KeySchema, secret: Type.String({ description: 'atsk_…: shown this once, never again' }) }, 'The new key and its secret')
-export const KeyListAnswerSchema = success({ keys: Type.Array(KeySchema) }, 'The account\'s live keys, oldest first')
+export const KeyListAnswerSchema = success({ keys: Type.Array(KeySchema), next_cursor: NextCursor }, 'A page of the account\'s live keys, oldest first')
 export const KeyAnswerSchema = success({ key: KeySchema }, 'The key, now ended')
 
 export const DeliveriesQuerySchema = Type.Object({

@@ -4,6 +4,7 @@ import { badRequest } from '../errors/status.js'
 import type { SessionInfo } from '../sessions/sessions.js'
 import type { StoredAuditEvent } from '../stores/audit-log.js'
 import type { ApiKeyRow } from '../stores/api-key-store.js'
+import { isKeyIdShaped } from '../keys/secret.js'
 import { formatExpirationDate } from '../tokens/time.js'
 import { sessionItem } from '../sessions/view.js'
 import type { SessionItem } from '../schemas.js'
@@ -66,6 +67,16 @@ export function decodeUserCursor (cursor: string | undefined): string | undefine
   const username = /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : ''
   if (username === '' || encodeUserCursor(username) !== cursor) throw invalid('cursor')
   return username
+}
+
+/** A key list's cursor: the id of the page's last key (ids are never reused; their order is by creation). */
+export const encodeKeyCursor = (id: string): string => Buffer.from(id, 'utf8').toString('base64url')
+
+export function decodeKeyCursor (cursor: string | undefined): string | undefined {
+  if (cursor === undefined) return undefined
+  const id = /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : ''
+  if (!isKeyIdShaped(id) || encodeKeyCursor(id) !== cursor) throw invalid('cursor')
+  return id
 }
 
 export const encodeEventCursor = (event: StoredAuditEvent): string =>

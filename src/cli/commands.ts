@@ -103,7 +103,7 @@ const COMMANDS: CommandTable = {
     out(`${secret}\n`)
   },
   async 'keys list' (operations, { username }, { out }) {
-    for (const key of await operations.keys(username)) out(keyLine(key))
+    for await (const key of operations.keys(username)) out(keyLine(key))
   },
   async 'keys revoke' (operations, { id }, { say }) {
     const key = await operations.revokeKey(id)

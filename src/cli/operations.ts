@@ -24,8 +24,8 @@ export interface AdminOperations {
   revokeSessions (username: string): Promise<Ended>
   /** A new API key of the account and its secret (shown once). */
   createKey (username: string, name: string, days: number | undefined): Promise<{ key: AdminKey, secret: string }>
-  /** The account's live keys, oldest first. */
-  keys (username: string): Promise<AdminKey[]>
+  /** The account's live keys, oldest first (page after page). */
+  keys (username: string): AsyncIterable<AdminKey>
   revokeKey (id: string): Promise<AdminKey>
   /** The audit trail, oldest first. */
   events (filter: { user: string | undefined, since: Date | undefined }): AsyncIterable<AdminEvent>

@@ -11,7 +11,7 @@ export type Reason = string & { readonly [reasonBrand]: true }
 const reason = (text: string): Reason => text as Reason
 
 /** The parameters a reason may name: the service's own, never a name the caller made up. */
-export const PARAMETERS = ['username', 'password', 'token', 'format', 'jsonpFunction', 'jsopFunction', 'jsonpFormat', 'callback', 'current_password', 'new_password', 'otp', 'code'] as const
+export const PARAMETERS = ['username', 'password', 'token', 'format', 'jsonpFunction', 'jsopFunction', 'jsonpFormat', 'callback', 'current_password', 'new_password', 'otp', 'code', 'limit', 'cursor'] as const
 export type Parameter = typeof PARAMETERS[number]
 
 /** The admin API's parameters (admin/schemas.ts): its reasons may name these. */
@@ -108,6 +108,7 @@ export const reasons = {
   serviceAccountFederated: () => reason('a service account cannot be federated'),
   apiKeyDaysOutOfRange: (max: number) => reason(`expires_in_days must be a whole number from 1 to ${max}`),
   apiKeyNameNotValid: () => reason('name must be 1 to 128 characters, without control characters'),
+  apiKeysPerAccountReached: (max: number) => reason(`the account holds ${max} live API keys, the most it may (AUTH_API_KEYS_PER_ACCOUNT)`),
   adminKeyRequired: () => reason('Authorization: Bearer with the admin key is required'),
   adminKeyWrong: () => reason('the admin key is not valid'),
   unknownAccount: () => reason('no such account'),

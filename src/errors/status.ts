@@ -89,11 +89,12 @@ export class SignInEnded extends StatusError {
 export const internalError = (): StatusError => new StatusError(500, 'Internal Server Error', 500)
 
 /** What a 503 could not get an answer from: the one thing its log line names. */
-export type Unavailable = 'redis' | 'database' | 'directory' | 'hash-queue' | 'hash-thread' | 'revoked'
+export type Unavailable = 'redis' | 'database' | 'directory' | 'hash-queue' | 'hash-thread' | 'revoked' | 'key-recovery'
 
 /**
  * A 503: something the answer depends on could not answer, or (hash-queue) had no room, or
- * (revoked) a revoke-all of the account overtook the Login, which may simply be sent again.
+ * (revoked) a revoke-all of the account overtook the Login, which may simply be sent again, or
+ * (key-recovery) an API key the token store lost could not be looked up yet for this client.
  * The service is working as designed (it fails closed), so the log gets a short line
  * naming `unavailable`, not a stack.
  */

@@ -43,7 +43,8 @@ const UNAVAILABLE_MESSAGES: Readonly<Record<Unavailable, string>> = {
   directory: 'service unavailable: the directory did not answer',
   'hash-queue': 'service unavailable: the password-hash queue is full',
   'hash-thread': 'service unavailable: a hashing thread failed',
-  revoked: 'service unavailable: the account\'s tokens were revoked while this Login ran (it may be sent again)'
+  revoked: 'service unavailable: the account\'s tokens were revoked while this Login ran (it may be sent again)',
+  'key-recovery': 'service unavailable: the client\'s look-ups of API keys the token store lost are spent for now'
 }
 
 /** The code or message of what made a 503, never its stack. */
@@ -64,7 +65,7 @@ function unavailableLog (): (log: FastifyBaseLogger, error: UnavailableError) =>
   return (log, error) => {
     throttled(error.unavailable, (repeats) => {
       const line = { unavailable: error.unavailable, reason: reasonOf(error.cause), repeats }
-      if (error.unavailable === 'hash-queue' || error.unavailable === 'revoked') log.warn(line, UNAVAILABLE_MESSAGES[error.unavailable])
+      if (error.unavailable === 'hash-queue' || error.unavailable === 'revoked' || error.unavailable === 'key-recovery') log.warn(line, UNAVAILABLE_MESSAGES[error.unavailable])
       else log.error(line, UNAVAILABLE_MESSAGES[error.unavailable])
     })
   }

@@ -3,6 +3,7 @@ import { badRequest, StatusError, UnavailableError } from '../errors/status.js'
 import type { AuditLog } from '../stores/audit-log.js'
 import type { ApiKeyRecords } from '../stores/api-key-records.js'
 import type { ApiKeyRow, ApiKeyStore } from '../stores/api-key-store.js'
+import { createRecoveryBudget } from './recovery-budget.js'
 import type { TokenRecord } from '@auth-token-service/guard/layout'
 import type { UserRecord } from '../stores/user-store.js'
 import { generateApiKey, hashApiKey, isKeyIdShaped, newKeyId } from './secret.js'
@@ -16,6 +17,7 @@ import { generateApiKey, hashApiKey, isKeyIdShaped, newKeyId } from './secret.js
  */
 
 export const DEFAULT_KEY_DAYS = 90
+export const DEFAULT_KEYS_PER_ACCOUNT = 50
 const DAY_MS = 86_400_000
 
 export const noSuchKey = (): StatusError => new StatusError(404, 'Not Found', 404, {}, { detail: reasons.noSuchKey() })
@@ -28,6 +30,12 @@ export interface KeyActor {
   credential?: string | undefined
 }
 
+/** A page of an account's live keys; `next`: the id the next page starts after, if there is one. */
+export interface KeyPage {
+  keys: ApiKeyRow[]
+  next: string | undefined
+}
+
 export interface CreatedKey {
   key: ApiKeyRow
   /** Shown once: nothing keeps it. */
@@ -35,23 +43,33 @@ export interface CreatedKey {
 }
 
 export interface ApiKeys {
-  /** A new key of the account, valid `days` days (default 90, at most the configured maximum). */
+  /**
+   * A new key of the account, valid `days` days (default 90, at most the configured maximum);
+   * a 400 when the account holds its most live keys already (`maxPerAccount`).
+   */
   create (account: UserRecord, name: string, days: number | undefined, actor: KeyActor): Promise<CreatedKey>
-  /** The account's live keys, oldest first. */
-  list (accountId: string): Promise<ApiKeyRow[]>
+  /** A page of the account's live keys, oldest first: at most `limit`, after the key `afterId`. */
+  page (accountId: string, afterId: string | undefined, limit: number): Promise<KeyPage>
   /**
    * Ends the key `id`: marked ended in Postgres, then ended in the token store (deny set and
    * revocation feed). With `ownerId`, only a key of that account: any other is noSuchKey, as an
    * unknown one. An ended key is ended again in the store (a retry after a 503 finishes the job).
    */
   revoke (id: string, actor: KeyActor, ownerId?: string): Promise<ApiKeyRow>
-  /** Ends every live key of the account (disable, revoke-all, delete); returns how many. */
+  /**
+   * Ends every live key of the account (disable, revoke-all, delete) in one step each: one
+   * Postgres UPDATE, then the token store's batch (endKeys: one acknowledgement wait), so an
+   * account with many keys ends them in about the time of one. Returns how many it ended.
+   */
   endAccount (account: { id: string, username: string }, actor: KeyActor, why: string): Promise<number>
   /**
    * Authenticate found no record for this key hash: the record re-seeded from a live row, or
-   * null. Bounded (see createApiKeys): random `atsk_` strings cannot drive Postgres.
+   * null when Postgres has no live key of that hash. Bounded per client (see createApiKeys):
+   * random `atsk_` strings cannot drive Postgres, nor spend another client's look-ups. A client
+   * whose look-ups are spent gets a 503 with Retry-After, never the null of an unknown key: the
+   * key may exist.
    */
-  recover (keyHash: string): Promise<TokenRecord | null>
+  recover (keyHash: string, client: string): Promise<TokenRecord | null>
   /** A key was used: noted in memory, written at most once a minute per key (last_used). */
   used (keyId: string): void
   /** Writes the uses noted so far. */
@@ -64,9 +82,16 @@ export interface ApiKeysDeps {
   tokens: ApiKeyRecords
   audit: AuditLog
   maxDays: number
+  /** Live keys an account may hold (AUTH_API_KEYS_PER_ACCOUNT; default 50). */
+  maxPerAccount?: number
   now?: () => number
-  /** Postgres look-ups a second that Authenticate's misses may make (default 20). */
+  /** Postgres look-ups a second each client's misses may make (default 5), and the most at once (default 10). */
   recoverPerSecond?: number
+  recoverBurst?: number
+  /** Clients whose look-ups are tracked at once (default 10,000; the least recent is forgotten). */
+  recoverClients?: number
+  /** Look-ups in flight at once, across all clients (default 32): the bound on Postgres whoever asks. */
+  recoverInFlight?: number
   /** How long a hash Postgres did not know is answered from memory (default 60 s). */
   negativeTtlMs?: number
   /** How often noted uses are written (default 60 s; 0: only on flush). */
@@ -90,25 +115,26 @@ export function keyRecord (row: ApiKeyRow): TokenRecord {
 
 const NEGATIVE_MAX = 10_000
 
-export function createApiKeys ({ store, tokens, audit, maxDays, now = Date.now, recoverPerSecond = 20, negativeTtlMs = 60_000, flushEveryMs = 60_000 }: ApiKeysDeps): ApiKeys {
+/** Keys ended shortly before a revoke-all that it ends again in the token store (see ApiKeyStore.endAccount). */
+const ENDED_AGAIN_MS = 15 * 60_000
+
+/** A client's look-ups are spent (or every look-up slot is taken): the key may exist, so no 403. */
+const recoveryBusy = (): UnavailableError => new UnavailableError('key-recovery', undefined, { 'retry-after': '1' })
+
+export function createApiKeys ({
+  store, tokens, audit, maxDays, maxPerAccount = DEFAULT_KEYS_PER_ACCOUNT, now = Date.now,
+  recoverPerSecond = 5, recoverBurst = 10, recoverClients = 10_000, recoverInFlight = 32, negativeTtlMs = 60_000, flushEveryMs = 60_000
+}: ApiKeysDeps): ApiKeys {
   const record = (event: 'key.created' | 'key.revoked', row: ApiKeyRow, actor: KeyActor, outcome: string): void => {
     audit.record({ event, username: row.username, accountId: row.accountId, clientIp: actor.clientIp, userAgent: actor.userAgent, credential: actor.credential, outcome: `${outcome}:${row.id}` })
   }
 
   // Recover's bounds: a negative cache of hashes Postgres did not know, one look-up in flight
-  // per hash, and a budget of look-ups a second across all hashes (a token bucket).
+  // per hash, a budget of look-ups a second per client (recovery-budget.ts), and a cap on
+  // look-ups in flight across all clients.
   const unknown = new Map<string, number>()
   const inFlight = new Map<string, Promise<TokenRecord | null>>()
-  let budget = recoverPerSecond
-  let refilledAt = now()
-  const spend = (): boolean => {
-    const t = now()
-    budget = Math.min(recoverPerSecond, budget + ((t - refilledAt) / 1000) * recoverPerSecond)
-    refilledAt = t
-    if (budget < 1) return false
-    budget -= 1
-    return true
-  }
+  const budget = createRecoveryBudget({ perSecond: recoverPerSecond, burst: recoverBurst, maxClients: recoverClients, now })
   const knownUnknown = (keyHash: string): boolean => {
     const until = unknown.get(keyHash)
     if (until === undefined) return false
@@ -158,8 +184,9 @@ export function createApiKeys ({ store, tokens, audit, maxDays, now = Date.now, 
       const expiresAt = Math.floor((createdAt + lifeDays * DAY_MS) / 1000) * 1000
       const secret = generateApiKey(account.id)
       const keyHash = hashApiKey(secret)
-      const row = await store.create({ id: newKeyId(), accountId: account.id, name: keyName, keyHash, expiresAt: new Date(expiresAt) })
-      if (row === null) throw accountDisabled()
+      const created = await store.create({ id: newKeyId(), accountId: account.id, name: keyName, keyHash, expiresAt: new Date(expiresAt) }, maxPerAccount)
+      if (!created.ok) throw created.refused === 'full' ? badRequest(reasons.apiKeysPerAccountReached(maxPerAccount)) : accountDisabled()
+      const { row } = created
       try {
         if (!await tokens.seedKey(keyHash, keyRecord(row), expiresAt - now())) throw new UnavailableError('redis')
       } catch (error) {
@@ -170,7 +197,12 @@ export function createApiKeys ({ store, tokens, audit, maxDays, now = Date.now, 
       record('key.created', row, actor, 'created')
       return { key: row, secret }
     },
-    list: async (accountId) => await store.listLive(accountId),
+    async page (accountId, afterId, limit) {
+      // One more than asked: whether a next page exists without a second query.
+      const found = await store.pageLive(accountId, afterId, limit + 1)
+      const keys = found.slice(0, limit)
+      return { keys, next: found.length > limit ? keys.at(-1)?.id : undefined }
+    },
     async revoke (id, actor, ownerId) {
       if (!isKeyIdShaped(id)) throw noSuchKey()
       const row = await store.find(id)
@@ -182,18 +214,25 @@ export function createApiKeys ({ store, tokens, audit, maxDays, now = Date.now, 
       return ended ?? row
     },
     async endAccount (account, actor, why) {
-      const ended = await store.endAccount(account.id)
-      for (const row of ended) {
-        await tokens.endKey(row.keyHash)
-        record('key.revoked', row, actor, why)
+      const { ended, endedBefore } = await store.endAccount(account.id, ENDED_AGAIN_MS)
+      if (ended.length + endedBefore.length === 0) return 0
+      // Postgres first (above), so no re-seed revives them; then every record in one batch. A
+      // batch that fails (a 503) leaves the rows ended: the retry's endedBefore finishes it, and
+      // the events say which revocations were not acknowledged.
+      try {
+        await tokens.endKeys([...ended, ...endedBefore].map((row) => row.keyHash))
+      } catch (error) {
+        for (const row of ended) record('key.revoked', row, actor, `${why}-incomplete`)
+        throw error
       }
+      for (const row of ended) record('key.revoked', row, actor, why)
       return ended.length
     },
-    recover (keyHash) {
+    recover (keyHash, client) {
       if (knownUnknown(keyHash)) return Promise.resolve(null)
       const pending = inFlight.get(keyHash)
       if (pending !== undefined) return pending
-      if (!spend()) return Promise.resolve(null)
+      if (inFlight.size >= recoverInFlight || !budget.spend(client)) return Promise.reject(recoveryBusy())
       const lookup = lookUp(keyHash).finally(() => { inFlight.delete(keyHash) })
       inFlight.set(keyHash, lookup)
       return lookup

@@ -75,9 +75,9 @@ export const authenticateRoutes: FastifyPluginAsyncTypebox<AuthenticateRoutesOpt
     const padding = paddingFunction(params)
     // Path segment, then `token` parameter, then Bearer, then the cookie (contract).
     const token = routeToken(request, { keys: true })
-    if (padding === undefined) return auth.authenticateCredential(token).then(success)
+    if (padding === undefined) return auth.authenticateCredential(token, request).then(success)
     // Sent here, so the promise settles with nothing for Fastify to send.
-    return auth.authenticateCredential(token).then(
+    return auth.authenticateCredential(token, request).then(
       () => { sendPadded(reply, padding, SUCCESS) },
       (error: unknown) => {
         if (!(error instanceof StatusError)) throw error

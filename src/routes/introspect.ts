@@ -141,7 +141,7 @@ export const introspectRoutes: FastifyPluginAsyncTypebox<IntrospectRoutesOptions
     // Given twice (an array), as a number or an object: not a token of ours.
     if (typeof token !== 'string') return INACTIVE
     try {
-      const record = await auth.authenticateCredential(token)
+      const record = await auth.authenticateCredential(token, request)
       const exp = Math.floor(record.expiresAt / 1000)
       // A key's issue time is not in its record (its life is its own): no iat.
       if (record.keyId !== undefined) return { active: true, sub: record.accountId, username: record.username, exp, token_type: 'Bearer' as const, kind: 'api_key' as const, key_id: record.keyId }

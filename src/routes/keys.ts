@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import type { AuthService } from '../auth.js'
-import { keyView } from '../admin/views.js'
+import { DEFAULT_PAGE, MAX_PAGE } from '../admin/schemas.js'
+import { decodeKeyCursor, encodeKeyCursor, keyView } from '../admin/views.js'
 import { reasons } from '../errors/reasons.js'
 import { refuseOtherMethods } from '../http/methods.js'
 import { noSuchKey, type ApiKeys } from '../keys/api-keys.js'
@@ -26,6 +27,20 @@ const NewKeyBodySchema = Type.Object({
   expires_in_days: Type.Optional(Type.Integer()),
   current_password: Type.Optional(CurrentPasswordSchema)
 })
+// Query values stay strings on the public listener (no type coercion there): the limit is a
+// string of digits, its range checked by pageLimit.
+const KeyListQuerySchema = Type.Object({
+  ...TokenParamsSchema.properties,
+  limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$', description: `Keys per page (1-${MAX_PAGE}, default ${DEFAULT_PAGE})` })),
+  cursor: Type.Optional(Type.String({ maxLength: 2048, description: 'The next_cursor of the previous page' }))
+})
+
+function pageLimit (limit: string | undefined): number {
+  if (limit === undefined) return DEFAULT_PAGE
+  const value = Number(limit)
+  if (value > MAX_PAGE) throw badRequest(reasons.adminParameterNotValid('limit'))
+  return value
+}
 const DeleteParamsSchema = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) })
 
 const CALLER = 'The caller\'s Login token (token parameter, Authorization: Bearer or the AuthToken1 cookie); an API key is refused (403) here.'
@@ -37,14 +52,23 @@ export const keyRoutes: FastifyPluginAsyncTypebox<KeyRoutesOptions> = async (app
   app.get('/auth/keys', {
     schema: {
       tags,
-      summary: 'The caller\'s live API keys',
+      summary: 'The caller\'s live API keys, a page at a time (oldest first; limit, cursor -> next_cursor)',
       description: CALLER,
-      querystring: TokenParamsSchema,
-      response: { 200: Type.Object({ status: Type.Literal(0), message: Type.Literal('Success'), keys: Type.Array(KeyItemSchema) }), ...errorResponses(reasons.authorizationNotBearer(), 403, 404, 405, 503) }
+      querystring: KeyListQuerySchema,
+      response: {
+        200: Type.Object({
+          status: Type.Literal(0),
+          message: Type.Literal('Success'),
+          keys: Type.Array(KeyItemSchema),
+          next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Where the next page starts; null on the last page' })
+        }),
+        ...errorResponses(reasons.adminParameterNotValid('cursor'), 403, 404, 405, 503)
+      }
     }
   }, async (request) => {
     const holder = await auth.authenticate(routeToken(request))
-    return { status: 0 as const, message: 'Success' as const, keys: (await apiKeys.list(holder.accountId)).map(keyView) }
+    const { keys, next } = await apiKeys.page(holder.accountId, decodeKeyCursor(request.query.cursor), pageLimit(request.query.limit))
+    return { status: 0 as const, message: 'Success' as const, keys: keys.map(keyView), next_cursor: next === undefined ? null : encodeKeyCursor(next) }
   })
 
   app.post('/auth/keys', {

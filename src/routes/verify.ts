@@ -141,7 +141,7 @@ export const verifyRoutes: FastifyPluginAsyncTypebox<VerifyRoutesOptions> = asyn
       refuse(reply)
       return
     }
-    auth.authenticateCredential(token).then((record) => {
+    auth.authenticateCredential(token, request).then((record) => {
       reply.code(200)
         .header('x-auth-kind', record.keyId === undefined ? 'token' : 'api_key')
         .header('x-auth-user', userHeaderValue(record.username))

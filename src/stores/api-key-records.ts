@@ -19,4 +19,9 @@ export interface ApiKeyRecords {
    * feed in one step, acknowledged as a Logout is (replicated; refused while Redis may lose it).
    */
   endKey (keyHash: string): Promise<void>
+  /**
+   * Ends many keys as endKey ends one, in one step: an account's keys at a revoke-all or a
+   * disable, written together and acknowledged once (one replication wait, not one a key).
+   */
+  endKeys (keyHashes: readonly string[]): Promise<void>
 }

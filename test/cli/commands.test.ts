@@ -9,6 +9,7 @@ import { describe } from '../../src/cli/exit-codes.js'
 import type { AdminOperations } from '../../src/cli/operations.js'
 import { parseCommandLine, type AccountInvocation } from '../../src/cli/parse.js'
 import { PACKAGE_VERSION } from '../../src/version.js'
+import { newKeyId } from '../../src/keys/secret.js'
 import { loadConfig } from '../../src/config.js'
 import { buildInternalApp } from '../../src/internal-listener.js'
 import { migratedDatabaseUrl } from '../../support/postgres.js'
@@ -41,6 +42,8 @@ interface Service {
   authenticate (token: string | undefined): Promise<number>
   /** Gives the account an active second factor, as a confirmed enrollment leaves it (its secret never used here). */
   activateTotp (username: string): Promise<void>
+  /** Writes `count` live keys of the account straight into the database (past the per-account cap). */
+  insertKeys (username: string, count: number): Promise<void>
 }
 
 type Adapter = 'in-process' | 'admin API'
@@ -104,6 +107,14 @@ async function serviceFor (t: Test, adapter: Adapter): Promise<Service> {
       if (account === null) throw new Error(`no account ${username}`)
       await app.backends.totp.begin(account.id, 'v1.00000000.AA.AA', [])
       await app.backends.totp.confirm(account.id, 1)
+    },
+    async insertKeys (username, count) {
+      const account = await app.backends.users.findByUsername(username)
+      if (account === null) throw new Error(`no account ${username}`)
+      await app.backends.database.query(
+        `INSERT INTO api_keys (id, account_id, name, key_hash, expires_at)
+         SELECT id, $1, 'bulk', 'h' || id, now() + interval '1 day' FROM unnest($2::text[]) AS k (id)`,
+        [account.id, Array.from({ length: count }, () => newKeyId())])
     }
   }
 }
@@ -180,6 +191,11 @@ async function commandCases (t: Test, service: Service, actor: Actor): Promise<s
     t.same(await run(['keys', 'revoke', 'AAAAAAAAAAAAAAAA']), { code: 1, stdout: '', stderr: 'auth-token-service: no such key\n' })
     // An id made before ids stopped starting with a dash (one in 64 did) is still an id here, not an option.
     t.same(await run(['keys', 'revoke', '-Cp6x1VPXbdHMQo-']), { code: 1, stdout: '', stderr: 'auth-token-service: no such key\n' }, 'an id that starts with a dash')
+    // More than a page (the admin client and the in-process adapter read 1,000 a page).
+    await service.insertKeys('svc', 1001)
+    const many = await run(['keys', 'list', 'svc'])
+    t.equal(many.code, 0)
+    t.equal(new Set(lines(many.stdout).map((row) => row.split('\t')[0])).size, 1001, 'every key once, page after page')
   })
 
   await t.test('user list: one account per line, username order', async (t) => {

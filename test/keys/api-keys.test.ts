@@ -1,11 +1,20 @@
 import t, { type Test } from 'tap'
 import type { Redis } from 'ioredis'
 import { Writable } from 'node:stream'
-import type { FastifyInstance, InjectOptions } from 'fastify'
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import { buildInternalApp } from '../../src/internal-listener.js'
 import { buildTestApp, type BackendKind, type TestApp } from '../support/app.js'
 import { keysUnder } from '../../support/redis.js'
-import { hashApiKey, isKeyIdShaped, newKeyId } from '../../src/keys/secret.js'
+import type { Config } from '../../src/config.js'
+import { UnavailableError } from '../../src/errors/status.js'
+import { createApiKeys } from '../../src/keys/api-keys.js'
+import { createSqlApiKeyStore } from '../../src/stores/api-key-store.js'
+import { createSqlAuditLog } from '../../src/stores/audit-log.js'
+import { createMemoryTokenStore } from '../../src/stores/memory/token-store.js'
+import { createSqlUserStore } from '../../src/stores/user-store.js'
+import { freshPglite } from '../support/pglite.js'
+import { rejection } from '../support/rejection.js'
+import { generateApiKey, hashApiKey, isKeyIdShaped, newKeyId } from '../../src/keys/secret.js'
 
 /*
  * API keys (issue 33) end to end through inject, on Postgres + Redis and on the embedded default:
@@ -30,10 +39,10 @@ interface Setup {
   authenticate (secret: string, how?: 'path' | 'param' | 'bearer' | 'cookie'): Promise<{ status: number, body: Record<string, unknown> }>
 }
 
-async function setup (t: Test, kind: BackendKind): Promise<Setup> {
+async function setup (t: Test, kind: BackendKind, overrides: Partial<Config> = {}): Promise<Setup> {
   const lines: string[] = []
   const logStream = new Writable({ write (chunk: Buffer, _encoding, done) { lines.push(chunk.toString()); done() } })
-  const test = await buildTestApp(t, kind, { adminKey: KEY, logLevel: 'info', introspectionClients: [{ id: 'gw', secret: INTROSPECTION_SECRET }] }, { logStream })
+  const test = await buildTestApp(t, kind, { adminKey: KEY, logLevel: 'info', introspectionClients: [{ id: 'gw', secret: INTROSPECTION_SECRET }], ...overrides }, { logStream })
   const { app, config } = test
   await app.ready()
   const internal = await buildInternalApp(app, config)
@@ -63,6 +72,19 @@ async function setup (t: Test, kind: BackendKind): Promise<Setup> {
       const res = await app.inject(options)
       return { status: res.statusCode, body: res.json() }
     }
+  }
+}
+
+/** The token store loses every record (a Redis restart without its data, or the process's map). */
+async function loseTokenStore (s: Setup, keep: string): Promise<void> {
+  if (s.test.redisStore !== undefined && s.test.redisPrefix !== undefined) {
+    const keys = await keysUnder(s.test.redisStore.redis as Redis, s.test.redisPrefix)
+    if (keys.length > 0) await s.test.redisStore.redis.del(...keys)
+  } else {
+    const store = s.test.tokens
+    await store.terminate(hashApiKey(keep))
+    // The in-process store: its record gone as a restart would take it (terminate does not touch keys' records).
+    await (store as unknown as { close: () => Promise<void> }).close()
   }
 }
 
@@ -159,7 +181,7 @@ function keyContract (t: Test, kind: BackendKind): void {
     t.equal((await s.authenticate(secret)).status, 200)
     const listed = await s.app.inject({ method: 'GET', url: '/auth/keys', headers: cy })
     t.same((listed.json() as { keys: Array<{ id: string }> }).keys.map((k) => k.id), [key.id])
-    t.same((await s.app.inject({ method: 'GET', url: '/auth/keys', headers: di })).json(), { status: 0, message: 'Success', keys: [] }, 'another account sees none of them')
+    t.same((await s.app.inject({ method: 'GET', url: '/auth/keys', headers: di })).json(), { status: 0, message: 'Success', keys: [], next_cursor: null }, 'another account sees none of them')
 
     const keyAsCaller = { authorization: `Bearer ${secret}` }
     t.equal((await s.app.inject({ method: 'GET', url: '/auth/keys', headers: keyAsCaller })).statusCode, 403, 'a key cannot list keys')
@@ -219,20 +241,98 @@ function keyContract (t: Test, kind: BackendKind): void {
     const live = await newKey(s, 'svc')
     const revoked = await newKey(s, 'svc')
     await s.admin('DELETE', `/admin/keys/${revoked.id}`)
-    // The store loses everything (a Redis restart without its data, or the process's map).
-    if (s.test.redisStore !== undefined && s.test.redisPrefix !== undefined) {
-      const keys = await keysUnder(s.test.redisStore.redis as Redis, s.test.redisPrefix)
-      if (keys.length > 0) await s.test.redisStore.redis.del(...keys)
-    } else {
-      const store = s.test.tokens
-      await store.terminate(hashApiKey(live.secret))
-      // The in-process store: its record gone as a restart would take it (terminate does not touch keys' records).
-      await (store as unknown as { close: () => Promise<void> }).close()
-    }
+    await loseTokenStore(s, live.secret)
     t.equal((await s.authenticate(live.secret)).status, 200, 're-seeded: the live key works')
     t.equal((await s.authenticate(revoked.secret)).status, 403, 'the ended key stays ended')
     const random = `atsk_${'A'.repeat(45)}`
     t.equal((await s.authenticate(random)).status, 403, 'an unknown atsk_ string is refused')
+  })
+
+  t.test('after the token store lost its records, one client sending unknown atsk_ values holds back no other client\'s key: 200 or 503, never 403', async (t) => {
+    const s = await setup(t, kind)
+    await s.admin('POST', '/admin/users', { username: 'svc', kind: 'service' })
+    const theirs = await newKey(s, 'svc')
+    const spammers = await newKey(s, 'svc')
+    await loseTokenStore(s, theirs.secret)
+    const from = async (remoteAddress: string, secret: string) =>
+      await s.app.inject({ method: 'GET', url: '/auth/Authenticate', remoteAddress, headers: { authorization: `Bearer ${secret}` } })
+    // Far more unknown values than any budget of look-ups (each is one Postgres look-up unless
+    // refused), with another client's request and the spammer's own real key sent behind them.
+    const spam = (): Array<Promise<LightMyRequestResponse>> => Array.from({ length: 150 }, async () => await from('203.0.113.7', generateApiKey('1')))
+    const first = await Promise.all([...spam(), from('198.51.100.4', theirs.secret)])
+    const other = first.pop()
+    t.ok(first.every((answer) => answer.statusCode === 403 || answer.statusCode === 503), 'the spam: unknown (403) or refused for now (503)')
+    t.ok(first.some((answer) => answer.statusCode === 503), 'the spamming client ran out of its own budget')
+    t.equal(other?.statusCode, 200, 'another client\'s real key is recovered')
+    t.match(other?.json(), { status: 0, kind: 'api_key', key_id: theirs.id })
+    const verified = await s.app.inject({ method: 'GET', url: '/auth/verify', remoteAddress: '198.51.100.9', headers: { authorization: `Bearer ${theirs.secret}` } })
+    t.equal(verified.statusCode, 200, 'and found from then on, by anyone')
+
+    // The spammer's own real key, behind its spam: not yet recovered, perhaps, but never called unknown.
+    const own = (await Promise.all([...spam(), from('203.0.113.7', spammers.secret)])).pop()
+    t.not(own?.statusCode, 403, 'a key that exists is never answered 403 while it cannot be looked up')
+    if (own?.statusCode === 503) {
+      t.equal(own.headers['retry-after'], '1', '503 says when to retry')
+      t.same(own.json(), { status: 503, message: 'Service Unavailable' })
+    }
+    await Promise.all(spam())
+    const introspected = await s.app.inject({ method: 'POST', url: '/auth/introspect', remoteAddress: '203.0.113.7', headers: { ...FORM, authorization: BASIC }, payload: `token=${spammers.secret}` })
+    t.not(introspected.json<{ active: boolean }>().active, false, 'introspection: 503 or active, never inactive')
+    await Promise.all(spam())
+    const refused = await s.app.inject({ method: 'GET', url: '/auth/verify', remoteAddress: '203.0.113.7', headers: { authorization: `Bearer ${spammers.secret}` } })
+    t.not(refused.statusCode, 401, 'verify: 503 or 200, never 401')
+  })
+
+  t.test('an account holds at most AUTH_API_KEYS_PER_ACCOUNT live keys, concurrent creates included', async (t) => {
+    const s = await setup(t, kind, { apiKeysPerAccount: 3 })
+    await s.admin('POST', '/admin/users', { username: 'many', kind: 'service' })
+    const made = await Promise.all(Array.from({ length: 12 }, async (_, i) => await s.admin('POST', '/admin/users/many/keys', { name: `k${i}` })))
+    t.equal(made.filter((answer) => answer.status === 200).length, 3, 'three of twelve concurrent creates made a key')
+    for (const answer of made.filter((answer) => answer.status !== 200)) {
+      t.same(answer, { status: 400, body: { status: 400, message: 'Bad Request', detail: 'the account holds 3 live API keys, the most it may (AUTH_API_KEYS_PER_ACCOUNT)' } })
+    }
+    const listed = (await s.admin('GET', '/admin/users/many/keys')).body.keys as Array<{ id: string }>
+    t.equal(listed.length, 3, 'three live keys')
+    const { rows } = await s.test.database.query<{ n: string | number }>('SELECT count(*) AS n FROM api_keys')
+    t.equal(Number(rows[0]?.n), 3, 'no row beyond them either')
+    t.equal((await s.admin('DELETE', `/admin/keys/${listed[0]?.id ?? ''}`)).status, 200)
+    t.equal((await s.admin('POST', '/admin/users/many/keys', { name: 'after' })).status, 200, 'an ended key frees its place')
+    t.equal((await s.admin('POST', '/admin/users/many/keys', { name: 'over' })).status, 400)
+    await s.test.addUser('other', PASSWORD)
+    t.equal((await s.admin('POST', '/admin/users/other/keys', { name: 'own' })).status, 200, 'the cap is per account')
+  })
+
+  t.test('key lists are paged like users: limit, cursor -> next_cursor, oldest first', async (t) => {
+    const s = await setup(t, kind)
+    await s.test.addUser('pager', PASSWORD)
+    const ids: string[] = []
+    for (let i = 0; i < 5; i++) ids.push((await newKey(s, 'pager', { name: `k${i}` })).id)
+    const walk = async (get: (query: string) => Promise<{ status: number, body: Record<string, unknown> }>): Promise<string[][]> => {
+      const pages: string[][] = []
+      let cursor: unknown = null
+      do {
+        const page = await get(`limit=2${typeof cursor === 'string' ? `&cursor=${cursor}` : ''}`)
+        t.equal(page.status, 200)
+        pages.push((page.body.keys as Array<{ id: string }>).map((key) => key.id))
+        cursor = page.body.next_cursor
+        t.ok(cursor === null || typeof cursor === 'string', 'next_cursor: a string or null')
+      } while (cursor !== null && pages.length < 10)
+      return pages
+    }
+    const expected = [ids.slice(0, 2), ids.slice(2, 4), ids.slice(4)]
+    t.same(await walk(async (query) => await s.admin('GET', `/admin/users/pager/keys?${query}`)), expected, 'admin: three pages in order of creation')
+    const login = await s.app.inject({ method: 'POST', url: '/auth/Login', headers: FORM, payload: new URLSearchParams({ username: 'pager', password: PASSWORD }).toString() })
+    const authorization = `Bearer ${(login.json() as { token: string }).token}`
+    const self = async (query: string) => {
+      const res = await s.app.inject({ method: 'GET', url: `/auth/keys?${query}`, headers: { authorization } })
+      return { status: res.statusCode, body: res.json() }
+    }
+    t.same(await walk(self), expected, 'self-service: the same pages')
+    t.match(await self(''), { status: 200, body: { next_cursor: null } }, 'one page when they fit (default 100)')
+    t.match(await self('cursor=%%%'), { status: 400 })
+    t.match(await self('cursor=bm90IGEga2V5'), { status: 400, body: { detail: 'cursor is not valid' } })
+    t.match(await self('limit=0'), { status: 400 })
+    t.match(await s.admin('GET', '/admin/users/pager/keys?limit=1001'), { status: 400 })
   })
 
   t.test('the secret is in no Redis key or value, no Postgres row and no log line', async (t) => {
@@ -273,4 +373,36 @@ t.test('a key id never starts with a dash: typed after `keys revoke`, it would r
   t.same(ids.filter((id) => id.startsWith('-')), [], 'none of 5000 (base64url\'s 64th character is the dash: one in 64 began with it)')
   t.ok(ids.every(isKeyIdShaped), 'each 16 base64url characters')
   t.equal(new Set(ids).size, ids.length, 'all distinct')
+})
+
+t.test('a revoke-all whose token-store step failed (503) is finished by the next: the keys it ended in Postgres are ended again', async (t) => {
+  const database = await freshPglite({ migrated: true })
+  t.teardown(async () => { await database.close() })
+  const tokens = createMemoryTokenStore({ denyTtlMs: 60_000 })
+  let failNext = true
+  // The in-process store with its batch refused once, as a Redis that cannot acknowledge it.
+  const flaky = {
+    seedKey: tokens.seedKey,
+    endKey: tokens.endKey,
+    async endKeys (keyHashes: readonly string[]) {
+      if (failNext) {
+        failNext = false
+        throw new UnavailableError('redis')
+      }
+      await tokens.endKeys(keyHashes)
+    }
+  }
+  const audit = createSqlAuditLog(database)
+  const apiKeys = createApiKeys({ store: createSqlApiKeyStore(database), tokens: flaky, audit, maxDays: 365, flushEveryMs: 0 })
+  t.teardown(async () => { await apiKeys.close() })
+  const account = await createSqlUserStore(database).create({ username: 'svc', passwordHash: null, federated: false, kind: 'service' })
+  const made = [await apiKeys.create(account, 'a', undefined, {}), await apiKeys.create(account, 'b', undefined, {})]
+  const hashes = made.map(({ secret }) => hashApiKey(secret))
+  t.match(await rejection(apiKeys.endAccount(account, {}, 'revoke-all')), { status: 503 }, 'the first revoke-all: 503')
+  t.ok((await Promise.all(hashes.map(async (hash) => await tokens.find(hash)))).every((record) => record !== null), 'the records still live in the store')
+  t.equal(await apiKeys.endAccount(account, {}, 'revoke-all'), 0, 'the retry: no key left live in Postgres')
+  t.same(await Promise.all(hashes.map(async (hash) => await tokens.find(hash))), [null, null], 'and yet both records ended')
+  await audit.flush()
+  const outcomes = (await audit.list({ username: 'svc' })).filter((event) => event.event === 'key.revoked').map((event) => event.outcome.split(':')[0])
+  t.same(outcomes, ['revoke-all-incomplete', 'revoke-all-incomplete'], 'the events say the first was not acknowledged')
 })

@@ -339,6 +339,32 @@ export function tokenStoreContract (t: Test, makeStore: MakeTokenStore): void {
     t.pass('both announced on the revocation feed')
   })
 
+  t.test('API keys: endKeys ends many keys in one step (more than one script\'s batch), held or not; others stay', async (t) => {
+    const store = await makeStore(t, { denyTtlMs: 5000 })
+    const watcher = recordRevocations(store)
+    t.teardown(watcher.stop)
+    await until(watcher.isLive)
+    // 300: more than one atsEndKeys batch (256) of one bucket; one of another account's bucket.
+    const held = Array.from({ length: 300 }, () => hashApiKey(generateApiKey('10')))
+    const elsewhere = hashApiKey(generateApiKey('11'))
+    const lost = hashApiKey(generateApiKey('10'))
+    const kept = hashApiKey(generateApiKey('10'))
+    const seeded = await Promise.all([...held, elsewhere, kept].map(async (keyHash) => await store.seedKey(keyHash, record('10', { keyId: 'k000000000000004' }), 60_000)))
+    t.ok(seeded.every(Boolean), 'all seeded')
+    const events = watcher.events.length
+    await store.endKeys([...held, elsewhere, lost])
+    const found = await Promise.all([...held, elsewhere, lost].map(async (keyHash) => await store.find(keyHash)))
+    t.ok(found.every((entry) => entry === null), 'every one ended at once')
+    const denied = await Promise.all([...held, elsewhere, lost].map(async (keyHash) => await store.isDenied(keyHash)))
+    t.ok(denied.every(Boolean), 'every one denied, the one whose record was lost too')
+    t.equal(await store.seedKey(lost, record('10', { keyId: 'k000000000000005' }), 60_000), false, 'no re-seed of an ended key')
+    t.ok(await store.find(kept), 'a key not named stays')
+    await until(() => new Set(watcher.events.slice(events).flat()).size === held.length + 2)
+    t.ok(watcher.events.length - events <= 3, `announced in a few messages (${watcher.events.length - events}), not one a key`)
+    await store.endKeys([])
+    t.ok(await store.find(kept), 'no keys: nothing ended')
+  })
+
   t.test('API keys: a seeded record expires with its TTL', async (t) => {
     const store = await makeStore(t, { denyTtlMs: 5000 })
     const keyHash = hashApiKey(generateApiKey('9'))

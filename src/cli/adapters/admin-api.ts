@@ -28,7 +28,7 @@ export function createAdminApiOperations (client: AdminClient): AdminOperations 
     revokeSessions: async (username) => ({ username, ended: await client.revokeSessions(username) }),
     events: ({ user, since }) => client.events({ user, since }),
     createKey: async (username, name, days) => await client.createKey(username, name, days),
-    keys: async (username) => await client.keys(username),
+    keys: (username) => client.keys(username),
     revokeKey: async (id) => await client.revokeKey(id)
   }
 }

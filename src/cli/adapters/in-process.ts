@@ -9,6 +9,7 @@ import type { Database } from '../../db/database.js'
 import { withTimeout } from '@auth-token-service/guard/shared/time-limit'
 import { Failure, unreachable } from '../exit-codes.js'
 import type { AdminOperations } from '../operations.js'
+import type { AdminKey } from '../../admin/client.js'
 
 // The drivers (PGlite, pg, ioredis, ldapts, the argon2 binding) are loaded when an operation runs,
 // so `--help` and a usage error stay cheap.
@@ -70,7 +71,7 @@ async function withAccounts<T> (config: Config, command: string, endsTokens: boo
     backends = assembleBackends(config, { database, tokens, audit: openAuditLog(config, database, quietLog) })
     const { audit } = backends
     try {
-      const apiKeys = createApiKeys({ store: backends.apiKeyStore, tokens: backends.tokens, audit, maxDays: config.apiKeyMaxDays, flushEveryMs: 0 })
+      const apiKeys = createApiKeys({ store: backends.apiKeyStore, tokens: backends.tokens, audit, maxDays: config.apiKeyMaxDays, maxPerAccount: config.apiKeysPerAccount, flushEveryMs: 0 })
       return await work(createAccountAdmin({ ...backends, actor: LOCAL_CLI_ACTOR, passwordPolicy: configuredPasswordPolicy(config.passwordMinLength), apiKeys }), backends, apiKeys)
     } finally {
       await audit.close()
@@ -89,6 +90,8 @@ async function withAccounts<T> (config: Config, command: string, endsTokens: boo
  */
 /** accounts.ts's LOCAL_CLI_ACTOR, for the key commands' audit events (accounts.ts is loaded lazily). */
 const CLI_KEY_ACTOR: KeyActor = Object.freeze({ userAgent: 'cli', credential: 'local-cli' })
+/** Keys a page of `keys list` reads (the admin API's largest page). */
+const KEY_PAGE = 1000
 
 export function createInProcessOperations (config: Config, command: string): AdminOperations {
   const accounts = <T>(endsTokens: boolean, work: (admin: AccountAdmin, backends: Backends, apiKeys: ApiKeys) => Promise<T>): Promise<T> =>
@@ -122,7 +125,21 @@ export function createInProcessOperations (config: Config, command: string): Adm
       const { key, secret } = await apiKeys.create(await admin.show(username), name, days, CLI_KEY_ACTOR)
       return { key: keyView(key), secret }
     }),
-    keys: async (username) => await accounts(false, async (admin, _backends, apiKeys) => (await apiKeys.list((await admin.show(username)).id)).map(keyView)),
+    async * keys (username) {
+      // Page by page over one connection, as the admin API's client pages over HTTP.
+      const found = await accounts(false, async (admin, _backends, apiKeys) => {
+        const { id } = await admin.show(username)
+        const all: AdminKey[] = []
+        let after: string | undefined
+        do {
+          const page = await apiKeys.page(id, after, KEY_PAGE)
+          all.push(...page.keys.map(keyView))
+          after = page.next
+        } while (after !== undefined)
+        return all
+      })
+      yield * found
+    },
     revokeKey: async (id) => await accounts(true, async (_admin, _backends, apiKeys) => keyView(await apiKeys.revoke(id, CLI_KEY_ACTOR))),
     async * events ({ user, since }) {
       const found = await accounts(false, async (_admin, { audit }) => await audit.list({ username: user === undefined ? undefined : normalizeUsername(user), since, limit: 100_000 }))

@@ -158,6 +158,15 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Memor
       deny(keyHash)
       announce([keyHash])
     },
+    async endKeys (keyHashes) {
+      if (keyHashes.length === 0) return
+      for (const keyHash of keyHashes) {
+        const entry = tokens.get(keyHash)
+        if (entry !== undefined) forget(keyHash, entry)
+        deny(keyHash)
+      }
+      announce([...keyHashes])
+    },
     async terminateAccount (accountId, epoch, exceptTokenHash) {
       if (epoch !== undefined && (epochs.get(accountId) ?? -Infinity) < epoch) epochs.set(accountId, epoch)
       const index = accounts.get(accountId)

@@ -193,6 +193,10 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
       refuseWhileLossy()
       await apiKeys.endKey(keyHash)
     }),
+    endKeys: async (keyHashes) => await guarded(async () => {
+      refuseWhileLossy()
+      await apiKeys.endKeys(keyHashes)
+    }),
     terminateAccount: async (accountId, epoch, exceptTokenHash) => await guarded(async () => {
       refuseWhileLossy()
       const ended: string[] = []
