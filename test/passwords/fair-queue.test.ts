@@ -1,9 +1,8 @@
 import t from 'tap'
 import { setImmediate as turn, setTimeout as sleep } from 'node:timers/promises'
 import { createFairQueue, type FairQueue, type FairQueueLimits, type HashCaller } from '../../src/passwords/fair-queue.js'
-import { createHashWorkers, type HashWorkers } from '../../src/passwords/hash-workers.js'
-import { createPasswordHasher, type PasswordHasher } from '../../src/passwords/hasher.js'
 import { buildTestApp } from '../support/app.js'
+import { recordHashOrder } from '../support/hash-order.js'
 import { rejection } from '../support/rejection.js'
 
 /*
@@ -155,52 +154,23 @@ t.test('through Login, real argon2: one account flooding from the address anothe
   const OTHER = { username: 'bystander', password: 'bystander correct password' }
   // Both from one address, as two users behind one NAT (or a probe on one machine) are.
   const IP = '127.0.0.1'
-  // Whose verify the queue started, in order (told apart by password), and the other account's entries into the queue.
-  const starts: Array<'flood' | 'other'> = []
-  const entries: Array<{ at: number, depth: number }> = []
-  // While holding, each verify waits on its thread's doorstep until the test lets it through, oldest first.
-  let holding = false
-  const held: Array<() => void> = []
-  let queueDepth = (): number => 0
-  // Two threads, both of them the flood's (its account's running share): the service's default shares.
-  const { app, addUser } = await buildTestApp(t, 'embedded', { hashing: LIMITS }, {
-    hasher: (config) => {
-      const threads = createHashWorkers(config.hashing.concurrency)
-      const recorded: HashWorkers = {
-        hash: threads.hash,
-        close: threads.close,
-        async verify (hash, password) {
-          starts.push(password === OTHER.password ? 'other' : 'flood')
-          if (holding) await new Promise<void>((resolve) => { held.push(resolve) })
-          return await threads.verify(hash, password)
-        }
-      }
-      const hasher: PasswordHasher = createPasswordHasher(config.argon2, config.hashing, recorded)
-      queueDepth = hasher.queueDepth
-      return {
-        ...hasher,
-        async verify (hash, password, caller) {
-          if (caller?.account === OTHER.username) entries.push({ at: starts.length, depth: hasher.queueDepth() })
-          return await hasher.verify(hash, password, caller)
-        }
-      }
-    }
-  })
+  const order = recordHashOrder(OTHER.username, (password) => password === OTHER.password ? OTHER.username : FLOOD.username)
+  // Two threads, both of them the flood's (its account's running share), and the service's default shares.
+  const { app, addUser } = await buildTestApp(t, 'embedded', { hashing: LIMITS }, { hasher: order.hasher })
   await addUser(FLOOD.username, FLOOD.password)
   await addUser(OTHER.username, OTHER.password)
   const login = async (who: typeof FLOOD): Promise<number> =>
     (await app.inject({ method: 'POST', url: '/auth/Login', payload: { username: who.username, password: who.password }, remoteAddress: IP })).statusCode
+  const floodAnswers: number[] = []
   const until = async (condition: () => boolean): Promise<void> => {
     for (let i = 0; !condition(); i++) {
-      if (i > 2000) throw new Error(`stuck: ${JSON.stringify({ starts: starts.length, entries, held: held.length, depth: queueDepth(), floodAnswers: floodAnswers.length, statuses: [...new Set(floodAnswers)] })}`)
+      if (i > 6000) throw new Error(`stuck: ${JSON.stringify({ starts: order.starts.length, entries: order.entries, held: order.held(), depth: order.queueDepth(), floodAnswers: floodAnswers.length })}`)
       await sleep(5)
     }
   }
-  const letOneThrough = (): void => { held.shift()?.() }
-  const floodAnswers: number[] = []
 
   // The flood: 80 at once; a client answered 200 logs in again at once, one answered 429 waits out its Retry-After (here: stops).
-  holding = true
+  order.hold(true)
   let flooding = true
   const flooders = Array.from({ length: 80 }, async () => {
     while (flooding) {
@@ -209,33 +179,30 @@ t.test('through Login, real argon2: one account flooding from the address anothe
       if (status !== 200) return
     }
   })
-  await until(() => floodAnswers.length === 70 && held.length === 2)
+  await until(() => floodAnswers.length === 70 && order.held() === LIMITS.concurrency)
   t.same([...new Set(floodAnswers)], [429], 'the flooding account holds its share of the queue, its excess answered 429')
 
-  for (let round = 1; round <= 3; round++) {
-    const answer = login(OTHER)
-    await until(() => entries.length === round)
-    const entry = entries[round - 1] as { at: number, depth: number }
-    t.equal(entry.depth, 10, `Login ${round}: when its verify came, the flood had 2 hashing and 8 waiting`)
-    // One hash ends at a time; the queue starts the next before anything else happens.
-    while (!starts.slice(entry.at).includes('other')) {
-      const before = starts.length
-      letOneThrough()
-      await until(() => starts.length > before)
-    }
-    const ahead = starts.slice(entry.at).indexOf('other')
-    t.equal(ahead, 0, `Login ${round}: no hash that was waiting started before its verify (started ahead: ${ahead}; first come, first served: 8)`)
+  for (let round = 0; round < 3; round++) {
     let status: number | undefined
-    void answer.then((code) => { status = code })
-    await until(() => { letOneThrough(); return status !== undefined })
-    t.equal(status, 200, `Login ${round} succeeded`)
+    void login(OTHER).then((code) => { status = code })
+    await until(() => order.entries.length > round)
+    t.equal(order.entries[round]?.depth, 10, `Login ${round + 1}: when its verify came, the flood had 2 hashing and 8 waiting`)
+    // One hash ends at a time; the queue starts the next as it ends.
+    while (order.startedAhead(round) === undefined) {
+      const before = order.starts.length
+      order.letOneThrough()
+      await until(() => order.starts.length > before)
+    }
+    const ahead = order.startedAhead(round)
+    t.equal(ahead, 0, `Login ${round + 1}: no hash that was waiting started before its verify (started ahead: ${ahead}; first come, first served: 8)`)
+    await until(() => { order.letOneThrough(); return status !== undefined })
+    t.equal(status, 200, `Login ${round + 1} succeeded`)
     // The flood refills its share before the next Login comes.
-    await until(() => queueDepth() === 10 && held.length === 2)
+    await until(() => order.queueDepth() === 10 && order.held() === LIMITS.concurrency)
   }
 
   flooding = false
-  holding = false
-  while (held.length > 0) letOneThrough()
+  order.hold(false)
   await Promise.all(flooders)
   t.ok(floodAnswers.filter((status) => status === 200).length > 0, 'the flooding account\'s own Logins went on succeeding within its share')
 })
