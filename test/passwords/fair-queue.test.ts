@@ -76,15 +76,15 @@ t.test('one account flooding from the same address as another account: the other
       await turn()
     }
     const ahead = startedAhead(started, queuedAt, name)
-    t.equal(waitingAhead, 8, `Login ${round}: the flood had 8 hashes waiting when the other account's came`)
-    t.equal(ahead, 0, `Login ${round}: no hash that was waiting started before it (started ahead: ${ahead}; first come, first served: 8)`)
-    if (ended === name) t.equal(await mine, name)
+    t.equal(waitingAhead, 8, `round ${round}: the flood had 8 hashes waiting when the other account's came`)
+    t.equal(ahead, 0, `round ${round}: no hash that was waiting started before it (started ahead: ${ahead}; first come, first served: 8)`)
+    if (ended === name) t.equal(await mine, name, 'its own answer')
     else break
   }
   // Drain: nothing left behind.
   while (queue.depth() > 0) await finishOldest()
   await Promise.all(answers)
-  t.equal(queue.depth(), 0)
+  t.equal(queue.depth(), 0, 'nothing left running or waiting')
 })
 
 t.test('from different addresses too: a free slot goes to the account served least recently', async (t) => {
@@ -184,7 +184,7 @@ t.test('through Login, real argon2: one account flooding from the address anothe
 
   for (let round = 0; round < 3; round++) {
     let status: number | undefined
-    void login(OTHER).then((code) => { status = code })
+    const answered = login(OTHER).then((code) => { status = code })
     await until(() => order.entries.length > round)
     t.equal(order.entries[round]?.depth, 10, `Login ${round + 1}: when its verify came, the flood had 2 hashing and 8 waiting`)
     // One hash ends at a time; the queue starts the next as it ends.
@@ -196,6 +196,7 @@ t.test('through Login, real argon2: one account flooding from the address anothe
     const ahead = order.startedAhead(round)
     t.equal(ahead, 0, `Login ${round + 1}: no hash that was waiting started before its verify (started ahead: ${ahead}; first come, first served: 8)`)
     await until(() => { order.letOneThrough(); return status !== undefined })
+    await answered
     t.equal(status, 200, `Login ${round + 1} succeeded`)
     // The flood refills its share before the next Login comes.
     await until(() => order.queueDepth() === 10 && order.held() === LIMITS.concurrency)
