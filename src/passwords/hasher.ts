@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { parseOptions, type Algorithm, type Version } from '@node-rs/argon2'
 import { createFairQueue, type FairQueue, type HashCaller, type HashShare } from './fair-queue.js'
-import { createHashWorkers, HashThreadError } from './hash-workers.js'
+import { createHashWorkers, HashThreadError, type HashWorkers } from './hash-workers.js'
 import { serviceUnavailable, StatusError } from '../errors/status.js'
 import { inSpan } from '../tracing/spans.js'
 
@@ -69,7 +69,12 @@ const VERSION_0X13 = 1 as Version
  * own Login route (bench/README.md). It runs on `limits.concurrency` threads of low CPU
  * priority (hash-workers.ts), behind a bounded queue.
  */
-export function createPasswordHasher (policy: Argon2Policy = OWASP_MINIMUM_POLICY, limits: HashingLimits = DEFAULT_HASHING_LIMITS): PasswordHasher {
+export function createPasswordHasher (
+  policy: Argon2Policy = OWASP_MINIMUM_POLICY,
+  limits: HashingLimits = DEFAULT_HASHING_LIMITS,
+  // The threads the queue hands its hashes to: the tests hand in ones that record the order the queue starts them in.
+  workers: HashWorkers = createHashWorkers(limits.concurrency)
+): PasswordHasher {
   const options = { algorithm: ARGON2ID, version: VERSION_0X13, ...policy, outputLen: 32 }
   const queue: FairQueue = createFairQueue({
     concurrency: limits.concurrency,
@@ -77,7 +82,6 @@ export function createPasswordHasher (policy: Argon2Policy = OWASP_MINIMUM_POLIC
     perAccount: limits.perAccount ?? DEFAULT_ACCOUNT_SHARE,
     perIp: limits.perIp ?? DEFAULT_IP_SHARE
   })
-  const workers = createHashWorkers(limits.concurrency)
   let dummyHash: Promise<string> | undefined
 
   // The span covers the hash on its thread, not the wait in the queue before it (tracing on only).

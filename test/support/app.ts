@@ -3,6 +3,7 @@ import type { Test } from 'tap'
 import { createAccountAdmin, type AccountAdmin } from '../../src/accounts.js'
 import { buildApp } from '../../src/app.js'
 import type { PasswordPolicy } from '../../src/passwords/policy.js'
+import type { PasswordHasher } from '../../src/passwords/hasher.js'
 import { assembleBackends } from '../../src/backends.js'
 import type { Config } from '../../src/config.js'
 import { migrate } from '../../src/db/migrate.js'
@@ -48,7 +49,7 @@ export interface TestApp {
  * prefix of its own); 'embedded' is in-memory PGlite and the in-process store.
  * Everything is closed at the end of the test.
  */
-export async function buildTestApp (t: Test, kind: BackendKind = 'real', overrides: Partial<Config> = {}, options: { redis?: RedisTopology, logStream?: NodeJS.WritableStream } = {}): Promise<TestApp> {
+export async function buildTestApp (t: Test, kind: BackendKind = 'real', overrides: Partial<Config> = {}, options: { redis?: RedisTopology, logStream?: NodeJS.WritableStream, hasher?: (config: Config) => PasswordHasher } = {}): Promise<TestApp> {
   // Every Redis key of this app (tokens and login limits alike) under a prefix of its own.
   const redisPrefix = kind === 'real' ? await freshRedisPrefix(t) : undefined
   const config = testConfig(redisPrefix === undefined ? overrides : { redisKeyPrefix: redisPrefix, ...overrides })
@@ -80,7 +81,10 @@ export async function buildTestApp (t: Test, kind: BackendKind = 'real', overrid
     await redisStore?.close().catch(() => {})
     throw error
   }
-  const backends = assembleBackends(config, { database, tokens })
+  const assembled = assembleBackends(config, { database, tokens })
+  const hasher = options.hasher?.(config)
+  // A hasher of the test's own, closed with the rest; the one assembled is never used, so it never starts a thread.
+  const backends = hasher === undefined ? assembled : { ...assembled, hasher, close: async () => { await Promise.all([assembled.close(), hasher.close()]) } }
   // With a logStream, the service's own logger (access lines and all) writes into it.
   const app = await buildApp(config, options.logStream === undefined ? { backends, logger: { level: 'silent' } } : { backends, logStream: options.logStream })
   t.teardown(async () => {
