@@ -1,7 +1,8 @@
 /*
- * What `appendfsync always` costs a Login and a Logout (issue 29 §2), against `everysec` and no
- * persistence: the token store's issue (a Login's Redis step: one script) and terminate (a
- * Logout's: a GET and one script), on a throwaway redis-server each, through createRedisTokenStore.
+ * What `appendfsync always` costs a Login and a Logout (the persistence a Redis needs so that a
+ * restart brings no logged-out token back), against `everysec` and no persistence: the token
+ * store's issue (a Login's Redis step: one script) and terminate (a Logout's: a GET and one
+ * script), on a throwaway redis-server each, through createRedisTokenStore.
  * Latency one at a time (what a single client waits) and throughput 64 in flight (where Redis
  * batches the writes of one event-loop turn into one fsync). A Login's argon2id hash (tens of
  * ms) is not in these figures: it is the same in every row.

@@ -131,7 +131,7 @@ async function main (): Promise<void> {
     const machine = await describeMachine(ROOT, REDIS_URL, database.url)
     await migrateWithCli(ROOT, database.url)
 
-    // /metrics is served on the internal listener only (issue 19 §4, issue 30 §4): the bench reads the hash queue there.
+    // /metrics is served on the internal listener only (unless AUTH_PUBLIC_INTERNALS asks): the bench reads the hash queue there.
     const internalPort = await freePort()
     const serviceEnv: Record<string, string> = {
       NODE_ENV: 'production',
@@ -144,7 +144,7 @@ async function main (): Promise<void> {
       AUTH_MAX_FAILED_LOGINS: '100',
       AUTH_MAX_FAILED_LOGINS_PER_IP: '1000000',
       // The one load generator's address stands for many clients: its fair share of the hash
-      // queue (issue 20 §4) is the whole queue, so Login scenarios measure hashing, not 429s.
+      // queue is the whole queue, so Login scenarios measure hashing, not 429s.
       AUTH_HASH_IP_RUNNING: '64',
       AUTH_HASH_IP_QUEUED: '100000'
     }
@@ -192,7 +192,7 @@ async function main (): Promise<void> {
 
     const argon2Env = { BENCH_HASH: passwordHash, BENCH_PASSWORD: PASSWORD, BENCH_CONCURRENCY: String(config.hashing.concurrency), BENCH_QUEUE_MAX: String(config.hashing.maxQueued) }
     const oneGetEnv = { BENCH_REDIS_URL: REDIS_URL, BENCH_KEY: keyLayout(KEY_PREFIX).tokenKey(hashToken(token)) }
-    // The same service with tracing on (issue 24), exporting OTLP/protobuf to a sink process on this machine.
+    // The same service with tracing on, exporting OTLP/protobuf to a sink process on this machine.
     const otlpSink = await start('otlp-sink', compiled('./servers/otlp-sink.js'), {}, '/')
     const tracedEnv = { ...serviceEnv, INTERNAL_PORT: String(await freePort()), OTEL_EXPORTER_OTLP_ENDPOINT: otlpSink.origin, OTEL_SERVICE_NAME: 'auth-token-service-bench' }
     const [bare, oneGet, oneGetTwin, jwt, argon2, argon2NodeRs, ordersDirect, ordersCached, ordersUnguarded, serviceOtherBinding] = await Promise.all([
@@ -209,7 +209,7 @@ async function main (): Promise<void> {
     ])
     // After the others: a service's start (migrations checked, hasher threads, Redis) beside ten more took over 30 s here.
     const serviceTraced = await start('service-traced', join(ROOT, 'dist', 'cli', 'main.js'), tracedEnv, '/health/ready', { args: ['serve'], logs: true })
-    // The same service with the idle timeout on (issue 34); its token from its own Login, so that it has its idle key.
+    // The same service with the idle timeout on; its token from its own Login, so that it has its idle key.
     const serviceIdle = await start('service-idle', join(ROOT, 'dist', 'cli', 'main.js'), { ...serviceEnv, INTERNAL_PORT: String(await freePort()), AUTH_IDLE_TIMEOUT_SECONDS: '900' }, '/health/ready', { args: ['serve'], logs: true })
     const idleLogin = await fetch(`${serviceIdle.origin}/auth/Login`, {
       method: 'POST',
@@ -218,7 +218,7 @@ async function main (): Promise<void> {
     })
     const { token: idleToken } = await idleLogin.json() as { token?: string }
     if (idleLogin.status !== 200 || idleToken === undefined) throw new Error(`the idle-timeout service refused the bench's Login: ${idleLogin.status}`)
-    // The same service with webhooks on (issue 36), delivering every event to a receiver process that verifies each signature.
+    // The same service with webhooks on, delivering every event to a receiver process that verifies each signature.
     const webhookSecret = `whsec_${randomBytes(32).toString('base64')}`
     const webhookReceiver = await start('webhook-receiver', compiled('./servers/webhook-receiver.js'), { BENCH_WEBHOOK_SECRET: webhookSecret }, '/')
     const webhooksInternalPort = await freePort()

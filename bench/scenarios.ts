@@ -21,7 +21,7 @@ export interface ScenarioContext {
     serviceOtherBinding: string
     /** The service with tracing on, exporting to a local OTLP sink (servers/otlp-sink.ts). */
     serviceTraced: string
-    /** The service with AUTH_IDLE_TIMEOUT_SECONDS set (issue 34). */
+    /** The service with AUTH_IDLE_TIMEOUT_SECONDS set. */
     serviceIdle: string
     /** The service with webhooks on, delivering to a local receiver that verifies each signature (servers/webhook-receiver.ts). */
     serviceWebhooks: string
@@ -186,15 +186,15 @@ export function defineScenarios (context: ScenarioContext): Scenario[] {
     source('auth-form-post', 'token in form body, POST', 'one-get-form', shapes.form(authenticate)),
     source('auth-cookie-get', 'token in cookie, GET', 'one-get-cookie-get', shapes['cookie-get'](authenticate)),
     source('auth-cookie-post', 'token in cookie, POST', 'one-get-cookie-post', shapes['cookie-post'](authenticate)),
-    // Forward-auth as a gateway asks it (issue 22): one store read, like Authenticate, answered in onRequest.
+    // Forward-auth as a gateway asks it: one store read, like Authenticate, answered in onRequest.
     { id: 'verify-bearer', server: 'service', group: 'authenticate', paired: ['one-get-verify-bearer', 'jwt'], title: 'Forward-auth /auth/verify, Bearer, GET', baseline: 'one-get-verify-bearer', load: { url: `${origins.service}/auth/verify`, headers: bearer, expectedStatuses: [200] } },
-    // Tracing's cost (issue 24): the same request to the same build with OTEL_EXPORTER_OTLP_ENDPOINT set,
+    // Tracing's cost: the same request to the same build with OTEL_EXPORTER_OTLP_ENDPOINT set,
     // against the service without it, run side by side.
     { id: 'auth-traced', server: 'serviceTraced', group: 'authenticate', unsliced: true, paired: ['auth-query-get'], title: 'Authenticate (query, GET), tracing on (OTLP to a local sink)', baseline: 'auth-query-get', load: { url: `${origins.serviceTraced}/auth/Authenticate?token=${token}`, expectedStatuses: [200] } },
-    // Authenticate by API key (issue 33) against Authenticate by token: the same request shape and ceiling,
+    // Authenticate by API key against Authenticate by token: the same request shape and ceiling,
     // and auth-query-get's slices taken in turns with its own, so that their CPU ratio is a same-seconds one.
     { id: 'auth-key', server: 'service', group: 'authenticate', paired: ['one-get-query', 'auth-query-get'], title: 'Authenticate by API key, key in query, GET', baseline: 'one-get-query', load: { url: `${authenticate}?token=${context.apiKey}`, expectedStatuses: [200] } },
-    // The idle timeout's cost (issue 34): the same request to the same build with AUTH_IDLE_TIMEOUT_SECONDS set
+    // The idle timeout's cost: the same request to the same build with AUTH_IDLE_TIMEOUT_SECONDS set
     // (the token's idle key read beside it, touched at most once per slack), against the service without it, in the same slices.
     { id: 'auth-idle', server: 'serviceIdle', group: 'authenticate', paired: ['auth-query-get'], title: 'Authenticate (query, GET), idle timeout on (AUTH_IDLE_TIMEOUT_SECONDS=900)', baseline: 'auth-query-get', load: { url: `${origins.serviceIdle}/auth/Authenticate?token=${context.idleToken}`, expectedStatuses: [200] } },
     { id: 'auth-unknown', server: 'service', group: 'authenticate', paired: ['one-get-query'], title: 'Authenticate, unknown token (403)', baseline: 'one-get-query', load: { url: `${authenticate}?token=${context.unknownToken}`, expectedStatuses: [403] } },
@@ -210,7 +210,7 @@ export function defineScenarios (context: ScenarioContext): Scenario[] {
       baseline: other === 'node-rs' ? 'argon2-node-rs' : 'argon2',
       load: loginSpec(context, context.password, 200, origins.serviceOtherBinding)
     },
-    // Webhooks' cost (issue 36): the same Logins to the same build with AUTH_WEBHOOK_URL set (an outbox row with
+    // Webhooks' cost: the same Logins to the same build with AUTH_WEBHOOK_URL set (an outbox row with
     // each audit row, the device record, the delivery), run right after the service without it. Whole runs, never
     // slices: a slice's Logins still hashing when it ends would meet the next slice's in a full hash queue (503s).
     { id: 'login-webhooks', server: 'serviceWebhooks', group: 'login', minSeconds: 1, unsliced: true, paired: ['login-success'], title: 'Login, right password, webhooks on (a receiver present)', baseline: 'login-success', load: loginSpec(context, context.password, 200, origins.serviceWebhooks) },

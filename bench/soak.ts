@@ -114,7 +114,7 @@ async function main (): Promise<number> {
       // The one load generator stands for many clients: no per-address share of the hash queue.
       AUTH_HASH_IP_RUNNING: '64',
       AUTH_HASH_IP_QUEUED: '100000',
-      // The memory samples read /metrics from the service's own port (off there by default, issue 30 §4).
+      // The memory samples read /metrics from the service's own port (off there by default).
       AUTH_PUBLIC_INTERNALS: 'true'
     }
     if (redisUrl === undefined || databaseUrl === undefined) {

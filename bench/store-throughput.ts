@@ -1,5 +1,5 @@
 /*
- * Store-level throughput, one Redis against a 3-master Redis Cluster on the same machine (issue 23):
+ * Store-level throughput, one Redis against a 3-master Redis Cluster on the same machine:
  * ops/s of the token store's issue (a Login's store step: one script) and find (Authenticate's one
  * GET), through createRedisTokenStore, 64 in flight. Information, not a target: on one machine the
  * cluster's masters share its cores, so the figure shows the client-side cost of spreading (GETs to

@@ -95,7 +95,7 @@ export interface AccountAdminDeps {
   passwordPolicy?: PasswordPolicy
   /** The accounts' API keys: disabling, revoke-all and delete end them (a new password does not). */
   apiKeys?: Pick<ApiKeys, 'endAccount'> | undefined
-  /** Second factors, for the reset (issue 34); absent, an account has none to reset. */
+  /** Second factors, for the reset; absent, an account has none to reset. */
   totp?: Pick<TotpStore, 'remove'> | undefined
 }
 

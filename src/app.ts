@@ -45,14 +45,14 @@ declare module 'fastify' {
     backends: Backends
     auth: AuthService
     accounts: AccountAdmin
-    /** The accounts' sessions (issue 21): the self-service routes and the admin API act through it. */
+    /** The accounts' sessions: the self-service routes and the admin API act through it. */
     sessions: SqlSessions
-    /** API keys (issue 33): the admin API, the self-service routes and the command line act through it. */
+    /** API keys: the admin API, the self-service routes and the command line act through it. */
     apiKeys: ApiKeys
-    /** TOTP (issue 34): enrollment, its routes, and the check Login makes (through auth). */
+    /** TOTP: enrollment, its routes, and the check Login makes (through auth). */
     secondFactor: SecondFactor
     metrics: Metrics
-    /** The webhook outbox (issue 36): the admin API lists and retries its deliveries. */
+    /** The webhook outbox: the admin API lists and retries its deliveries. */
     webhookOutbox: WebhookOutbox
     /** Shutdown state: once draining, readiness answers 503. */
     lifecycle: { draining: boolean }

@@ -38,7 +38,7 @@ export interface LoginRequest {
   /** A token the caller already holds (cookie or `token` parameter): refreshed when it is theirs. */
   presentedToken?: string | undefined
   /**
-   * The second factor (issue 34): a TOTP code or a recovery code. Needed only by an account with
+   * The second factor: a TOTP code or a recovery code. Needed only by an account with
    * an active factor: without it the right password gets 702, a wrong one 701 (counted).
    */
   otp?: string | undefined
@@ -100,7 +100,7 @@ export interface StepUpRequest {
   client: ClientContext
 }
 
-/** A federated account's password is the directory's to change (403, issue 21). */
+/** A federated account's password is the directory's to change (403). */
 export const federatedPassword = (): StatusError =>
   new StatusError(403, 'Forbidden', 403, {}, { detail: reasons.federatedPassword() })
 
@@ -136,8 +136,8 @@ export interface AuthService {
   /** The active Login token's record; fails with 403 for anything else (an API key too). Never writes. */
   authenticate (token: string | undefined): Promise<TokenRecord>
   /**
-   * What Authenticate, /auth/verify and /auth/introspect accept: a Login token or an API key
-   * (issue 33). A key's record carries its `keyId`. Writes nothing on the answer's path.
+   * What Authenticate, /auth/verify and /auth/introspect accept: a Login token or an API key.
+   * A key's record carries its `keyId`. Writes nothing on the answer's path.
    * `client` (its `ip` read only for a key the token store does not hold: the Fastify request
    * will do, its ip computed only then) is whose budget of key look-ups a lost record spends.
    */
@@ -155,13 +155,13 @@ export interface AuthServiceDeps {
   config: Pick<Config, 'tokenTtlSeconds' | 'federatedTokenTtlSeconds'> & Partial<Pick<Config, 'ldapAutoProvision'>>
   /** The directory federated accounts log in through; absent: federation off (federated accounts use a local hash). */
   directory?: Directory | undefined
-  /** Where Login records each token's session (issue 21); absent: none recorded. */
+  /** Where Login records each token's session; absent: none recorded. */
   sessions?: SessionRecorder | undefined
   /** What a new password must be (POST /auth/Password); NIST SP 800-63B's defaults when absent. */
   passwordPolicy?: PasswordPolicy | undefined
   /** API keys: absent, an `atsk_` secret is refused as any unknown token. */
   apiKeys?: Pick<ApiKeys, 'recover' | 'used'> | undefined
-  /** TOTP (issue 34): absent, no account has a second factor. */
+  /** TOTP: absent, no account has a second factor. */
   secondFactor?: Pick<SecondFactor, 'verify' | 'remove'> | undefined
   /** The clients each account logged in from (login.new_device, webhooks on); absent: not tracked. */
   devices?: DeviceRecord | undefined

@@ -28,9 +28,9 @@ export type ServiceTokenStore = RedisTokenStore | MemoryTokenStore
 export interface Backends {
   database: Database
   users: UserStore
-  /** API keys' rows (issue 33); their records live in `tokens`. */
+  /** API keys' rows; their records live in `tokens`. */
   apiKeyStore: ApiKeyStore
-  /** Second factors (issue 34): the sealed TOTP secrets and recovery codes' hashes. */
+  /** Second factors: the sealed TOTP secrets and recovery codes' hashes. */
   totp: TotpStore
   tokens: ServiceTokenStore
   /** The same object as `tokens`, as the guard-facing feed of ended tokens (the revocations route). */

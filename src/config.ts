@@ -20,7 +20,7 @@ export type TrustProxy = boolean | number | string[]
 export interface Config {
   host: string
   port: number
-  /** NODE_ENV: only how logs look at a terminal (logging.ts); it decides nothing about security (issue 30 §4). */
+  /** NODE_ENV: only how logs look at a terminal (logging.ts); it decides nothing about security (an unset NODE_ENV must not weaken a deployment). */
   nodeEnv: string
   logLevel: string
   /** Log text held while stdout takes none (its reader slow or stopped); past it lines are dropped and counted. */
@@ -80,14 +80,14 @@ export interface Config {
   /**
    * The internal listener (INTERNAL_HOST, INTERNAL_PORT; METRICS_PORT is its deprecated name):
    * /metrics, /docs, /openapi.json and /auth/revocations. The public port serves none of them
-   * unless publicInternals asks for it (issue 30 §4).
+   * unless publicInternals asks for it, whatever NODE_ENV says.
    */
   internalHost: string
   internalPort: number
   /**
    * Host names the internal listener answers besides its bound address, localhost and the
    * loopback addresses (INTERNAL_HOSTNAMES, e.g. a compose service name); any other Host is a
-   * 421 (DNS rebinding, issue 30 §5).
+   * 421 (DNS rebinding).
    */
   internalHostnames: string[]
   /**
@@ -521,7 +521,7 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     apiKeyMaxDays: integer(env, 'AUTH_API_KEY_MAX_DAYS', 365, 1, 3650),
     // Bounds what a revoke-all or disable must end in one step, and what one account may own.
     apiKeysPerAccount: integer(env, 'AUTH_API_KEYS_PER_ACCOUNT', 50, 1, 10_000),
-    // Secure whatever NODE_ENV says (issue 30 §4): browsers and curl keep a Secure cookie from
+    // Secure whatever NODE_ENV says: browsers and curl keep a Secure cookie from
     // http://localhost too; plain http on another host opts out with AUTH_COOKIE_SECURE=false.
     cookieSecure: boolean(env, 'AUTH_COOKIE_SECURE', true),
     cookieDomain: present(env, 'AUTH_COOKIE_DOMAIN'),
@@ -552,7 +552,7 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
       // threads: with every core hashing, a login storm tripled Authenticate's p99 (bench/README.md).
       concurrency: integer(env, 'AUTH_HASH_CONCURRENCY', defaultHashConcurrency(availableParallelism()), 1, 64),
       maxQueued: integer(env, 'AUTH_HASH_QUEUE_MAX', 64, 0, 100_000),
-      // Fair shares (issue 20 §4): no one account or client IP holds more of the slots and the queue.
+      // Fair shares: no one account or client IP holds more of the slots and the queue.
       perAccount: {
         running: integer(env, 'AUTH_HASH_ACCOUNT_RUNNING', 2, 1, 64),
         queued: integer(env, 'AUTH_HASH_ACCOUNT_QUEUED', 8, 0, 100_000)

@@ -25,8 +25,8 @@ import { configuredPasswordPolicy } from './passwords/policy.js'
  * The internal listener (INTERNAL_HOST:INTERNAL_PORT, 127.0.0.1:3001 by default): what only
  * the operator's side needs — /metrics, the API reference (/docs, /openapi.json) and the
  * revocation feed (/auth/revocations) — on an address that is not published. The public port
- * serves none of them unless AUTH_PUBLIC_INTERNALS asks (issue 19 §4, issue 30 §4). It answers
- * only the Host names it is reached by, and nothing it answers is cached (issue 30 §5).
+ * serves none of them unless AUTH_PUBLIC_INTERNALS asks (NODE_ENV decides nothing here). It answers
+ * only the Host names it is reached by (DNS rebinding), and nothing it answers is cached.
  */
 
 export interface InternalAppOptions {

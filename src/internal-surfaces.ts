@@ -2,9 +2,9 @@ import type { Config } from './config.js'
 import { loopbackOnly } from './http/allowed-hosts.js'
 
 /**
- * Where the internal surfaces (/metrics, /docs, /openapi.json, /auth/revocations) are served
- * (issue 19 §4, issue 30 §4): always on the internal listener (internal-listener.ts); on the
- * public port only when AUTH_PUBLIC_INTERNALS asks for it. NODE_ENV decides nothing here.
+ * Where the internal surfaces (/metrics, /docs, /openapi.json, /auth/revocations) are served:
+ * always on the internal listener (internal-listener.ts); on the public port only when
+ * AUTH_PUBLIC_INTERNALS asks for it. NODE_ENV decides nothing here.
  */
 export function publicServesInternals (config: Pick<Config, 'publicInternals'>): boolean {
   return config.publicInternals

@@ -116,7 +116,7 @@ export const AuthenticateSuccessSchema = Type.Object({
   account_id: Type.String(),
   username: Type.String(),
   federated: Type.Boolean(),
-  kind: Type.Optional(Type.Union([Type.Literal('token'), Type.Literal('api_key')], { description: 'A Login token or an API key (issue 33)' })),
+  kind: Type.Optional(Type.Union([Type.Literal('token'), Type.Literal('api_key')], { description: 'A Login token or an API key' })),
   key_id: Type.Optional(Type.String({ description: 'The API key\'s id (kind api_key only)' }))
 }, {
   description: 'Success: status 0, the token (or API key) is active',
@@ -187,7 +187,7 @@ export function errorResponses (badRequestExample: Reason, ...statuses: ErrorSta
   }
 }
 
-/* Sessions and password change (issue 21; api-contract, "Extensions"). */
+/* Sessions and password change (api-contract, "Extensions"). */
 
 const DATE = (description: string) => Type.String({ description: `${description}: UTC, YYYY-MM-DDTHH:MM:SS, no zone and no fraction.`, examples: [EXAMPLE_EXPIRATION] })
 export const EXAMPLE_SESSION_ID = 'Vq3m0XhA8cTz1LbQe5RkNw'
@@ -259,7 +259,7 @@ export const PasswordChangeBodySchema = Type.Object({
   }))
 })
 
-/* The second factor (issue 34; api-contract, "Second factor"). */
+/* The second factor (api-contract, "Second factor"). */
 
 /**
  * The step-up for what outlives the caller's token (a new API key, a second factor, a passkey):

@@ -67,7 +67,7 @@ t.test('with the service stopped or killed', async (t) => {
   })
 })
 
-t.test('where there is no database, an account command refuses and makes none (issue 32)', async (t) => {
+t.test('where there is no database, an account command refuses and makes none', async (t) => {
   // What `npx --prefix <clone> auth-token-service user list` from another directory did: exit 0,
   // no output, and a new empty ./data there.
   const elsewhere = join(await tempDir(t, 'ats-cli-elsewhere-'), 'data')

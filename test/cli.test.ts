@@ -321,7 +321,7 @@ t.test('the embedded default: no DATABASE_URL or REDIS_URL, PGlite files in AUTH
   const cwd = await tempDir(t, 'ats-cli-cwd-')
   const env = cleanEnv({ AUTH_DATA_DIR: dataDir })
 
-  // Only serve and migrate make the database (issue 32): an account command first is refused.
+  // Only serve and migrate make the database: an account command first is refused.
   const early = await cli(env, ['user', 'add', 'erin'], `${PASSWORDS.embedded}\n`, cwd)
   t.equal(early.code, 1, 'user add before there is a database: refused')
   t.match(early.stderr, `no database in ${dataDir}`)

@@ -85,7 +85,7 @@ t.test('AUTH_BOOTSTRAP_RESET: off unless asked for, and only beside a bootstrap 
   t.equal(message, 'AUTH_BOOTSTRAP_RESET: expected true or false, got "yes please"', 'one line naming the variable')
 })
 
-t.test('NODE_ENV decides nothing about security: Secure cookies, no internals on the public port (issue 30 §4)', async (t) => {
+t.test('NODE_ENV decides nothing about security: Secure cookies, no internals on the public port', async (t) => {
   for (const nodeEnv of [undefined, 'development', 'test', 'production', 'staging']) {
     const env = nodeEnv === undefined ? {} : { NODE_ENV: nodeEnv }
     const config = loadConfig(env)

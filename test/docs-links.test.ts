@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url'
 import t from 'tap'
 
 /*
- * The README is short and sends its reader to docs/ (issue 32 §1): a link that leads nowhere,
+ * The README is short and sends its reader to docs/: a link that leads nowhere,
  * or to a heading that was renamed, is a dead end for exactly that reader. Every relative link
  * and #anchor of the project's own pages must resolve. Anchors are made as GitHub makes them.
  */

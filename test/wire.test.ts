@@ -87,7 +87,7 @@ t.test('the cookie round trip: Login sets it, Authenticate and Logout take it ba
   t.equal(cookie?.attributes.get('samesite'), 'Lax', 'SameSite=Lax')
   t.equal(Date.parse(cookie?.attributes.get('expires') ?? ''), Date.parse(`${body.expiration_date}Z`), 'Expires is the expiration_date')
   t.ok(Number(cookie?.attributes.get('max-age')) >= 43198, 'Max-Age is 12 h')
-  t.ok(cookie?.attributes.has('secure'), 'Secure by default, whatever NODE_ENV says (issue 30 §4)')
+  t.ok(cookie?.attributes.has('secure'), 'Secure by default, whatever NODE_ENV says')
 
   const sendBack = { cookie: `AuthToken1=${body.token}` }
   const authGet = await fetch(`${base}/auth/Authenticate`, { headers: sendBack })

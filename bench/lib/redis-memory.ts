@@ -131,7 +131,7 @@ export async function measureTokenMemory (options: MemoryOptions): Promise<Memor
     await Promise.all(ended.map(async (tokenHash) => await store.terminate(tokenHash)))
 
     const after = Number(await info(admin, 'memory', 'used_memory'))
-    // Each account's keys are in its bucket's (issue 23): `{atsAb}t<digest>`, `{atsAb}a<accountId>`, `{atsAb}deny`.
+    // Each account's keys are in its bucket's: `{atsAb}t<digest>`, `{atsAb}a<accountId>`, `{atsAb}deny`.
     const layout = keyLayout(DEFAULT_KEY_PREFIX)
     const tokenKeys = await memoryUsage(admin, `${layout.bucketPrefix('??')}t*`)
     const indexes = await memoryUsage(admin, `${layout.bucketPrefix('??')}a*`)

@@ -184,18 +184,18 @@ export const VERIFY_SOURCES = ['verify-bearer']
  */
 export const READER_STOP_P99_LIMIT = 2
 
-/** Login with webhooks on ÷ off, throughput and CPU per request alike (issue 36). */
+/** Login with webhooks on ÷ off, throughput and CPU per request alike: at most 5 % of either. */
 export const WEBHOOKS_LOGIN_LIMIT = 0.95
 
-/** Authenticate by key ÷ by token, CPU per request: within the A/A noise of a paired ratio (issue 33). */
+/** Authenticate by key ÷ by token, CPU per request: within the A/A noise of a paired ratio (bench/README.md, "Noise"). */
 export const KEY_CPU_LIMIT = 1.1
 
-/** Authenticate with the idle timeout on ÷ off, CPU per request (issue 34). */
+/** Authenticate with the idle timeout on ÷ off, CPU per request. */
 export const IDLE_CPU_LIMIT = 1.3
 
 const fixed = (value: number, digits = 2): string => Number.isFinite(value) ? value.toFixed(digits) : value === Infinity ? '∞' : '—'
 
-/** Every target of issue 17, judged on this run's figures; a target whose scenarios did not run is undecided. */
+/** Every target (bench/README.md, "Targets"), judged on this run's figures; a target whose scenarios did not run is undecided. */
 export function checkTargets (rows: Row[], memory: MemoryFigure | undefined): TargetCheck[] {
   const byId = new Map(rows.map((row) => [row.id, row]))
   const checks: TargetCheck[] = []
@@ -246,27 +246,27 @@ export function checkTargets (rows: Row[], memory: MemoryFigure | undefined): Ta
     return base === undefined ? undefined : roundRatio(base, row.runs, (sample) => sample.cpuMicrosPerRequest)
   }, 1 / 0.9)
   each("Login: req/s ÷ raw argon2id verify's (same parameters and concurrency)", ['login-success'], 0.9, true, (row) => row.ratio)
-  // Issue 33: a key costs what a token costs; 1.10 is the A/A noise of a paired ratio on this VM (bench/README.md, "Noise").
-  each('Authenticate by API key: CPU µs per request ÷ Authenticate by token\'s (query, GET, same slices; issue 33)', ['auth-key'], KEY_CPU_LIMIT, false, (row) => {
+  // A key costs what a token costs; 1.10 is the A/A noise of a paired ratio on this VM (bench/README.md, "Noise").
+  each('Authenticate by API key: CPU µs per request ÷ Authenticate by token\'s (query, GET, same slices)', ['auth-key'], KEY_CPU_LIMIT, false, (row) => {
     const token = row.paired?.['auth-query-get']
     return token === undefined ? undefined : roundRatio(row.runs, token, (sample) => sample.cpuMicrosPerRequest)
   })
-  // Issue 34: the idle timeout's read of the idle key beside the token, and its touch at most once per slack.
-  each('Authenticate with the idle timeout on: CPU µs per request ÷ off\'s (query, GET, same slices; issue 34)', ['auth-idle'], IDLE_CPU_LIMIT, false, (row) => {
+  // The idle timeout's read of the idle key beside the token, and its touch at most once per slack.
+  each('Authenticate with the idle timeout on: CPU µs per request ÷ off\'s (query, GET, same slices)', ['auth-idle'], IDLE_CPU_LIMIT, false, (row) => {
     const off = row.paired?.['auth-query-get']
     return off === undefined ? undefined : roundRatio(row.runs, off, (sample) => sample.cpuMicrosPerRequest)
   })
-  // Issue 36: webhooks on costs Login at most 5 % of its throughput, and of its CPU per request.
-  each('Login with webhooks on: req/s ÷ webhooks off\'s (paired runs; issue 36)', ['login-webhooks'], WEBHOOKS_LOGIN_LIMIT, true, (row) => {
+  // Webhooks on cost Login at most 5 % of its throughput, and of its CPU per request.
+  each('Login with webhooks on: req/s ÷ webhooks off\'s (paired runs)', ['login-webhooks'], WEBHOOKS_LOGIN_LIMIT, true, (row) => {
     const off = row.paired?.['login-success']
     return off === undefined ? undefined : roundRatio(row.runs, off, (sample) => sample.requestsPerSecond)
   })
-  each('Login with webhooks on: CPU µs per request of webhooks off ÷ on\'s (paired runs; issue 36)', ['login-webhooks'], WEBHOOKS_LOGIN_LIMIT, true, (row) => {
+  each('Login with webhooks on: CPU µs per request of webhooks off ÷ on\'s (paired runs)', ['login-webhooks'], WEBHOOKS_LOGIN_LIMIT, true, (row) => {
     const off = row.paired?.['login-success']
     return off === undefined ? undefined : roundRatio(off, row.runs, (sample) => sample.cpuMicrosPerRequest)
   }, 1 / WEBHOOKS_LOGIN_LIMIT)
   each('Authenticate during a login storm: p99 ÷ its idle p99', ['auth-storm'], 2, false, (row) => row.p99Ratio)
-  each('Authenticate with tracing on, every request sampled: CPU µs per request ÷ tracing off\'s (issue 31)', ['auth-traced'], TRACING_CPU_LIMIT, false, (row) => row.cpuRatio)
+  each('Authenticate with tracing on, every request sampled: CPU µs per request ÷ tracing off\'s', ['auth-traced'], TRACING_CPU_LIMIT, false, (row) => row.cpuRatio)
   each('Authenticate with its log reader stopped: p99 of the requests sent meanwhile ÷ p99 over the same seconds of the runs right before and after, reader running', ['auth-reader-stopped'], READER_STOP_P99_LIMIT, false, (row) => row.window?.p99Ratio)
   const stall = byId.get('auth-reader-stopped')?.window
   const stallCheck = checks.at(-1)
@@ -311,7 +311,7 @@ export function compareBindings (rows: Row[]): string[] {
 }
 
 /** What each log reader received: one access line per answered request, the start-up lines besides. */
-/** What tracing every request may cost Authenticate, CPU per request on ÷ off (issue 31 §6). */
+/** What tracing every request may cost Authenticate, CPU per request on ÷ off (bench/README.md, "Tracing's cost"). */
 export const TRACING_CPU_LIMIT = 1.5
 
 /**

@@ -34,7 +34,7 @@ export interface AdminApiOptions {
   audit: AuditLog
   /** The admin namespace's limiter: its "account" is the client address. */
   limiter: LoginLimiter
-  /** API keys (issue 33); absent: no key routes (404). */
+  /** API keys; absent: no key routes (404). */
   apiKeys?: ApiKeys | undefined
   /** The webhook outbox: its deliveries listed and retried; absent: no webhook routes (404). */
   webhooks?: WebhookOutbox | undefined

@@ -20,9 +20,9 @@ export function databaseUsed (config: Pick<Config, 'databaseUrl' | 'dataDir'>, r
 
 /**
  * An account command on the embedded default never makes a database: run from another directory,
- * it would otherwise create an empty one there and answer from it, as if the accounts were gone
- * (issue 32). Only `serve` and `migrate` create one. PGlite's directory is a Postgres data
- * directory, which always holds PG_VERSION.
+ * it would otherwise create an empty one there and answer from it, as if the accounts were gone.
+ * Only `serve` and `migrate` create one. PGlite's directory is a Postgres data directory,
+ * which always holds PG_VERSION.
  */
 export function requireEmbeddedDatabase (config: Pick<Config, 'databaseUrl' | 'dataDir'>): void {
   if (config.databaseUrl !== undefined) return

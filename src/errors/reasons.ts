@@ -32,7 +32,7 @@ export function knownParameter (name: string | undefined): Parameter | undefined
 export const PARAMETER_LIMITS: Readonly<Record<'username' | PasswordParameter | 'token', { max: number, unit: 'characters' | 'bytes' }>> = {
   username: { max: 256, unit: 'characters' },
   password: { max: 1024, unit: 'bytes' },
-  // POST /auth/Password's two (issue 21): passwords like any other.
+  // POST /auth/Password's two: passwords like any other.
   current_password: { max: 1024, unit: 'bytes' },
   new_password: { max: 1024, unit: 'bytes' },
   token: { max: 2048, unit: 'characters' }
@@ -93,7 +93,7 @@ export const reasons = {
   federatedPassword: () => reason('the directory owns this account\'s password'),
   unknownSession: () => reason('no such session of this account'),
   unknownKey: () => reason('no such key of this account'),
-  // The second factor's (issue 34): never the code or secret, only what is wrong.
+  // The second factor's: never the code or secret, only what is wrong.
   totpAlreadyActive: () => reason('a second factor is already active: remove it first'),
   totpNotPending: () => reason('no enrollment waits for confirmation: POST /auth/totp first'),
   totpNotActive: () => reason('no second factor is active'),

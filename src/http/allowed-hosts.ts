@@ -2,7 +2,7 @@ import { isIP } from 'node:net'
 import { networkInterfaces } from 'node:os'
 
 /**
- * The internal listener's Host check (issue 30 §5, DNS rebinding): a page on a domain that
+ * The internal listener's Host check (DNS rebinding): a page on a domain that
  * its owner points at 127.0.0.1 is same-origin with that domain, so the browser lets it read
  * what the listener answers, but it still sends the domain as Host. Only the names the
  * listener is really reached by are answered: its bound address (every local interface

@@ -3,7 +3,7 @@ import { reasons } from '../errors/reasons.js'
 import { StatusError } from '../errors/status.js'
 
 /**
- * Login CSRF (issue 19 §2): a page on another site could post a form to Login and sign
+ * Login CSRF: a page on another site could post a form to Login and sign
  * the victim's browser in as the attacker: SameSite=Lax guards the cookie sent, not the one
  * set, and a sibling subdomain is not cross-site to it at all.
  * A request that a browser marks as cross-site (`Sec-Fetch-Site: cross-site`), or whose

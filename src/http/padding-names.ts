@@ -2,8 +2,8 @@
  * Names a padding function (JSONP callback) may not have. The answer is a script that defines a
  * function of the name asked for, on the page that loads it: a reserved word breaks the script,
  * and a global the page relies on would be replaced by the answer (`alert`, `setTimeout`,
- * `Object`…; or, through `constructor` and `__proto__`, what every object inherits). Issue 19 §6:
- * only five globals were refused while the comment said "globals".
+ * `Object`…; or, through `constructor` and `__proto__`, what every object inherits). So every
+ * global a page may rely on is refused below, not a handful of them.
  */
 
 /** JavaScript's reserved words, strict-mode ones included, and the literals that are not names. */

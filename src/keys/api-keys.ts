@@ -9,7 +9,7 @@ import type { UserRecord } from '../stores/user-store.js'
 import { generateApiKey, hashApiKey, isKeyIdShaped, newKeyId } from './secret.js'
 
 /**
- * API keys (issue 33) over Postgres (what a key is: api_keys) and the token store (whether it
+ * API keys over Postgres (what a key is: api_keys) and the token store (whether it
  * works now: its record, expiring with it). Postgres is written first when a key is made and
  * when it ends, so the record Redis holds is never more alive than the row: a record Redis lost
  * is re-seeded from a live row only (recover), and an ended key's hash is denied in Redis

@@ -45,7 +45,7 @@ const DeleteParamsSchema = Type.Object({ id: Type.String({ minLength: 1, maxLeng
 
 const CALLER = 'The caller\'s Login token (token parameter, Authorization: Bearer or the AuthToken1 cookie); an API key is refused (403) here.'
 
-/** The caller's own API keys (issue 33): GET, POST /auth/keys and DELETE /auth/keys/{id}, with a Login token only. */
+/** The caller's own API keys: GET, POST /auth/keys and DELETE /auth/keys/{id}, with a Login token only. */
 export const keyRoutes: FastifyPluginAsyncTypebox<KeyRoutesOptions> = async (app, { auth, apiKeys }) => {
   const tags = ['keys']
 

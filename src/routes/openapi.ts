@@ -63,7 +63,7 @@ function documentBody (path: string, body: NonNullable<Operation['requestBody']>
 }
 
 /**
- * Login as /docs offers it (issue 32): the credentials in a form body first, JSON second, and
+ * Login as /docs offers it: the credentials in a form body first, JSON second, and
  * no query fields for them. The query string still works (the contract keeps it) but puts the
  * password in a URL, where proxies and access logs keep it: the description names it as the
  * legacy way, and the generated curl never shows it. The form's fields start empty.
@@ -90,7 +90,7 @@ function documentLoginBody (operation: Operation): void {
   }
 }
 const CREDENTIALS: ReadonlySet<string> = new Set(['username', 'password'])
-/** The form's fields, none of them offered in the query: the credentials and the second factor's code (issue 34). */
+/** The form's fields, none of them offered in the query: the credentials and the second factor's code. */
 const BODY_FIELDS: ReadonlySet<string> = new Set([...CREDENTIALS, 'otp'])
 
 /**

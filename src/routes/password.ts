@@ -11,7 +11,7 @@ export interface PasswordRoutesOptions {
   auth: AuthService
 }
 
-/** POST /auth/Password: the caller changes their own password (issue 21). */
+/** POST /auth/Password: the caller changes their own password. */
 export const passwordRoutes: FastifyPluginAsyncTypebox<PasswordRoutesOptions> = async (app, { auth }) => {
   app.post('/auth/Password', {
     schema: {

@@ -19,7 +19,7 @@ export function docsLocation (internalHost: string, internalPort: number): strin
 
 /**
  * `GET /` on the public port: a short pointer instead of a bare 404 for someone who opens the
- * service in a browser or with curl first (issue 32). It names nothing secret; the version is
+ * service in a browser or with curl first. It names nothing secret; the version is
  * the package's, as `/openapi.json` says it too.
  */
 export const pointerRoutes: FastifyPluginAsync<PointerOptions> = async (app, options) => {

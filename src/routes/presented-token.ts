@@ -15,7 +15,7 @@ export function routeToken (request: FastifyRequest, options: { keys?: boolean }
   const presented = presentedToken(request)
   if (typeof presented === 'string' && options.keys === true && isApiKeyShaped(presented) && presented === cookieToken(request.headers.cookie) &&
     presentedToken({ params: request.params, query: request.query, body: request.body, headers: { ...request.headers, cookie: undefined } }) !== presented) {
-    // An API key is never taken from the AuthToken1 cookie (issue 33): answered as no token.
+    // An API key is never taken from the AuthToken1 cookie (the contract: a key there is no credential): answered as no token.
     return undefined
   }
   if (!(presented instanceof TokenRefusal)) return presented

@@ -60,7 +60,7 @@ interface Subscriber {
  * When this instance's own feed is cut, every stream is closed, so that clients drop
  * their caches and reconnect. Hashes of ended tokens are no secret, but the feed tells
  * when people log out and holds a connection open each: it needs a key, has a cap, and
- * never buffers for a subscriber that does not read (issue 19 §4).
+ * never buffers for a subscriber that does not read.
  */
 export const revocationRoutes: FastifyPluginAsync<RevocationRoutesOptions> = async (app, options) => {
   const { revocations, key, open = true, maxSubscribers = 64, heartbeatMs = FEED_HEARTBEAT_MS, drainTimeoutMs = 10_000, maxPendingBytes = 1024 * 1024, onCut } = options

@@ -31,7 +31,7 @@ const pathOf = (url: string): string => {
 const TOKEN_SOURCES = 'The caller\'s token from the token parameter, Authorization: Bearer or the AuthToken1 cookie, as Authenticate takes it.'
 
 /**
- * The caller's own sessions (issue 21): GET /auth/sessions lists them, DELETE /auth/sessions/{id}
+ * The caller's own sessions: GET /auth/sessions lists them, DELETE /auth/sessions/{id}
  * ends one, DELETE /auth/sessions ends all but the caller's. Ending one is a Logout of its token.
  */
 export const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = async (app, { auth, sessions, config }) => {

@@ -25,7 +25,7 @@ import { hashToken, TOKEN_COOKIE } from '@auth-token-service/guard/token'
 import type { TokenRecord } from '@auth-token-service/guard/layout'
 import { clientOf } from './client-context.js'
 
-/** The second factor's check of a code (issue 34's TOTP); absent, no code is ever accepted. */
+/** The second factor's check of a code (TOTP); absent, no code is ever accepted. */
 export interface SecondFactorCheck {
   verify (account: UserRecord, otp: string, client: ClientContext): Promise<boolean>
 }

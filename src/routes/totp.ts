@@ -17,7 +17,7 @@ export interface TotpRoutesOptions {
 
 const CALLER = 'The caller\'s Login token (token parameter, Authorization: Bearer or the AuthToken1 cookie).'
 
-/** The caller's own second factor (issue 34): POST /auth/totp, POST /auth/totp/confirm, DELETE /auth/totp. */
+/** The caller's own second factor: POST /auth/totp, POST /auth/totp/confirm, DELETE /auth/totp. */
 export const totpRoutes: FastifyPluginAsyncTypebox<TotpRoutesOptions> = async (app, { auth, secondFactor, users }) => {
   const tags = ['sessions']
 

@@ -14,7 +14,7 @@ import { formatExpirationDate } from '../tokens/time.js'
 import { ERROR_ANSWERS, EXAMPLE_EXPIRATION, EXAMPLE_USERNAME } from '../schemas.js'
 
 /**
- * Forward-auth for gateways (api-contract, Extensions; issue 22): nginx `auth_request`,
+ * Forward-auth for gateways (api-contract, Extensions): nginx `auth_request`,
  * Traefik `forwardAuth`, Caddy `forward_auth` and Envoy `ext_authz` ask here before they
  * forward a request. Any method, on `/auth/verify` and any path below it (Envoy appends
  * the original path). The answer is made in the route's onRequest hook, so the body is never
@@ -99,14 +99,14 @@ export const verifyRoutes: FastifyPluginAsyncTypebox<VerifyRoutesOptions> = asyn
    * header the gateway sets (AUTH_ORIGINAL_URI_HEADER, X-Forwarded-Uri by default) when the
    * caller is a trusted proxy, else the URL of this request itself (its query, which Caddy and
    * Envoy carry over). Only that one header: a gateway passes on whatever else the client sent,
-   * so the other name could be the client's (issue 30 §6: a client's X-Forwarded-Uri through
-   * nginx won over nginx's own X-Original-URI). A malformed Bearer header or two cookie values
+   * so the other name could be the client's (when both names were read, a client's X-Forwarded-Uri
+   * sent through nginx won over nginx's own X-Original-URI). A malformed Bearer header or two cookie values
    * are no token (401), noted for the log.
    */
   function presented (request: FastifyRequest): string | undefined {
     const bearer = bearerToken(request.headers.authorization)
     const cookie = bearer === undefined ? cookieToken(request.headers.cookie) : undefined
-    // An API key is never taken from the cookie (issue 33): no token at all, as for garbage.
+    // An API key is never taken from the cookie (the contract: a key there is no credential): no token at all, as for garbage.
     if (typeof cookie === 'string' && isApiKeyShaped(cookie)) return undefined
     let found = bearer ?? cookie
     if (found === undefined) {

@@ -1,7 +1,7 @@
 import type { TokenRecord } from '@auth-token-service/guard/layout'
 
 /**
- * What the token stores keep of API keys (issue 33): a key's record lives where a token's does,
+ * What the token stores keep of API keys: a key's record lives where a token's does,
  * keyed by the secret's hash and expiring as a token does, so every reader of tokens (Authenticate,
  * /auth/verify, /auth/introspect, caching guards) reads it the same way. It is kept out of its
  * account's token index: a password change's revoke-all ends the account's tokens and leaves its

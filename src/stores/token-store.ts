@@ -42,7 +42,7 @@ export interface TokenStore {
    * tokens, atomically with ending the first of them: from then on an issue or refresh
    * carrying an older epoch is refused. Kept for at least the longest token lifetime.
    * `exceptTokenHash`: that one token stays active, in the account's index (a password change
-   * ends every session but the caller's: issue 21); an issue or refresh of it carrying the
+   * ends every session but the caller's); an issue or refresh of it carrying the
    * new epoch goes on working.
    */
   terminateAccount (accountId: string, epoch?: number, exceptTokenHash?: string): Promise<string[]>

@@ -2,7 +2,7 @@ import { StatusError, serviceUnavailable } from '../errors/status.js'
 import type { Queryable } from '../db/database.js'
 import { databaseGuard } from '../db/guarded.js'
 
-/** A person logs in; a service has no password and authenticates with API keys only (issue 33). */
+/** A person logs in; a service has no password and authenticates with API keys only. */
 export type AccountKind = 'person' | 'service'
 
 export interface UserRecord {
@@ -32,7 +32,7 @@ export interface AccountDetails extends UserRecord {
   createdAt: Date
   /** The last successful Login; null when it never logged in (since the column exists). */
   lastLoginAt: Date | null
-  /** It has an active second factor (TOTP, issue 34). */
+  /** It has an active second factor (TOTP). */
   totp: boolean
 }
 

@@ -9,7 +9,7 @@ import { base32Encode, CODE_SHAPE, matchingStep, normalizedCode, otpauthUri } fr
 import { openSecret, sealSecret, type TotpKeys } from './sealed-secret.js'
 
 /**
- * The second factor (issue 34): TOTP enrollment, its confirmation and removal, and the check
+ * The second factor: TOTP enrollment, its confirmation and removal, and the check
  * Login makes after the password. No HTTP here; refusals are StatusError values. Audit events
  * name what happened, never a code or a secret: `totp.enrolled` (an enrollment waits),
  * `totp.enabled` (confirmed), `totp.disabled` (outcome `removed` by the account, `reset` by an

@@ -4,7 +4,7 @@ import { redactUrl } from '@auth-token-service/guard/shared/redact'
 import { useTraceIds } from '../logging/trace-id.js'
 
 /**
- * One server span per request, by two hooks of our own (issue 31 §6): what @fastify/otel
+ * One server span per request, by two hooks of our own (tracing/start.ts says why): what @fastify/otel
  * did for us, at the cost of the few attributes we keep. A span starts when the request
  * arrives (onRequest), as a child of the caller's `traceparent` when one came, and ends when
  * the answer is handed over (the first onSend hook, as @fastify/otel ended it: an answer to a

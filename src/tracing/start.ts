@@ -27,7 +27,7 @@ import { useSpanRunner, type SpanAttributes } from './spans.js'
  *
  * The request spans are our own (tracing/requests.ts: two hooks on every Fastify instance, joined
  * through Fastify's `fastify.initialization` diagnostics channel), not @fastify/otel's, whose
- * span and context per request cost Authenticate more than its own work (issue 31 §6).
+ * span and context per request cost Authenticate more than its own work (bench/README.md, "Tracing's cost").
  *
  * Redaction (the logs' rules, test/tracing/tracing.test.ts): the request span's `url.path` is
  * the access log's redacted URL (route template, secret query values replaced); Redis

@@ -7,7 +7,7 @@ import { buildTestApp, type BackendKind } from '../support/app.js'
 import { waitFor } from '../../support/processes.js'
 
 /*
- * The admin API (issue 21; api-contract.md "Admin API") on the internal app as the service
+ * The admin API (api-contract.md "Admin API") on the internal app as the service
  * builds it, on Postgres + Redis and on the embedded default: one suite for both.
  */
 

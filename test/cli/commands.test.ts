@@ -127,7 +127,7 @@ const SESSION_DATE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$/
  * The cases, in order, each with what any adapter must do. Returns the transcript: every run's
  * exit status and output, with what differs by nature (times, session ids, the actor) masked.
  */
-/** Who an adapter's changes are recorded as: the client address and user agent (issue 30 §3). */
+/** Who an adapter's changes are recorded as: the client address and user agent. */
 interface Actor { ip: string, agent: string }
 
 async function commandCases (t: Test, service: Service, actor: Actor): Promise<string[]> {

@@ -4,7 +4,7 @@ import t, { type Test } from 'tap'
 import { createAuthClient } from '@auth-token-service/guard/client'
 
 /*
- * Issue 20 §5: the typed client buffered any response (a 2 GB body grew it by 602 MB).
+ * The typed client once buffered any response (a 2 GB body grew it by 602 MB).
  * Against a real HTTP server that streams a huge body, the answer is a protocol error
  * value, the stream is cut soon after the bound, and the client's memory barely moves.
  */

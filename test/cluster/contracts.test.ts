@@ -13,7 +13,7 @@ import { loginLimiterContract } from '../stores/login-limiter.contract.js'
 import { tokenStoreContract } from '../stores/token-store.contract.js'
 
 /*
- * Issue 23 on a real Redis Cluster of 3 masters and 3 replicas: the token-store and limiter
+ * A real Redis Cluster of 3 masters and 3 replicas: the token-store and limiter
  * contracts unchanged, the spread of 10,000 Logins' tokens over the masters, and revoke-all
  * exact against 50 racing Logins. Run by `npm run test:cluster` (a CI step of its own).
  */
@@ -223,7 +223,7 @@ t.test('Redis Cluster, 3 masters + 3 replicas', async (t) => {
     for (const [node, delays] of byMaster) {
       t.comment(`feed, token on ${node}: ${describe(delays)}`)
       t.ok(Math.max(...delays) < 1000, `every Logout on ${node} reached the watcher within 1 s`)
-      // Printed, not judged: how fast is no pass condition outside the timing test (issue 31 §5).
+      // Printed, not judged: how fast is no pass condition outside the timing test.
       t.comment(`median on ${node}: ${(median(delays) - median(single)).toFixed(1)} ms more than one Redis's`)
     }
   })

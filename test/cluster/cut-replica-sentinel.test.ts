@@ -5,7 +5,7 @@ import { buildTestApp } from '../support/app.js'
 import { checkCutReplica, runCutReplica } from '../support/cut-replica.js'
 
 /*
- * Issue 29 §1 behind Sentinel (1 master + 1 replica + 3 sentinels): the replica cut off,
+ * A cut-off replica behind Sentinel (1 master + 1 replica + 3 sentinels): the replica cut off,
  * Logouts, a revoke-all and a disable answer 503; the master killed, the sentinels promote the
  * stale replica, and no revocation answered Success comes back.
  */

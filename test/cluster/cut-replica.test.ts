@@ -8,7 +8,7 @@ import { buildTestApp } from '../support/app.js'
 import { checkCutReplica, runCutReplica } from '../support/cut-replica.js'
 
 /*
- * Issue 29 §1 on a Redis Cluster (3 masters + 3 replicas): a master's replica cut off, Logouts,
+ * A cut-off replica on a Redis Cluster (3 masters + 3 replicas): a master's replica cut off, Logouts,
  * a revoke-all and a disable on that master answer 503; the master killed and the stale replica
  * promoted (CLUSTER FAILOVER TAKEOVER), no revocation answered Success comes back. Before the
  * fix, every Logout in the window answered Success and every one of those tokens came back.

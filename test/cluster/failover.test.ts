@@ -8,7 +8,7 @@ import { feedSubscription, startCluster, type ClusterUnderTest } from '../../sup
 import { authenticate, login, logout, longestUnavailableMs, newLoadState, startLoad, throughGuard, type LoadUser } from '../support/cluster-load.js'
 
 /*
- * Issue 23: a revocation acknowledged to the client survives its master's failover. The
+ * A revocation acknowledged to the client survives its master's failover. The
  * service and a warm direct-mode guard run on a 3-master + 3-replica cluster under a load of
  * Logins, Authenticates and Logouts; a master is killed (SIGKILL) and its replica promoted.
  * Before that: a Logout whose master's replica does not acknowledge it in time answers 503, and

@@ -8,7 +8,7 @@ import { startCluster } from '../../support/redis.js'
 import { authenticate, login, longestUnavailableMs, newLoadState, startLoad, throughGuard, type LoadUser } from '../support/cluster-load.js'
 
 /*
- * Issue 23: a live slot migration (`redis-cli --cluster reshard`) under a load of Logins,
+ * A live slot migration (`redis-cli --cluster reshard`) under a load of Logins,
  * Authenticates and Logouts: never a Success for an ended token, never a 403 for an active
  * one, 503s only while keys move (a script whose keys are split between two nodes gets
  * TRYAGAIN). Every slot of one master moves to another, so every token of its accounts moves.

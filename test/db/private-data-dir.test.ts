@@ -6,7 +6,7 @@ import { startService, requireCurrentBuild } from '../../support/service.js'
 import { tempDir } from '../../support/processes.js'
 
 /*
- * The embedded database's directory is the service account's alone (issue 30 §1): it holds the
+ * The embedded database's directory is the service account's alone: it holds the
  * argon2id hashes (in the WAL and the tables) and the local admin key. A real `serve` on the
  * embedded default, then what another user of the host can do with its files.
  */

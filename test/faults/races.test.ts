@@ -14,10 +14,9 @@ import { ACCOUNT, countVerdicts, crashMarkers, loginMany } from '../support/chec
  * The thousand Logins go in waves of WAVE, each wave all at once on connections of its
  * own: a Login holds a limiter slot from before its hash until it is settled, and at most
  * AUTH_MAX_FAILED_LOGINS attempts of one account (100 at most by config) may be in flight,
- * so a thousand at once would be refused 429 beyond the first hundred (see the report of
- * issue 7). The service runs with AUTH_MAX_FAILED_LOGINS=100, a per-IP limit above a
- * thousand and AUTH_HASH_QUEUE_MAX=1000, so neither the limiter nor the argon2 queue
- * refuses a wave: every Login of it must succeed.
+ * so a thousand at once would be refused 429 beyond the first hundred. The service runs with
+ * AUTH_MAX_FAILED_LOGINS=100, a per-IP limit above a thousand and AUTH_HASH_QUEUE_MAX=1000, so
+ * neither the limiter nor the argon2 queue refuses a wave: every Login of it must succeed.
  */
 
 const LOGINS = 1000
@@ -31,10 +30,10 @@ t.before(async () => {
   service = await startService(t, serviceEnv({ redisUrl: redis.url, databaseUrl: postgres.url }, ACCOUNT,
     {
       AUTH_HASH_QUEUE_MAX: String(LOGINS),
-      // One account from one address: its fair share of the queue (issue 20 §4) raised to the whole queue.
+      // One account from one address: its fair share of the queue raised to the whole queue.
       AUTH_HASH_ACCOUNT_QUEUED: String(LOGINS),
       AUTH_HASH_IP_QUEUED: String(LOGINS),
-      // The account already holds tokens of the subtests before (issue 20's cap, 1000 by default, would end some):
+      // The account already holds tokens of the subtests before (the per-account cap, 1000 by default, would end some):
       // this test is about concurrent Logins, not the cap, which test/stores/token-store.contract.ts covers.
       AUTH_MAX_TOKENS_PER_ACCOUNT: String(2 * LOGINS),
       AUTH_MAX_FAILED_LOGINS: String(WAVE),

@@ -8,7 +8,7 @@ import { cliCommand, serviceEnv, startService, type ServiceProcess } from '../..
 import { ACCOUNT, loginMany } from '../support/checks.js'
 
 /*
- * Issue 29 §2: a Redis restart must not bring back a token whose Logout answered Success.
+ * A Redis restart must not bring back a token whose Logout answered Success.
  * (a) A Redis persisting by snapshots only (Redis's own default) came back from its last
  *     snapshot with all 30 logged-out tokens working: the service now refuses to start on
  *     it, in one line; with the risk accepted (AUTH_REDIS_ACCEPT_LOSSY_PERSISTENCE) it
@@ -104,7 +104,7 @@ t.test('(b) compose\'s settings (AOF, appendfsync always): SIGKILL right after t
     const kept = await loginMany(t, driver, 5, { parallel: 4 })
     const ended = await loginMany(t, driver, 30, { parallel: 4 })
     const { keptBack, endedBack, gapMs } = await logoutKillRestart(t, driver, redis, kept, ended)
-    // Said, not asserted (issue 31 §5: a busy machine can stretch it): with appendfsync always no
+    // Said, not asserted (a busy machine can stretch it): with appendfsync always no
     // acknowledged write waits for a later fsync, so no gap is short enough to lose one.
     t.comment(`round ${round}: SIGKILL sent ${gapMs.toFixed(1)} ms after the last Logout answered`)
     t.equal(endedBack, 0, `round ${round}: none of the 30 logged-out tokens authenticates after the restart`)

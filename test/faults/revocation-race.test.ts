@@ -9,9 +9,9 @@ import { startThrowawayRedis } from '../../support/redis.js'
 import { ACCOUNT } from '../support/checks.js'
 
 /*
- * Issue 20 §1, the probe's race on a real service: Logins of alice sent in waves (4 every
- * 40 ms) while `user disable alice` or `user passwd alice` runs as the operator runs it (the
- * built CLI in a process of its own). When the command has returned, every token that a
+ * A Login that a revocation overtakes, raced on a real service: Logins of alice sent in waves
+ * (4 every 40 ms) while `user disable alice` or `user passwd alice` runs as the operator runs it
+ * (the built CLI in a process of its own). When the command has returned, every token that a
  * Login started before that moment obtained must be refused: none may authenticate.
  *
  * The service hashes on one thread, so the waves (100 Logins a second) outrun it and a queue
@@ -19,7 +19,7 @@ import { ACCOUNT } from '../support/checks.js'
  * token written after it: the window the race needs, wide open on purpose.
  */
 
-// Passwords without the username in them: the password policy (issue 19 §5) refuses those.
+// Passwords without the username in them: the password policy refuses those.
 const ALICE = { username: 'alice', password: 'her old secret', changed: 'her new secret' }
 const ROUNDS = 3
 const WAVE = 4

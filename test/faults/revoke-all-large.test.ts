@@ -14,18 +14,18 @@ import { startThrowawayRedis } from '../../support/redis.js'
 import { ACCOUNT } from '../support/checks.js'
 
 /*
- * Issue 20 §3: with 150,000 tokens of one account written into the service's key layout,
+ * With 150,000 tokens of one account written into the service's key layout,
  * `sessions revoke` ran one Lua script that blocked Redis for 1.49 s: other users'
  * Authenticate answered 503, and the CLI exited 1 although every token had been ended, with
  * no audit event. Revoke-all now works in bounded steps (64 tokens a script): other users'
  * Authenticate keeps answering, each script takes a fraction of a millisecond (Redis's own
  * statistics and slow log, on a Redis of this test's own), the CLI reports what it did, and the audit event is written.
  *
- * The tokens are written into the account's bucket (issue 23), its index holding them all.
+ * The tokens are written into the account's bucket, its index holding them all.
  */
 
 const TOKENS = 150_000
-// A password without the username in it: the password policy (issue 19 §5) refuses those.
+// A password without the username in it: the password policy refuses those.
 const ALICE = { username: 'alice', password: 'her secret password' }
 
 t.test(`sessions revoke of an account holding ${TOKENS.toLocaleString('en')} tokens`, async (t) => {
@@ -110,7 +110,7 @@ t.test(`sessions revoke of an account holding ${TOKENS.toLocaleString('en')} tok
     'on a shared machine, a Redis descheduled mid-script counts too)')
   t.ok(calls > TOKENS / 64, `bounded steps: ${calls} scripts for ${TOKENS + 1} tokens`)
   // The promise is the command timeout's (300 ms, then a 503), not a speed: a busy machine that
-  // deschedules Redis mid-script must not fail this (issue 31 §5).
+  // deschedules Redis mid-script must not fail this.
   t.ok(Math.max(0, ...slow) < 300, 'none as long as the 300 ms a command may take before it is a 503 (the one script of before: 1,490 ms)')
 
   t.equal(verdictOf(await driver.authenticate(real)), 'unauthorized', 'the account\'s real token is ended')

@@ -5,7 +5,7 @@ import { buildTestApp } from '../support/app.js'
 import { searchMode, startDirectory, templateMode, type Directory } from '../support/slapd.js'
 
 /*
- * Issue 19 §1 against a real slapd: the directory matches `CAROL`, `carol ` or `ｃａｒｏｌ`
+ * Canonical usernames against a real slapd: the directory matches `CAROL`, `carol ` or `ｃａｒｏｌ`
  * to carol's entry. Before, each such login made a new enabled federated account and a
  * token, past `user disable carol` and past dave's lockout. Now the account is the one the
  * directory names (uid, read back after the bind), in canonical form.

@@ -7,7 +7,7 @@ import { startCaddy, startEchoUpstream, startNginx } from '../support/gateways.j
 import * as OTPAuth from 'otpauth'
 
 /*
- * The browser sign-in (issue 35) as a person meets it: headless Chromium (Debian's) in front of
+ * The browser sign-in as a person meets it: headless Chromium (Debian's) in front of
  * real nginx and real Caddy running the files shipped in deploy/, an upstream that echoes what
  * it was sent. For each gateway: a navigation without a cookie lands on the sign-in page, and
  * signing in returns to the URL asked for (path and query) with the upstream seeing alice; a

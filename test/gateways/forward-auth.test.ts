@@ -7,7 +7,7 @@ import { FORM, form, type LoginSuccess } from '../routes/support.js'
 import { connect } from 'node:net'
 
 /**
- * /auth/verify behind real gateways (issue 22): Debian's nginx (`auth_request`) and Caddy
+ * /auth/verify behind real gateways: Debian's nginx (`auth_request`) and Caddy
  * (`forward_auth`), each running the configuration shipped in deploy/ in front of an upstream
  * that echoes the headers it received. For each: a token by Bearer, by cookie and by query
  * reaches the upstream with the identity; no token is a 401 to the client; after Logout, 401;
@@ -106,7 +106,7 @@ async function exercise (t: Test, gateway: Gateway, upstream: Upstream): Promise
     t.notOk(upstream.seen.some((headers) => headers['x-auth-user'] === 'admin'), `${gateway.name}: no forged X-Auth-User ever reached the upstream`)
   })
 
-  t.test('a Connection header listing the identity headers: the upstream still gets the identity (issue 30 §6)', async (t) => {
+  t.test('a Connection header listing the identity headers: the upstream still gets the identity', async (t) => {
     const token = await login()
     const port = Number(new URL(gateway.origin).port)
     const lists = ['close, X-Auth-User, X-Auth-Account-Id, X-Auth-Federated, X-Auth-Expires', 'keep-alive, x-auth-user', 'X-Auth-User', 'close\r\nConnection: X-AUTH-USER, X-Auth-Account-Id']
@@ -122,7 +122,7 @@ async function exercise (t: Test, gateway: Gateway, upstream: Upstream): Promise
     }
   })
 
-  t.test('a client\'s own original-URI header is not the one believed (issue 30 §6)', async (t) => {
+  t.test('a client\'s own original-URI header is not the one believed', async (t) => {
     const token = await login()
     const before = upstream.seen.length
     for (const name of ['X-Forwarded-Uri', 'X-Original-URI']) {

@@ -3,7 +3,7 @@ import { buildInternalApp } from '../../src/internal-listener.js'
 import { buildGuardedApp, guardOptions, MODES, startTokenService, untilRefused, warm } from './support.js'
 
 /*
- * Issue 33: the guard, in both modes, takes an API key (`atsk_…`) where it takes a token (never
+ * The guard, in both modes, takes an API key (`atsk_…`) where it takes a token (never
  * from the cookie), caches it as a token, and drops it when the key is ended: the revocation feed
  * carries the key's hash as it carries a token's.
  */

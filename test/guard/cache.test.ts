@@ -3,7 +3,7 @@ import t from 'tap'
 import { hashToken } from '@auth-token-service/guard/token'
 import { buildGuardedApp, guardOptions, MODES, startTokenService, tokenKey, untilRefused, warm } from './support.js'
 
-/** Every connected guard refuses a revoked token within this (issue 4). */
+/** Every connected guard refuses a revoked token within this (api-contract: the revocation feed's bound). */
 const REVOCATION_LIMIT_MS = 1000
 
 for (const mode of MODES) {

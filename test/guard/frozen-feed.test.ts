@@ -8,7 +8,7 @@ import type { AuthTokenGuardOptions } from '@auth-token-service/guard'
 import { buildGuardedApp, MODES, startTokenService, type GuardMode, type RunningService } from './support.js'
 
 /*
- * Issue 20 §2: with a TCP proxy between a guard and its backend frozen (SIGSTOP: the
+ * With a TCP proxy between a guard and its backend frozen (SIGSTOP: the
  * connections stay open, nothing flows), a token logged out at the service stayed accepted
  * by the HTTP-mode guard for 29.9 s and by the direct-mode guard for 3.2-5.9 s. A cache may
  * answer only while a heartbeat proves its feed live: a logged-out token is refused within
@@ -117,7 +117,7 @@ t.test('the service stops its heartbeats when its own proof lapses', async (t) =
     }
   })()
   // Counted, not timed by arrival: a heartbeat sent in time but read late on a busy machine
-  // must not look like one sent after the proof lapsed (issue 31 §5). The quiet stretch starts
+  // must not look like one sent after the proof lapsed. The quiet stretch starts
   // 700 ms after the lapse.
   await sleep(1000)
   const whileProven = heartbeats.length

@@ -144,7 +144,7 @@ t.test('bounded in entries: reading the most recent entry again and again keeps 
   t.ok(cache.get('e'))
 })
 
-t.test('a proof that lapsed unnoticed drops the cache when the next proof comes (issue 23 failover)', async (t) => {
+t.test('a proof that lapsed unnoticed drops the cache when the next proof comes (as after a failover)', async (t) => {
   const { cache, put, advance } = setup()
   cache.live(800)
   put('a')

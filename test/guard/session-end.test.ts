@@ -2,7 +2,7 @@ import t from 'tap'
 import { buildGuardedApp, guardOptions, MODES, startTokenService, untilRefused, warm, type RunningService } from './support.js'
 
 /*
- * Issue 21: a session ended by id (DELETE /auth/sessions/{id}) reaches a guard's cache as fast
+ * A session ended by id (DELETE /auth/sessions/{id}) reaches a guard's cache as fast
  * as a Logout does, in both guard modes: both are the token store's one terminate (deny set
  * and revocation feed in one step). Measured side by side, over HTTP, each from the moment the
  * request is sent to the guard's first refusal.

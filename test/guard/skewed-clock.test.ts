@@ -10,7 +10,7 @@ import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
 import { buildGuardedApp, warm } from './support.js'
 
 /*
- * Issue 20 §5: a guard whose clock ran 60 s behind served an expired token for up to its
+ * A guard whose clock ran 60 s behind served an expired token for up to its
  * cache TTL, because a cached entry's end was the token's absolute expiry compared with the
  * guard's wall clock. Now the guard learns the remaining lifetime from the token's source
  * (the key's PTTL; `expiration_date` less the answer's `Date`) and counts it down on its own

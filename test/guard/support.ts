@@ -39,7 +39,7 @@ export interface RunningService extends TestApp {
 /** The service on the shared Redis, or on the given topology (a throwaway Cluster or Sentinel setup). */
 export async function startTokenService (t: Test, overrides: Partial<Config> = {}, redis?: RedisTopology): Promise<RunningService> {
   // The HTTP mode's cache follows the feed at the service's own origin by default: served there
-  // when AUTH_PUBLIC_INTERNALS asks, and without a key only on a loopback-only port (issue 30 §4).
+  // when AUTH_PUBLIC_INTERNALS asks, and without a key only on a loopback-only port.
   const service = await buildTestApp(t, 'real', { host: '127.0.0.1', publicInternals: true, ...overrides }, redis === undefined ? {} : { redis })
   await service.addUser(USER.username, USER.password)
   await service.app.listen({ port: 0, host: '127.0.0.1' })

@@ -82,7 +82,7 @@ for (const mode of MODES) {
         'a number in a JSON body': { method: 'POST' as const, url: '/things', payload: { name: 'x', token: 12 } },
         'a broken Bearer header': { method: 'GET' as const, url: '/whoami', headers: { authorization: 'Bearer' } },
         'a cookie that does not decode': { method: 'GET' as const, url: '/whoami', headers: { cookie: 'AuthToken1=%E0%A4%A' } },
-        // Never first-wins (issue 19 §3): a tossed cookie beside the real one makes neither count.
+        // Never first-wins: a tossed cookie beside the real one makes neither count.
         'two different AuthToken1 cookies': { method: 'GET' as const, url: '/whoami', headers: { cookie: `AuthToken1=${token}; AuthToken1=${unknownToken()}` } }
       }
       for (const [what, request] of Object.entries(cases)) {

@@ -29,7 +29,7 @@ async function closedPort (): Promise<number> {
 /**
  * A 503 with the status-message body. Returns how long it took. No upper bound is asserted (a
  * busy machine can reach any): a guard that hung would fail the test by tap's timeout, and a
- * configured timeout is shown honoured by a lower bound above the default (issue 31 §5).
+ * configured timeout is shown honoured by a lower bound above the default.
  */
 async function assertUnavailable (t: Test, guarded: Awaited<ReturnType<typeof buildGuardedApp>>, what: string): Promise<number> {
   const started = performance.now()

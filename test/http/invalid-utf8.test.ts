@@ -4,8 +4,7 @@ import { buildTestApp } from '../support/app.js'
 
 /*
  * A JSON body holding raw invalid UTF-8 is refused as the same bytes percent-encoded are
- * (issue 30 §7): before, Fastify decoded them to U+FFFD and Login answered 701 for a name
- * nobody typed.
+ * (before, Fastify decoded them to U+FFFD and Login answered 701 for a name nobody typed).
  */
 
 const KEY = 'admin-key-for-utf8-tests-0123456789abcdef'

@@ -6,8 +6,8 @@ import { buildTestApp } from '../support/app.js'
 
 /*
  * AUTH_REQUEST_TIMEOUT_MS holds for a client that sends its headers one line at a time
- * (issue 30 §7): Node checked its timeouts every 30 s, and took its header timeout (60 s) from
- * before Fastify set the request timeout, so a 10 s timeout answered after 24 s.
+ * (measured before: Node checked its timeouts every 30 s, and took its header timeout (60 s)
+ * from before Fastify set the request timeout, so a 10 s timeout answered after 24 s).
  */
 
 const TIMEOUT_MS = 2000
@@ -51,7 +51,7 @@ t.test('a client trickling header lines gets its 408 within a second of the time
     const port = await listening(t, server)
     const { elapsedMs, answer } = await trickle(port)
     t.match(answer, /^HTTP\/1\.1 408 /, `${name}: 408`)
-    // Not before the timeout. No upper bound (a busy machine reaches any, issue 31 §5): a server
+    // Not before the timeout. No upper bound (a busy machine reaches any): a server
     // that never answered would fail trickle()'s own 15 s limit.
     t.ok(elapsedMs >= TIMEOUT_MS - 100, `${name}: answered after ${elapsedMs} ms (timeout ${TIMEOUT_MS} ms), not before`)
   }

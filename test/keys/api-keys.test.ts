@@ -17,7 +17,7 @@ import { rejection } from '../support/rejection.js'
 import { generateApiKey, hashApiKey, isKeyIdShaped, newKeyId } from '../../src/keys/secret.js'
 
 /*
- * API keys (issue 33) end to end through inject, on Postgres + Redis and on the embedded default:
+ * API keys end to end through inject, on Postgres + Redis and on the embedded default:
  * made by the admin API, accepted where a token is checked (not as the cookie, not where a token
  * is made or an account changed), ended at once by revocation, disabling and revoke-all but not by
  * a password change, re-seeded when Redis loses its record, and never stored or logged in the clear.

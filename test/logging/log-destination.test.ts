@@ -266,7 +266,7 @@ t.test('at exit, a reader that never reads again holds the process LOG_EXIT_FLUS
   })
   t.equal(code, 0)
   // Not before the deadline; that it ended at all is the deadline at work (the reader never reads
-  // again). No upper bound: a busy machine can stretch any (issue 31 §5).
+  // again). No upper bound: a busy machine can stretch any.
   t.ok(exitMs !== undefined && exitMs >= LOG_EXIT_FLUSH_MS - 300, `ended ${exitMs} ms after deciding to (the deadline: ${LOG_EXIT_FLUSH_MS}), not before`)
   const got = stdout.split('\n')
   got.pop() // a line cut by the deadline, or '' after a whole one

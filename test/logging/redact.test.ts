@@ -26,7 +26,7 @@ t.test('control characters are escaped', async (t) => {
   t.equal(redactUrl('/x\u2028y'), '/x\\u2028y')
 })
 
-t.test('a second factor\'s otp and code are redacted like passwords (issue 34)', async (t) => {
+t.test('a second factor\'s otp and code are redacted like passwords', async (t) => {
   t.equal(redactUrl('/auth/Login?username=a&password=p&otp=123456', '/auth/Login'), '/auth/Login?username=a&password=[redacted]&otp=[redacted]')
   t.equal(redactUrl('/auth/totp/confirm?code=ABCD-EFGH-IJKL-MNOP', '/auth/totp/confirm'), '/auth/totp/confirm?code=[redacted]')
   t.equal(redactUrl('/auth/Login?%4FTP=123456', '/auth/Login'), '/auth/Login?%4FTP=[redacted]', 'however the name is encoded')

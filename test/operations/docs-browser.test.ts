@@ -9,7 +9,7 @@ import { tempDir } from '../../support/processes.js'
 import { seedMigratedDataDir } from '../support/pglite-template.js'
 
 /*
- * /docs as a person uses it (issue 17, section 6): the built service on the embedded default
+ * /docs as a person uses it: the built service on the embedded default
  * with a real account, and the Swagger UI page in a real headless Chromium (Debian's, never a
  * downloaded one). Login (Try it out, fill the fields, Execute), then Authenticate with the
  * token it gave, then Logout: each shows Success in the page. Set ATS_DOCS_SCREENSHOTS to a
@@ -35,7 +35,7 @@ async function run (t: Test): Promise<void> {
     AUTH_BOOTSTRAP_USERNAME: account.username,
     AUTH_BOOTSTRAP_PASSWORD: account.password,
     LOG_LEVEL: 'warn',
-    // Try it out sends to the page's own origin: the public port, which serves /docs only when asked (issue 30 §4).
+    // Try it out sends to the page's own origin: the public port, which serves /docs only when asked.
     AUTH_PUBLIC_INTERNALS: 'true'
   })
 

@@ -16,7 +16,7 @@ import { backendsOf, jsonObject, LogCapture } from './support.js'
 import { freePort } from '../../support/processes.js'
 
 /*
- * /health/live and /health/ready (issue 5, Health and Logs): liveness always answers;
+ * /health/live and /health/ready: liveness always answers;
  * readiness names each backend and answers 503 within about a second when one of them
  * is gone, and from the moment shutdown begins. Health checks stay out of the access
  * log; every other request is one JSON line with its request id.
@@ -142,7 +142,7 @@ t.test('/health/ready: 503 once shutdown begins (draining), with the backends st
 
 t.test('access log: health and metrics are silent; every other request is one JSON line', async (t) => {
   const capture = new LogCapture()
-  // /metrics on the public port, as AUTH_PUBLIC_INTERNALS=true serves it (off by default, issue 30 §4).
+  // /metrics on the public port, as AUTH_PUBLIC_INTERNALS=true serves it (off by default).
   const config = testConfig({ logLevel: 'info', redisKeyPrefix: await freshRedisPrefix(t), publicInternals: true })
   const app = await appOn(t, config, await liveDatabase(t), await liveRedis(t, config), capture)
   await app.ready()

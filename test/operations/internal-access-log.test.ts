@@ -4,7 +4,7 @@ import { buildTestApp } from '../support/app.js'
 import { LogCapture, jsonObject } from './support.js'
 
 /*
- * The internal listener writes an access line per request as the public port does (issue 30 §3):
+ * The internal listener writes an access line per request as the public port does:
  * the same fields, the same redaction (a route by its template, secret query values replaced,
  * an unmatched path by its first segment), never a key; marked "listener":"internal".
  */

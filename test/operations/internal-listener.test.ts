@@ -11,9 +11,9 @@ import { hostOf } from '../../src/http/allowed-hosts.js'
 import { networkInterfaces } from 'node:os'
 
 /*
- * Issue 19 §4: the revocation feed needed no credential, had no cap (2,000 streams from one
- * client in 4 s), and buffered without limit for a subscriber that did not read. Here on the
- * internal listener as the service runs it, over real sockets.
+ * The revocation feed needs a credential, has a cap, and never buffers without limit for a
+ * subscriber that does not read (it once had neither key nor cap: 2,000 streams from one client
+ * in 4 s). Here on the internal listener as the service runs it, over real sockets.
  */
 
 const KEY = 'k'.repeat(20) + '-revocations-key-0123456789'
@@ -144,7 +144,7 @@ t.test('the guard\'s feed client sends the key, and follows revocations on the i
 })
 
 /*
- * Issue 30 §5: the internal listener answered any Host, so a page on a DNS-rebinding domain
+ * DNS rebinding: the internal listener answered any Host, so a page on a DNS-rebinding domain
  * (a name its owner points at 127.0.0.1) could read /metrics, /docs and the feed. Now only the
  * names it is reached by are answered, 421 otherwise; and no answer of it is for a cache.
  */
@@ -191,7 +191,7 @@ t.test('INTERNAL_HOSTNAMES adds names; a wildcard binding answers its interfaces
   t.equal((await hostProbe(port, '/metrics', '203.0.113.9')).status, 421, 'an address of no interface here')
 })
 
-t.test('no AUTH_REVOCATIONS_KEY: the feed answers on a loopback-only internal listener, never on a wider one (issue 30 §4)', async (t) => {
+t.test('no AUTH_REVOCATIONS_KEY: the feed answers on a loopback-only internal listener, never on a wider one', async (t) => {
   for (const [internalHost, expected] of [['127.0.0.1', 200], ['0.0.0.0', 404], ['::', 404]] as const) {
     const { app, config } = await buildTestApp(t, 'embedded', { internalHost })
     await app.ready()

@@ -15,7 +15,7 @@ import { migratedDatabaseUrl } from '../../support/postgres.js'
 import { startService } from '../../support/service.js'
 
 /*
- * Prometheus /metrics (issue 5, Metrics): requests by route, method and status with a
+ * Prometheus /metrics: requests by route, method and status with a
  * latency histogram, login outcomes, tokens issued and terminated, the argon2 queue and
  * its timings, and Node's default metrics; with METRICS_PORT, on that port only.
  */
@@ -30,7 +30,7 @@ async function scrape (app: FastifyInstance): Promise<string> {
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' }
 
-// These tests scrape the app in process: its public port serves /metrics only when asked (issue 30 §4).
+// These tests scrape the app in process: its public port serves /metrics only when asked.
 const SCRAPED = { publicInternals: true }
 
 t.test('counts requests, login outcomes, tokens and hashing, beside the default metrics', async (t) => {
@@ -195,7 +195,7 @@ t.test('the hash queue depth shows logins waiting for argon2', async (t) => {
   t.equal(sample(await scrape(app), 'auth_password_hash_queue_depth'), 0, 'back to 0')
 })
 
-t.test('whatever NODE_ENV says, the public app serves none of the internal surfaces unless asked (issue 30 §4)', async (t) => {
+t.test('whatever NODE_ENV says, the public app serves none of the internal surfaces unless asked', async (t) => {
   for (const nodeEnv of ['development', 'test', 'production']) {
     const { app } = await buildTestApp(t, 'embedded', { nodeEnv })
     for (const path of ['/metrics', '/docs', '/docs/json', '/openapi.json', '/auth/revocations']) {

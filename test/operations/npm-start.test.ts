@@ -3,7 +3,7 @@ import t, { type Test } from 'tap'
 import { freePort, spawnTracked, stopChild, tempDir, waitFor } from '../../support/processes.js'
 
 /*
- * `npm start` as a newcomer runs it (issue 32): it serves, its log says where the docs page is,
+ * `npm start` as a newcomer runs it: it serves, its log says where the docs page is,
  * and `kill -TERM <pid of npm start>` stops the server itself — not only npm, leaving the
  * node process running under PID 1 and holding ./data so that the next start is refused.
  */

@@ -7,7 +7,7 @@ import { PASSWORD_MAX_BYTES, USERNAME_MAX_CHARS } from '../../src/credentials.js
 import { buildTestApp, type TestApp } from '../support/app.js'
 
 /*
- * The OpenAPI 3.1 document (issue 5, OpenAPI): valid against the 3.1 schema, listing
+ * The OpenAPI 3.1 document: valid against the 3.1 schema, listing
  * every route the app registers with its methods (the 405 fallbacks and the docs'
  * own routes are hidden on purpose), and for Login, Authenticate and Logout every
  * parameter form and the success and error answers. /docs is the interactive page.
@@ -151,7 +151,7 @@ t.test('Login documents its parameters (query, body, path) and answers', async (
     t.ok(login?.requestBody?.content['application/json']?.schema.properties?.[name], `JSON body ${name}`)
   }
   // The credentials in a body: the query form (legacy, the password in a URL) gets no field, so
-  // Try it out's request and its generated curl never put the password in the URL (issue 32).
+  // Try it out's request and its generated curl never put the password in the URL (proxies and access logs keep URLs).
   t.same(login?.parameters?.filter((p) => p.in === 'query').map((p) => p.name), ['token'], 'the query offers only token (a refresh)')
   t.same(Object.keys(login?.requestBody?.content['application/x-www-form-urlencoded']?.schema.properties ?? {}), ['username', 'password', 'otp'], 'a form body with both, and the second factor\'s otp')
   t.match(login?.description, /query string works too, as the legacy way/, 'the query form is named as the legacy way')

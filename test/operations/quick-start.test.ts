@@ -6,7 +6,7 @@ import t from 'tap'
 import { freePort, tempDir } from '../../support/processes.js'
 
 /*
- * README's quick start runs top to bottom as written (issue 32): the block between the
+ * README's quick start runs top to bottom as written: the block between the
  * `quick-start` markers, in bash, against a fresh embedded start. Two changes only, each for
  * the run's sake and not the reader's: `npm ci` is left out (the suite runs from the installed
  * tree; a fresh install under it would pull it away), and port 3000 becomes a free port (a

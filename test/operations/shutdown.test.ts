@@ -8,7 +8,7 @@ import { type ServiceProcess, startService } from '../../support/service.js'
 import { tempDir } from '../../support/processes.js'
 
 /*
- * SIGTERM under load (issue 5, Shutdown), on the built service as a real process on
+ * SIGTERM under load, on the built service as a real process on
  * Postgres and Redis. Twenty keep-alive clients run Authenticate and Login in a loop;
  * mid-load the process gets SIGTERM. What must hold:
  *
@@ -160,7 +160,7 @@ t.test('SIGTERM under keep-alive load: readiness fails first, accepted requests 
   const tookMs = (exitedAt ?? Infinity) - signalAt
   t.ok(tookMs >= SHUTDOWN_DELAY_MS, `not before SHUTDOWN_DELAY_MS (took ${Math.round(tookMs)} ms)`)
   // Within SHUTDOWN_TIMEOUT_MS: the log says so (closed in order, not killed by the timeout), not
-  // a duration, which a busy machine can stretch (issue 31 §5).
+  // a duration, which a busy machine can stretch.
   t.match(service.output(), /closing: readiness now answers 503/)
   t.match(service.output(), /"msg":"closed"/, 'closed in order, not killed by the timeout')
   t.notMatch(service.output(), /killed by timeout/)

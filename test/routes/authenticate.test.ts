@@ -89,7 +89,7 @@ t.test('missing, unknown, expired, terminated and malformed tokens: byte-identic
   assertActive(t, await app.inject({ method: 'GET', url: `/auth/Authenticate/${good}` }), 'the good token is still active')
 })
 
-t.test('a 43-character token of before 0.2.0 is malformed (issue 31 §2): a 403 as for an unknown token, its old key never read', async (t) => {
+t.test('a 43-character token of before 0.2.0 is malformed: a 403 as for an unknown token, its old key never read', async (t) => {
   const redis = testApp.redisStore?.redis
   if (redis === undefined) throw new Error('the real app has Redis')
   const prefix = testApp.redisPrefix ?? ''

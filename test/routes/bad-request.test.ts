@@ -12,7 +12,7 @@ import { fixtureAccounts } from '../support/app.js'
 import { rawRequest } from '../support/raw-http.js'
 
 /*
- * Every 400 says what is wrong (issue 17, section 5): `{"status":400,"message":"Bad Request",
+ * Every 400 says what is wrong: `{"status":400,"message":"Bad Request",
  * "detail":"<reason>"}`, the reason naming the parameter and the problem, never a value sent;
  * and the request's access-log line carries the same reason. One case per place a 400 comes
  * from: the strict query and form parser, schema validation, the routes' and the auth

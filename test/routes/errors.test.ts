@@ -197,7 +197,7 @@ t.test('Redis unreachable: Login, Authenticate and Logout answer 503, never Succ
   const padded = await dead.inject({ method: 'GET', url: `/auth/Authenticate/${token}?callback=cb` })
   t.equal(padded.body, `function cb() {return ${statusBody(503, 'Service Unavailable')};}`, 'padded Authenticate carries the 503, not Success')
   t.notOk(padded.body.includes('"status":0'), 'never a padded Success')
-  // No hang is the promise: a generous bound, that a busy machine does not reach (issue 31 §5).
+  // No hang is the promise: a generous bound, that a busy machine does not reach.
   t.ok(Date.now() - started < 30_000, `answers come, no hang (${Date.now() - started} ms for all)`)
   const failed = await dead.inject({ method: 'POST', url: '/auth/Login', headers: FORM, payload: form({ username: 'alice', password: 'wrong' }) })
   t.ok(failed.body === BODIES.loginFailed || failed.body === BODIES.serviceUnavailable, `a wrong password: Login Failed or 503, never Success (${failed.body})`)

@@ -11,7 +11,7 @@ import { buildTestApp } from '../support/app.js'
 import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
 
 /*
- * AUTH_IDLE_TIMEOUT_SECONDS (issue 34): a Login token not presented for that long stops working
+ * AUTH_IDLE_TIMEOUT_SECONDS: a Login token not presented for that long stops working
  * (within a minute of the limit; never before it), on the service and through a direct-mode
  * guard; the absolute lifetime still applies; API keys have no idle timeout.
  */

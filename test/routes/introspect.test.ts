@@ -6,7 +6,7 @@ import { buildTestApp } from '../support/app.js'
 import { BODIES, assertStatus, badRequestBody, FORM, form, parseExpiration, tokenFor, unknownToken } from './support.js'
 
 /**
- * POST /auth/introspect (RFC 7662; issue 22): HTTP Basic against AUTH_INTROSPECTION_CLIENTS,
+ * POST /auth/introspect (RFC 7662): HTTP Basic against AUTH_INTROSPECTION_CLIENTS,
  * the active answer's fields, `{"active":false}` and nothing more for anything else, 404 when
  * no client is configured. Driven by openid-client's tokenIntrospection, an OAuth library
  * that speaks the RFC, over a real socket.

@@ -80,7 +80,7 @@ t.test('usernames are canonical (width, case, NFC) and passwords NFC-normalized'
   const res = await app.inject({ method: 'POST', url: '/auth/Login', headers: JSON_HEADERS, payload: JSON.stringify(nfd) })
   t.equal(res.statusCode, 200, 'the decomposed spelling logs in to the composed account')
   const otherCase = await app.inject({ method: 'POST', url: '/auth/Login', headers: JSON_HEADERS, payload: JSON.stringify({ username: 'JOS\u00c9', password: 'caf\u00e9' }) })
-  t.equal(otherCase.statusCode, 200, 'another case is the same account (issue 19)')
+  t.equal(otherCase.statusCode, 200, 'another case is the same account (canonical usernames)')
   const passwordCase = await app.inject({ method: 'POST', url: '/auth/Login', headers: JSON_HEADERS, payload: JSON.stringify({ username: 'jos\u00e9', password: 'CAF\u00c9' }) })
   assertStatus(t, passwordCase, 401, BODIES.loginFailed, 'a password is case-sensitive')
 })

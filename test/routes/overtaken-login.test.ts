@@ -7,9 +7,9 @@ import { testConfig } from '../support/config.js'
 import { freshPglite } from '../support/pglite.js'
 
 /*
- * Issue 20 §1, the Login's side: a revocation that lands between the password check and the
- * token's write leaves the Login without a token, answered as the account's state now
- * dictates. The revocation is made to land there exactly: the token store runs it just
+ * A Login that a revocation overtakes, the Login's side: a revocation that lands between the
+ * password check and the token's write leaves the Login without a token, answered as the
+ * account's state now dictates. The revocation is made to land there exactly: the token store runs it just
  * before the write.
  */
 
@@ -49,7 +49,7 @@ const cases: Array<[string, Revocation, number]> = [
   ['user disable', async (app) => await app.accounts.setDisabled('ann', true), 401],
   ['user passwd', async (app) => await app.accounts.setPassword('ann', 'ann new password'), 401],
   ['sessions revoke', async (app) => await app.accounts.revokeSessions('ann'), 503],
-  // Issue 21: the caller's own password change ends every other token, a Login under way with the old password included.
+  // The caller's own password change ends every other token, a Login under way with the old password included.
   ['POST /auth/Password', async (app) => {
     const { token } = (await app.inject({ method: 'POST', url: '/auth/Login', payload: { username: 'ann', password: 'ann old password' } })).json<{ token: string }>()
     const changed = await app.inject({

@@ -4,7 +4,7 @@ import { buildTestApp, type BackendKind, type TestApp } from '../support/app.js'
 import { assertStatus, authenticate, badRequestBody, BODIES, form, FORM, JSON_HEADERS, loginForm, statusBody, type LoginSuccess } from './support.js'
 
 /*
- * POST /auth/Password (issue 21; api-contract, "Password change"): the current password checked
+ * POST /auth/Password (api-contract, "Password change"): the current password checked
  * as Login checks it, the new one by the policy, every other session ended and the caller's
  * kept. On Postgres+Redis and on the embedded default alike.
  */

@@ -3,7 +3,7 @@ import { buildTestApp } from '../support/app.js'
 import { docsLocation } from '../../src/routes/pointer.js'
 import { PACKAGE_VERSION } from '../../src/version.js'
 
-/** GET / on the public port: a pointer to the docs and health checks, not a bare 404 (issue 32). */
+/** GET / on the public port: a pointer to the docs and health checks, not a bare 404. */
 
 const { app } = await buildTestApp(t, 'embedded')
 

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildTestApp } from '../support/app.js'
 
 /*
- * The sign-in page's code step (issue 35 over issue 34's second factor): the right password of an
+ * The sign-in page's code step (the second factor): the right password of an
  * enrolled account asks for the code with the account held server-side (never the password),
  * a wrong code is Login's counted failure, the right one (or a recovery code) signs in and goes
  * back; the pending sign-in is the browser's alone and ends with it.

@@ -15,7 +15,7 @@ export const JSON_TYPE = 'application/json; charset=utf-8'
 export const FORM = { 'content-type': 'application/x-www-form-urlencoded' } as const
 export const JSON_HEADERS = { 'content-type': 'application/json' } as const
 
-/** A v2 token (issue 23): the version, the account's bucket, 43 characters (256 bits). */
+/** A v2 token: the version, the account's bucket, 43 characters (256 bits). */
 export const TOKEN_SHAPE = /^2[A-Za-z0-9_-]{45}$/
 export const EXPIRATION_SHAPE = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$/
 
@@ -166,7 +166,7 @@ export function assertTokenCookie (t: Test, res: Reply, token: string, expiratio
   t.equal(expires === undefined ? NaN : Date.parse(expires), parseExpiration(expirationDate), `${what}: Expires is the expiration_date`)
   const maxAge = Number(a.get('max-age'))
   t.ok(Number.isInteger(maxAge) && maxAge <= ttlSeconds && maxAge >= ttlSeconds - 5, `${what}: Max-Age ${String(a.get('max-age'))} is the lifetime`)
-  // Secure by default (issue 30 §4); AUTH_COOKIE_SECURE=false turns it off.
+  // Secure by default; AUTH_COOKIE_SECURE=false turns it off.
   t.equal(a.has('secure'), expect.secure ?? true, `${what}: Secure ${expect.secure === false ? 'not set' : 'set'}`)
   t.equal(a.get('domain'), expect.domain, `${what}: Domain ${expect.domain ?? 'not set'}`)
 }

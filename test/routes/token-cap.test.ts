@@ -4,7 +4,7 @@ import { buildTestApp } from '../support/app.js'
 import { authenticate, tokenFor } from './support.js'
 
 /*
- * Issue 29 §3 through Login: with AUTH_MAX_TOKENS_PER_ACCOUNT=5, 8 Logins of one account 50 ms
+ * The per-account token cap through Login: with AUTH_MAX_TOKENS_PER_ACCOUNT=5, 8 Logins of one account 50 ms
  * apart must leave the 5 newest active, oldest first `00011111`: the cap ends
  * the oldest-issued tokens, never the token a Login has just returned. Before the fix the Redis
  * store left `10101110` (tokens of one second named the same expiry and tied).

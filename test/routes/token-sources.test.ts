@@ -9,7 +9,7 @@ import {
  * One order of token sources on every route (api-contract, Extensions): path, `token`
  * parameter, `Authorization: Bearer`, the `AuthToken1` cookie. A malformed Authorization
  * header is a 400 with its detail; two different AuthToken1 values are no cookie token at
- * all (issue 19 §3), and the access log says why.
+ * all, and the access log says why.
  */
 
 class Lines extends Writable {

@@ -11,7 +11,7 @@ import { testConfig } from '../support/config.js'
 import { freshPglite } from '../support/pglite.js'
 
 /*
- * A federated account takes the same second factor after the directory's bind (issue 34), and
+ * A federated account takes the same second factor after the directory's bind, and
  * enrolls it with the directory's password: the directory here is a stand-in that accepts one
  * password (test/federation/ has the real slapd).
  */

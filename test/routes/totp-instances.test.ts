@@ -15,7 +15,7 @@ import { freshPostgresDatabase, patientPostgres } from '../../support/postgres.j
 import { freshRedisPrefix, requireRedis, TEST_REDIS_COMMAND_TIMEOUT_MS } from '../../support/redis.js'
 
 /*
- * Two service instances on one Postgres and one Redis (issue 34): a code accepted by one is
+ * Two service instances on one Postgres and one Redis: a code accepted by one is
  * refused by the other, also when both get it at once; and a dump of the database holds no
  * TOTP secret in any encoding.
  */

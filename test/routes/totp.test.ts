@@ -6,7 +6,7 @@ import { buildInternalApp } from '../../src/internal-listener.js'
 import { buildTestApp, fixtureAccounts, type BackendKind } from '../support/app.js'
 
 /*
- * The second factor at Login (issue 34; api-contract "Second factor"): enrollment with an
+ * The second factor at Login (api-contract "Second factor"): enrollment with an
  * authenticator-compatible generator (otpauth, not our code), the Login matrix on every pathway,
  * the lockout counting codes, removal, the admin reset, and the audit trail.
  */

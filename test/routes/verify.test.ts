@@ -7,7 +7,7 @@ import {
 } from './support.js'
 
 /**
- * /auth/verify, forward-auth for gateways (issue 22; api-contract, Extensions): any method on
+ * /auth/verify, forward-auth for gateways (api-contract, Extensions): any method on
  * any path below it, the body never read; Bearer, then the cookie, then the original URL's
  * `token`; 200 with the identity in headers, 401 with WWW-Authenticate: Bearer for anything
  * else, 503 when the token store cannot answer; never a redirect.
@@ -126,7 +126,7 @@ t.test('X-Forwarded-Uri and X-Original-URI only from a trusted proxy', async (t)
     t.equal(res.headers['x-auth-user'], 'alice', `${name}: the identity`)
     // A trusted proxy's original URL is the original: the verify URL's own query is not looked at.
     assertRefused(t, await service.inject({ method: 'GET', url: `/auth/verify?token=${token}`, headers: { [name]: '/orders' } }), `${name} without a token: none, whatever the verify URL says`)
-    // Issue 30 §6: a gateway passes on what else the client sent; the other name is the client's, never believed.
+    // A gateway passes on what else the client sent; the other name is the client's, never believed.
     assertRefused(t, await service.inject({ method: 'GET', url: '/auth/verify', headers: { [other]: `/?token=${token}` } }), `believing ${name}: a lone ${other} is not believed`)
     assertRefused(t, await service.inject({ method: 'GET', url: '/auth/verify', headers: { [name]: '/?token=garbage', [other]: `/?token=${token}` } }),
       `believing ${name}: a ${other} beside it does not win`)

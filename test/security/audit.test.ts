@@ -19,7 +19,7 @@ import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
 import { cliCommand, requireCurrentBuild } from '../../support/service.js'
 
 /*
- * The audit trail (issue 3, security.md Logs): every login success and failure,
+ * The audit trail (security.md Logs): every login success and failure,
  * lockout, refusal, logout and account change is a row of `auth_events` with the
  * account, client IP, user agent and outcome, never a secret; the table is
  * append-only; writing never blocks or fails a request; `events` prints it.
@@ -365,7 +365,7 @@ t.test('the events command', async (t) => {
   t.equal((await login(app, desk, 'bob', 'wrong')).status, 401)
   // User text with tabs, CR/LF and control characters: it must stay inside its cell and line.
   const nasty: Client = { ip: '203.0.113.9', ua: 'evil\tagent\r\nforged\tline\u0007' }
-  // A username with controls in it is refused outright (issue 19: canonical usernames) and records nothing.
+  // A username with controls in it is refused outright (canonical usernames) and records nothing.
   t.equal((await login(app, nasty, 'mallory\n2020-01-01T00:00:00.000Z\tlogin.success\talice', 'x')).status, 400)
   t.equal((await login(app, nasty, 'mallory', 'x')).status, 401)
   await app.backends.audit.flush()

@@ -4,7 +4,7 @@ import { rejection } from '../support/rejection.js'
 import { StatusError } from '../../src/errors/status.js'
 
 /*
- * Issue 19 §1: what a local account's name looked like to the service. Each variant below
+ * Canonical usernames: what a local account's name looked like to the service. Each variant below
  * was an account of its own (`user add` took it) and logged in as its own name.
  */
 

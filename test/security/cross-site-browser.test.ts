@@ -7,7 +7,7 @@ import { startService } from '../../support/service.js'
 import { tempDir } from '../../support/processes.js'
 
 /*
- * Issue 19 §2 in a real browser (Debian's headless Chromium): a page of another origin posts a
+ * Login CSRF in a real browser (Debian's headless Chromium): a page of another origin posts a
  * form to Login. Served from `localhost` it is cross-site to the service on 127.0.0.1; from
  * 127.0.0.1 on another port, same-site but another origin. Both are refused and the browser
  * gets no cookie; the service's own page logs in; a cross-site <script> JSONP Authenticate works.

@@ -2,7 +2,7 @@ import t from 'tap'
 import { buildTestApp } from '../support/app.js'
 
 /*
- * Issue 19 §2, login CSRF, with the headers a browser sends (Chromium 13x): a cross-site form
+ * Login CSRF, with the headers a browser sends (Chromium 13x): a cross-site form
  * POST to Login got 200 and a Set-Cookie, signing the victim's browser in as the attacker.
  * The same in a real headless Chromium: test/security/cross-site-browser.test.ts.
  */

@@ -7,11 +7,11 @@ import { buildTestApp, fixtureAccounts } from '../support/app.js'
 import { freshRedisPrefix } from '../../support/redis.js'
 
 /*
- * The HTTP surface under property-based fuzzing (issue 3; contract, wire format):
+ * The HTTP surface under property-based fuzzing (contract, wire format):
  * arbitrary strings, full-Unicode strings, bytes and parameter combinations at the
  * three routes through inject, and raw request lines and headers through a real
  * socket. Never a 500, never anything but the contract's bodies, never a stack
- * trace, and a normal Login still works afterwards. A 400's detail (issue 17) is one of
+ * trace, and a normal Login still works afterwards. A 400's detail is one of
  * the service's own reasons and never holds what was sent. Fixed seeds: a failure names
  * its counterexample and reproduces.
  */
@@ -98,7 +98,7 @@ const detailsSeen = new Map<string, number>()
 
 const JSONP = /^function [A-Za-z_$][A-Za-z0-9_$]{0,63}\(\) \{return \{"status":-?\d+,"message":"[^"]*"\};\}$/
 const STACK = /\n\s*at |\bat [^\s]+ \(|Error:|"stack"/
-// kind (token or api_key) and an API key's key_id: issue 33's Authenticate answer (api-contract, "Machine credentials").
+// kind (token or api_key) and an API key's key_id: the Authenticate answer for a key (api-contract, "Machine credentials").
 const AUTHENTICATE_EXTRAS = new Set(['account_id', 'username', 'federated', 'kind', 'key_id'])
 
 /** The contract's bodies, as the fuzz checks them. Empty when the answer is fine. */

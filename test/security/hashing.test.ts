@@ -13,7 +13,7 @@ import { rejection } from '../support/rejection.js'
 useRealArgon2()
 
 /**
- * Password storage and checking (security.md, Login; issue 3, Hashing): argon2id at
+ * Password storage and checking (security.md, Login): argon2id at
  * least at OWASP's minimum with a 16-byte salt, rehash below policy on the next
  * success, NFC-normalized passwords checked exactly otherwise (1024 bytes accepted,
  * longer refused before any hashing), and a bounded hashing queue so a login flood
@@ -153,7 +153,7 @@ t.test('passwords are checked exactly as sent, after NFC', async (t) => {
     assertSuccess(t, await login(app, 'max-bytes', max), 'the account is not locked or counted by the refusals')
     const verified = performance.now() - started
     t.equal(hashing.count(), 1, 'a normal login does verify (the counter works)')
-    // The count above is the claim; the times are printed, not judged (issue 31 §5: no duration
+    // The count above is the claim; the times are printed, not judged (no duration
     // is a pass condition outside test/security/timing.test.ts).
     t.comment(`the refusal costs no hash: fastest ${Math.min(...times).toFixed(1)} ms against ${verified.toFixed(1)} ms for a login with a verify`)
   })

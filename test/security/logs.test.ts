@@ -313,12 +313,12 @@ t.test('control characters in what is logged cannot forge a line', async (t) => 
   const login = `username=${encodeURIComponent('evil\r\n{"level":60}\u0085\u2028')}&password=${encodeURIComponent(password('rawsocket'))}`
   const viaSocket = await rawRequest(port, Buffer.from(`POST /auth/Login?${login} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${unknownToken()}\r\nCookie: AuthToken1=${unknownToken()}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`))
   injected++
-  // Such a name is no username at all (issue 19, canonical usernames): refused before any lookup; its line is checked below.
+  // Such a name is no username at all (canonical usernames): refused before any lookup; its line is checked below.
   t.match(viaSocket, /^HTTP\/1\.1 400 /, 'a raw Login with a control-character username: Bad Request')
 
   // The bootstrap account's name is user text that goes into a log record as a field.
   const bootstrapName = `boot_${NONCE}\r\n{"level":60,"msg":"forged"}\n\u001b[31m\u0085\u2028`
-  // Such a name cannot be an account (issue 19): the start stops on a configuration error, and logs nothing of it.
+  // Such a name cannot be an account (canonical usernames): the start stops on a configuration error, and logs nothing of it.
   let refused: unknown
   try {
     await bootstrapAccount(server, { ...config, bootstrapUsername: bootstrapName, bootstrapPassword: password('bootstrap') })
@@ -368,7 +368,7 @@ t.test('every captured line: one JSON record, no secret', async (t) => {
     `request lines for ${requestIds.size} of the ${injected} requests sent (${refusedBeforeRouting} refused before routing)`)
   t.notOk(records.some((r) => r.msg === 'forged' || r.level >= 60), 'no record was forged from request text')
 
-  // A 400's line says why (issue 17); the search for secrets below covers the reasons too.
+  // A 400's line says why; the search for secrets below covers the reasons too.
   const badRequests = requestLines.filter((r) => r.statusCode === 400)
   t.ok(badRequests.length >= 7, `the 400s were logged (${badRequests.length} lines)`)
   t.same(badRequests.filter((r) => typeof r.detail !== 'string' || r.detail === '').map((r) => r.req?.url), [], 'every 400 line carries its detail')

@@ -8,7 +8,7 @@ import { buildTestApp } from '../support/app.js'
 import { freshPostgresDatabase, patientPostgres } from '../../support/postgres.js'
 import { cliCommand } from '../../support/service.js'
 
-/* Issue 19 §6: the smaller findings of the probe. */
+/* The smaller findings of a security review, one test each. */
 
 t.test('a padding function may not be named after a global the page relies on', async (t) => {
   const { app, addUser } = await buildTestApp(t, 'embedded')

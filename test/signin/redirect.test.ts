@@ -2,7 +2,7 @@ import t from 'tap'
 import { hostAllowed, redirectParameter, safeRedirect } from '../../src/signin/redirect.js'
 
 /*
- * The sign-in's `rd` (issue 35): only this origin or AUTH_REDIRECT_ALLOWED's hosts. The refused
+ * The sign-in's `rd`: only this origin or AUTH_REDIRECT_ALLOWED's hosts. The refused
  * list is the open-redirect bypasses that have worked on real sign-in pages (OWASP's unvalidated
  * redirects cheat sheet, PortSwigger's URL-validation bypass list, oauth2-proxy's and Authelia's
  * advisories): each must be ignored, whatever a browser would have made of it.

@@ -8,7 +8,7 @@ import { startThrowawayRedis } from '../../support/redis.js'
 import { rejection } from '../support/rejection.js'
 
 /*
- * Issue 20 §5: on a Redis whose maxmemory-policy may evict keys, an evicted account index
+ * On a Redis whose maxmemory-policy may evict keys, an evicted account index
  * made `user disable` end none of the account's tokens and evicted lockout keys lifted
  * locks. The service refuses to serve on such a Redis (503, readiness 503, one log line)
  * and serves again as soon as the policy is `noeviction`.

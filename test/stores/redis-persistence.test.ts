@@ -9,7 +9,7 @@ import { startThrowawayRedis } from '../../support/redis.js'
 import { rejection } from '../support/rejection.js'
 
 /*
- * Issue 29 §2: a Redis that restarts from a state older than the last acknowledged Logout (a
+ * A Redis that restarts from a state older than the last acknowledged Logout (a
  * snapshot, an AOF whose last second never reached the disk) brings logged-out tokens back.
  * The store reads Redis's persistence and refuses every token operation (503, readiness
  * "lossy") on one that can, unless the operator accepts it; AOF with `appendfsync always` and

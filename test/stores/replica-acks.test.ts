@@ -8,10 +8,10 @@ import { waitFor } from '../../support/processes.js'
 import { startThrowawayRedis } from '../../support/redis.js'
 
 /*
- * Issue 29 §1, the parts that need no cluster: the slot a key lives on (as Redis computes it),
- * the replicas CLUSTER NODES says each master is meant to have (a failed one counts), the
- * setting, and a plain URL to a replicated master, where only the setting can say a replica
- * is meant (nothing lists one that is cut off).
+ * How many replicas must acknowledge a revocation, the parts that need no cluster: the slot a
+ * key lives on (as Redis computes it), the replicas CLUSTER NODES says each master is meant to
+ * have (a failed one counts), the setting, and a plain URL to a replicated master, where only
+ * the setting can say a replica is meant (nothing lists one that is cut off).
  */
 
 t.test('keySlot is Redis Cluster\'s CRC16 slot, hash tags included', async (t) => {

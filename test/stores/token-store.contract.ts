@@ -69,7 +69,7 @@ export function tokenStoreContract (t: Test, makeStore: MakeTokenStore): void {
     t.equal(await store.find(hash), null, 'gone once it ran out')
   })
 
-  t.test('never found at or after its expiration instant, whatever its key\'s time to live says (issue 20 §5)', async (t) => {
+  t.test('never found at or after its expiration instant, whatever its key\'s time to live says', async (t) => {
     const store = await makeStore(t, { denyTtlMs: 5000 })
     const hash = newHash()
     // The key outlives the named instant, as a PX counted from a write made after the date was computed does.
@@ -159,7 +159,7 @@ export function tokenStoreContract (t: Test, makeStore: MakeTokenStore): void {
     t.same(await store.terminateAccount('no-such-account'), [])
   })
 
-  t.test('a revocation epoch refuses the issue and refresh of a Login that read an older one (issue 20 §1)', async (t) => {
+  t.test('a revocation epoch refuses the issue and refresh of a Login that read an older one', async (t) => {
     const store = await makeStore(t, { denyTtlMs: 5000 })
     const before = newHash('3')
     t.equal(await store.issue(before, record('3'), 60_000, 0), true, 'issued while no revocation is recorded')
@@ -177,7 +177,7 @@ export function tokenStoreContract (t: Test, makeStore: MakeTokenStore): void {
     t.equal(await store.issue(newHash('3'), record('3'), 60_000), true, 'an issue without an epoch is not checked')
   })
 
-  t.test('terminateAccount with one token excepted: every other token ends, that one stays active and indexed (issue 21)', async (t) => {
+  t.test('terminateAccount with one token excepted: every other token ends, that one stays active and indexed', async (t) => {
     const store = await makeStore(t, { denyTtlMs: 5000 })
     const watcher = recordRevocations(store)
     t.teardown(watcher.stop)
@@ -202,7 +202,7 @@ export function tokenStoreContract (t: Test, makeStore: MakeTokenStore): void {
     t.same(await store.terminateAccount('13', undefined, newHash('13')), [], 'an account without tokens: nothing')
   })
 
-  t.test('the per-account cap: an issue beyond it ends the account\'s oldest tokens, announced and denied (issue 20 §3)', async (t) => {
+  t.test('the per-account cap: an issue beyond it ends the account\'s oldest tokens, announced and denied', async (t) => {
     const store = await makeStore(t, { denyTtlMs: 5000, maxTokensPerAccount: 3 })
     const watcher = recordRevocations(store)
     t.teardown(watcher.stop)
@@ -225,7 +225,7 @@ export function tokenStoreContract (t: Test, makeStore: MakeTokenStore): void {
     t.same([...await store.terminateAccount('5')].sort(), hashes.slice(2).sort(), 'the index holds exactly the three')
   })
 
-  t.test('the cap ends the oldest-issued tokens first and never the one just issued: 8 issues in one second at cap 5 leave 00011111 (issue 29 §3)', async (t) => {
+  t.test('the cap ends the oldest-issued tokens first and never the one just issued: 8 issues in one second at cap 5 leave 00011111', async (t) => {
     const store = await makeStore(t, { denyTtlMs: 5000, maxTokensPerAccount: 5 })
     // As a Login issues: the expiry truncated to the whole second, the time to live counted to it,
     // so tokens issued within one second name the same expiry. Begun just past a second's start,
@@ -247,7 +247,7 @@ export function tokenStoreContract (t: Test, makeStore: MakeTokenStore): void {
     t.same(patterns, ['00011111', '00011111', '00011111'], 'active, oldest first')
   })
 
-  t.test('the cap goes by issue, not expiry: a later token with a shorter life (a lowered lifetime) is kept, and a refresh counts as the latest issue (issue 29 §3)', async (t) => {
+  t.test('the cap goes by issue, not expiry: a later token with a shorter life (a lowered lifetime) is kept, and a refresh counts as the latest issue', async (t) => {
     const store = await makeStore(t, { denyTtlMs: 5000, maxTokensPerAccount: 3 })
     const [a, b, c, d, e] = Array.from({ length: 5 }, () => newHash('24'))
     for (const [i, hash] of [a, b, c].entries()) await store.issue(hash as string, record('24'), 60_000 - i * 10_000)

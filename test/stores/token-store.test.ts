@@ -39,7 +39,7 @@ t.test('Redis token store', async (t) => {
     t.ok(await store.redis.pttl(`${bucket}a5`) > 29_000, 'the index lives as long as its longest token')
   })
 
-  t.test('the layout of before 0.2.0 is gone (issue 31 §2): its keys are never read, refreshed or ended', async (t) => {
+  t.test('the layout of before 0.2.0 is gone: its keys are never read, refreshed or ended', async (t) => {
     const keyPrefix = await freshRedisPrefix(t)
     const store = createRedisTokenStore({ url, keyPrefix, denyTtlMs: 1000 })
     t.teardown(async () => { await store.close() })

@@ -21,7 +21,7 @@ for (const [name, start] of [['Redis Cluster (3 masters)', startRedisCluster], [
       })
     })
 
-    t.test('the persistence rule reads every master: one that persists by snapshots makes the whole store lossy (issue 29 §2)', async (t) => {
+    t.test('the persistence rule reads every master: one that persists by snapshots makes the whole store lossy', async (t) => {
       const store = createRedisTokenStore({ topology, keyPrefix: `{${uniqueName('p')}}:`, denyTtlMs: 1000, commandTimeoutMs: TEST_REDIS_COMMAND_TIMEOUT_MS })
       t.teardown(async () => { await store.close() })
       await store.ready()

@@ -14,8 +14,7 @@ export const ACCOUNT = Object.freeze({ username: 'fault-admin', password: 'corre
 /**
  * The bound on any answer while a backend is away or slow: a few times the Redis command and
  * connect timeouts (300-500 ms), so that a request that waits on a dead backend fails it, while a
- * busy machine does not (a Login answered in 1,102 ms at load 15 failed the 1,000 ms this was;
- * issue 31 §5).
+ * busy machine does not (a Login answered in 1,102 ms at load 15 failed the 1,000 ms this was).
  */
 export const ANSWER_BOUND_MS = 3000
 

@@ -3,7 +3,7 @@ import type { Argon2Policy } from '../../src/passwords/hasher.js'
 
 /**
  * argon2id at its cheapest (8 KiB, one pass): a verify costs tens of microseconds instead of
- * tens of milliseconds, which is most of what the fast suite spent on Logins (issue 31 §5).
+ * tens of milliseconds, which is most of what the fast suite spent on Logins.
  * The service's own floor (OWASP's m=19456, t=2) binds the environment, not this override;
  * the files whose subject is the hashing itself (its parameters, its cost, its timing) call
  * useRealArgon2() first.

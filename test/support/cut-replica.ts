@@ -5,7 +5,7 @@ import { StatusError } from '../../src/errors/status.js'
 import { fixtureAccounts } from './app.js'
 
 /*
- * Issue 29 §1: a revocation answered `Success` survives the failover of its master even when
+ * A revocation answered `Success` survives the failover of its master even when
  * its replica was cut off as it was written. The same scenario on a Cluster and behind
  * Sentinel: on one master, Logouts with the replica healthy (all `Success`), then the replica
  * cut off (SIGSTOP, its link closed on the master), Logouts, a revoke-all and a disable in

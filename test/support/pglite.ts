@@ -71,7 +71,7 @@ async function take (): Promise<PGliteInterface> {
  * A fresh in-memory PGlite with the migrations applied. Creating a PGlite costs
  * seconds (initdb in WebAssembly); loading the migrated template (pglite-template.ts, made once
  * per machine) about 1.2 s of CPU; emptying one that an earlier test of the same process has
- * closed costs milliseconds (issue 31 §5: these were the largest part of the fast suite's CPU
+ * closed costs milliseconds (these were the largest part of the fast suite's CPU
  * after the test processes themselves). Each instance is loaded from the template itself: a
  * loaded template kept to be cloned cost every file that used PGlite 1.8 s more.
  *

@@ -20,7 +20,7 @@ t.test('tokens: 256 bits, base64url, distinct; only the SHA-256 is stored', asyn
   t.notOk(isTokenShaped('*'))
   t.notOk(isTokenShaped(`${generateToken('1')}\r\n`))
   t.notOk(isTokenShaped(generateToken('1').slice(1)))
-  // The 43-character tokens of before 0.2.0 are gone (issue 31 §2): one is malformed, like any other string.
+  // The 43-character tokens of before 0.2.0 are gone: one is malformed, like any other string.
   t.notOk(isTokenShaped(generateToken('1').slice(3)), 'a 43-character token of the layout before 0.2.0')
   t.notOk(isTokenShaped('A'.repeat(43)))
   t.notOk(isTokenShaped(`3${generateToken('1').slice(1)}`), 'another version character')

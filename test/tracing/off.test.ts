@@ -10,7 +10,7 @@ import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
 import { runCli, startService } from '../../support/service.js'
 
 /*
- * Tracing is opt-in (issue 24): without an OTLP endpoint the serving process loads nothing of
+ * Tracing is opt-in: without an OTLP endpoint the serving process loads nothing of
  * OpenTelemetry's SDK, instrumentations or module hooks (the API, a no-op facade, prom-client
  * loaded already), so its cost is nil; with
  * one, it loads them, exports with the protocol asked for, and flushes on SIGTERM.

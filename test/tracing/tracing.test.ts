@@ -15,7 +15,7 @@ import { startService, type ServiceProcess } from '../../support/service.js'
 import { startDirectory } from '../support/slapd.js'
 
 /*
- * Tracing (issue 24): the BUILT service with OTEL_EXPORTER_OTLP_ENDPOINT set exports to a
+ * Tracing: the BUILT service with OTEL_EXPORTER_OTLP_ENDPOINT set exports to a
  * receiver this test starts (OTLP/HTTP, JSON), through the real SDK and exporter. A protected
  * service (Fastify with @fastify/otel and the guard, in this process, with its own SDK)
  * calls the service; the spans must link into one trace, and no span may carry a secret.

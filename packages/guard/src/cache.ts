@@ -33,8 +33,8 @@ export interface PositiveCache extends RevocationWatcher {
   /**
    * `remainingMs`: the token's remaining life as its source measured it (the key's PTTL, or
    * `expiration_date` less the answer's `Date`), counted on this cache's monotonic clock from
-   * the lookup's start, so no wall clock of the guard decides an expiry (issue 20 §5: a guard
-   * 60 s behind served an expired token). Without it, the record's `expiresAt` against `wallNow`.
+   * the lookup's start, so no wall clock of the guard decides an expiry (a guard
+   * whose clock ran 60 s behind served an expired token). Without it, the record's `expiresAt` against `wallNow`.
    */
   finish (lookup: Lookup, record: TokenRecord | null, remainingMs?: number): void
   abandon (lookup: Lookup): void

@@ -24,7 +24,7 @@ export interface AuthInfo {
   federated: boolean
   /** The instant the token stops working (its `expiration_date`). */
   expiresAt: Date
-  /** Set when the credential is an API key (`atsk_…`, issue 33): the key's public id. Absent for a Login token. */
+  /** Set when the credential is an API key (`atsk_…`): the key's public id. Absent for a Login token. */
   keyId?: string
 }
 
@@ -121,7 +121,7 @@ const toAuth = (record: TokenRecord): AuthInfo => {
 
 /**
  * Whether the request's value came only from the `AuthToken1` cookie: what the request presents
- * without its cookie is something else. An API key is never taken from the cookie (issue 33),
+ * without its cookie is something else. An API key is never taken from the cookie,
  * which a browser would send on its own.
  */
 function onlyInCookie (request: FastifyRequest, value: string): boolean {
@@ -227,7 +227,7 @@ const guard: FastifyPluginAsync<AuthTokenGuardOptions> = async (fastify, options
       refuse(reply, 403)
       return
     }
-    // An API key (`atsk_…`, issue 33) is read as a token is, by its hash (a token hash's layout,
+    // An API key (`atsk_…`) is read as a token is, by its hash (a token hash's layout,
     // the one the feed carries when it ends), but never from the cookie: there it is no token.
     const key = isApiKeyShaped(token)
     if (key && onlyInCookie(request, token)) {

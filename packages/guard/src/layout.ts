@@ -2,13 +2,13 @@ import { TOKEN_DIGEST_LENGTH } from './token.js'
 
 /**
  * The token service's Redis layout, as the service writes it and direct mode reads it: one
- * module that both use (issue 31 §1), so the two cannot drift. A change to anything here (key
+ * module that both use, so the two cannot drift. A change to anything here (key
  * names, the record's fields, the channel) is a new KEY_LAYOUT_VERSION, and a guard reads
  * only the layout its version names: give a guard of the same layout version as the service.
  *
  *   token key        <bucket prefix>t<digest>   value: the record (encodeRecord), PX = the token's life
  *   record           `expiresAt|federated|accountId|username` (epoch ms, 1/0, username last);
- *                    an API key's record (issue 33) has `k<keyId>` for 1/0, at its hash's token key
+ *                    an API key's record has `k<keyId>` for 1/0, at its hash's token key
  *   revocation feed  PUBLISH <prefix>revoked "<hash> <hash> …" (space-separated token hashes)
  *   idle key         <bucket prefix>i<digest>   value `1`, PX = idle timeout + idleSlackMs: only while the
  *                    service runs with AUTH_IDLE_TIMEOUT_SECONDS; a Login token whose idle key is gone has
@@ -20,12 +20,12 @@ import { TOKEN_DIGEST_LENGTH } from './token.js'
 
 /**
  * The layout's version: 2 is the bucketed layout of 0.2.0 (tokens `2…`, keys `{atsAb}t<digest>`).
- * The layout of before 0.2.0 (version 1) is gone (issue 31 §2). An API key's record (`k<keyId>`
- * in the second field, issue 33) is still 2: no key name, channel or token record changed, and a
- * reader of before it decodes a key's record as a non-federated token of the same account.
- * The idle key (issue 34) is still 2: it is written only when the idle timeout is on, and a
- * reader of before it (which does not look for it) only misses that timeout, as a reader of
- * this version given no `idleTimeout` does.
+ * The layout of before 0.2.0 (version 1) is gone: upgrades from before 0.2.0 go through 0.2.x
+ * first. An API key's record (`k<keyId>` in the second field) is still 2: no key name, channel
+ * or token record changed, and a reader of before it decodes a key's record as a non-federated
+ * token of the same account. The idle key is still 2: it is written only when the idle timeout
+ * is on, and a reader of before it (which does not look for it) only misses that timeout, as a
+ * reader of this version given no `idleTimeout` does.
  */
 export const KEY_LAYOUT_VERSION = 2
 
@@ -42,13 +42,12 @@ export function revocationChannel (prefix: string): string {
 }
 
 /*
- * Where a token hash's keys live (issue 23). The configured prefix (default `{ats}:`) holds a
+ * Where a token hash's keys live. The configured prefix (default `{ats}:`) holds a
  * hash tag; a bucket's keys carry the bucket inside it (`{atsAb}`), so one account's token keys,
  * index, epoch and deny entries share one Cluster slot, and 1,024 buckets spread the accounts
  * over every master (keys `{atsAb}t<digest>`, `{atsAb}a<accountId>`, ...: the service's scripts.ts). A token
  * hash is the bucket + the digest (24 characters: token.ts). Any other string names no
- * key: it is no token of ours (the layout of before 0.2.0, under the prefix itself, is gone:
- * issue 31 §2).
+ * key: it is no token of ours (the layout of before 0.2.0, under the prefix itself, is gone).
  */
 
 const TOKEN_HASH = new RegExp(`^[A-Za-z0-9_-]{${2 + TOKEN_DIGEST_LENGTH}}$`)
@@ -147,7 +146,7 @@ export interface TokenRecord {
   federated: boolean
   /** Epoch milliseconds of the `expiration_date` the client was given. */
   expiresAt: number
-  /** Set for an API key's record (issue 33): the key's public id. Absent: a Login token. */
+  /** Set for an API key's record: the key's public id. Absent: a Login token. */
   keyId?: string
 }
 
@@ -155,7 +154,7 @@ export interface TokenRecord {
  * The record while its token is active by the service's clock: strictly before `expiresAt`,
  * the second `expiration_date` names. A key's PX counts from the moment of its write, a few
  * milliseconds after the instant the date was computed from, so the key alone would answer
- * Success just after the named second (issue 20 §5); this never does.
+ * Success just after the named second; this never does.
  */
 export function activeAt (record: TokenRecord | null, nowMs: number): TokenRecord | null {
   return record !== null && nowMs < record.expiresAt ? record : null

@@ -5,8 +5,8 @@ import * as crypto from 'node:crypto'
  * (46 characters, 256 random bits). The bucket is derived from the account id (accountBucket),
  * so a token alone names the Redis Cluster slot its account's keys share; it is no secret and
  * not trusted: the digest covers the whole token, so a token with another bucket is only an
- * unknown token. The 43-character tokens of before 0.2.0 are no longer accepted (issue 31 §2:
- * they had all expired 24 hours after a 0.2.x rollout): one is a malformed token, answered as
+ * unknown token. The 43-character tokens of before 0.2.0 are no longer accepted (they
+ * had all expired 24 hours after a 0.2.x rollout): one is a malformed token, answered as
  * an unknown one.
  */
 
@@ -78,7 +78,7 @@ export function hashToken (token: string): string {
 export const TOKEN_COOKIE = 'AuthToken1'
 
 /*
- * An API key (issue 33): `atsk_` + the account's 2-character bucket + 43 base64url characters
+ * An API key: `atsk_` + the account's 2-character bucket + 43 base64url characters
  * (50 characters). Its hash has a token hash's layout (bucket + 22 digest characters of the
  * whole secret), so its record lives where a token's would, and the revocation feed carries it
  * as it carries a token's.

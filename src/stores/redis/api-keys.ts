@@ -6,7 +6,7 @@ import type { Replicated } from './replicated.js'
 import { pxArg, SHARED } from './scripts.js'
 
 /*
- * API keys' records in the token layout (issue 33): `<b>t<digest>` as a token's, with the same
+ * API keys' records in the token layout: `<b>t<digest>` as a token's, with the same
  * PX, but never in the account's index `<b>a<accountId>`. Three scripts, each atomic:
  *   atsSeedKey  SET unless the digest is in the bucket's deny set (a key just ended)
  *   atsEndKey   DEL, deny, PUBLISH, whether or not the record was there: a key Redis lost and

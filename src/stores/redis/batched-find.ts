@@ -16,7 +16,7 @@ interface PendingFind {
  * a lone GET's cost is its own socket write and command bookkeeping, not Redis's work. A
  * lone find is a plain GET. Either way a find is one round trip, and it waits for the
  * batch at most until the end of the loop turn it was made in (setImmediate). An MGET's
- * keys must share a Cluster slot, and tokens are spread over the buckets' slots (issue 23), so a
+ * keys must share a Cluster slot, and tokens are spread over the buckets' slots, so a
  * Cluster gets GETs, each to the master of its token's slot. A string that names no key (keyOf:
  * undefined) is no token: null, with no round trip.
  */

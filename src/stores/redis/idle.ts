@@ -4,7 +4,7 @@ import type { RedisClient } from '@auth-token-service/guard/shared/redis-connect
 import { serviceUnavailable, StatusError } from '../../errors/status.js'
 
 /*
- * The idle timeout (AUTH_IDLE_TIMEOUT_SECONDS, issue 34) on Redis. Beside each Login token's key
+ * The idle timeout (AUTH_IDLE_TIMEOUT_SECONDS) on Redis. Beside each Login token's key
  * lives its idle key (the guard package's layout.ts), set at issue and refresh with PX = the
  * timeout + its slack. Authenticate reads the two together (one MGET: they share a slot) and
  * refuses a token whose idle key is gone. A presentation pushes the idle key's expiry out again,

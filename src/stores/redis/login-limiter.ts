@@ -6,8 +6,8 @@ import { accountStateTtlMs, type LimitVerdict, type LoginLimiter, type LoginLimi
 
 /*
  * Keys, account and IP hashed so any username or address is only data, each in a bucket of its
- * digest (`{atsAb}` for the default prefix, layout.ts of packages/guard), so a Cluster spreads them over every master
- * (issue 23); an account's two keys share a slot, an address's key is in its own:
+ * digest (`{atsAb}` for the default prefix, layout.ts of packages/guard), so a Cluster spreads them over every master;
+ * an account's two keys share a slot, an address's key is in its own:
  *   <b>lf:a:<sha256(username)>   hash   fails, level   (PX: accountStateTtlMs after the last failure)
  *   <b>lf:l:<sha256(username)>   string the lock; its PX is the lock's remaining time
  *   <b>lf:i:<sha256(ip)>         string failures in the current window (PX: the window)

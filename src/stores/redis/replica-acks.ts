@@ -2,7 +2,9 @@ import { Cluster, Redis } from 'ioredis'
 import type { RedisClient } from '@auth-token-service/guard/shared/redis-connection'
 
 /*
- * How many replicas must acknowledge a revocation before it is answered `Success` (issue 29 §1).
+ * How many replicas must acknowledge a revocation before it is answered `Success`. Counting only the
+ * connected replicas, 11-14 of 30 acknowledged Logouts came back after a failover whose promoted
+ * replica had been cut off as they were written.
  *
  * A master's `connected_slaves` counts only the replicas linked to it now: a replica cut off
  * (a partition, a stalled process) is not counted, so a revocation written then would be

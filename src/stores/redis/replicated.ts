@@ -17,7 +17,7 @@ export class ReplicaAckTimeout extends Error {
 export type Replicated = (key: string, replicas: number) => Promise<void>
 
 /**
- * A revocation acknowledged to a client must survive a failover (issue 23): when the master
+ * A revocation acknowledged to a client must survive a failover: when the master
  * that took it (the node serving `key`'s slot) has or is meant to have replicas
  * (replica-acks.ts: a cut-off replica counts), WAIT on the connection that wrote it until
  * enough have it; none in time is a 503 (ReplicaAckTimeout), never a `Success` a failover

@@ -53,12 +53,12 @@ export function createRevoking ({ redis, commands, keys, endMembers, replicated,
     /**
      * A revoke-all: the account's epoch recorded and its index set aside in one step
      * (atsRevokeBegin), then the set-aside drain ended REVOKE_BATCH tokens a script (atsEnd),
-     * other commands running in between. Exact against racing Logins (issue 23).
+     * other commands running in between. Exact against racing Logins.
      */
     async terminateAccount (accountId, epoch, exceptTokenHash, ended) {
       const place = accountPlace(accountId)
       const p = place.prefix
-      // The one token a password change keeps (issue 21): taken back into the fresh index in the begin step.
+      // The one token a password change keeps (the caller's own): taken back into the fresh index in the begin step.
       const except = exceptTokenHash === undefined ? undefined : keys.placeOf(exceptTokenHash)
       const exceptMember = except !== undefined && except.bucket === place.bucket ? except.member : ''
       const drain = `${p}r${accountId}`

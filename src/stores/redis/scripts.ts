@@ -3,12 +3,12 @@ import type { RedisClient } from '@auth-token-service/guard/shared/redis-connect
 /*
  * The token store's Lua scripts: every multi-step write is one script, so each is atomic.
  *
- * Every key a token's account touches is in its bucket (issue 23, layout.ts of packages/guard), one Cluster slot.
+ * Every key a token's account touches is in its bucket (layout.ts of packages/guard), one Cluster slot.
  * Each script declares every key it touches in KEYS (none is built inside Lua), as Redis
  * Cluster, proxies and Redis 7's script checks require, and each revocation script returns the
  * number of replicas connected to its master, so that the store can WAIT for one of them
  * (replicated.ts). The layout of before 0.2.0 (every key under the prefix itself, one slot) and
- * its scripts are gone (issue 31 §2).
+ * its scripts are gone (upgrades from before 0.2.0 go through 0.2.x first).
  *
  * Bucket layout (prefix `{atsAb}`, no separators: layout.ts of packages/guard; members are token digests, hashes
  * are bucket + digest):
@@ -24,7 +24,7 @@ import type { RedisClient } from '@auth-token-service/guard/shared/redis-connect
  * The revocation channel is `<p>revoked` (classic PUBLISH: a Cluster delivers it to the
  * subscribers of every node), its messages space-separated hashes of tokens just ended.
  *
- * None walks more than a few dozen entries however many tokens an account holds (issue 20 §3:
+ * None walks more than a few dozen entries however many tokens an account holds (measured:
  * one script ending 150,000 tokens blocked Redis for 1.49 s). Index and deny-set times come
  * from the Redis server's own TIME, so no clock but Redis's ever decides an expiry.
  */
@@ -130,7 +130,7 @@ return {current, replicas()}`
   // that issued before it is in the drain and will be ended; one that read an older epoch and
   // comes later is refused; one that read the new epoch (it began after the revocation) goes
   // into a fresh index and is left alone. `except` (a member: the token a password change
-  // keeps, issue 21) goes back into the fresh index in the same step, so no batch ends it.
+  // keeps: the caller's own) goes back into the fresh index in the same step, so no batch ends it.
   // -> {first members to end, replicas}
   atsRevokeBegin: {
     numberOfKeys: 3,

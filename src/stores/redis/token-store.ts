@@ -24,7 +24,7 @@ import type { TokenRecord } from '@auth-token-service/guard/layout'
 export { ReplicaAckTimeout } from './replicated.js'
 
 /*
- * The Redis token store, put together from parts that each read alone (issue 31 §4):
+ * The Redis token store, put together from parts that each read alone:
  *   the guard package's layout.ts: where a token hash's keys live (its account's bucket: one
  *                   Cluster slot), the record's format, the revocation channel; shared with the guard
  *   scripts.ts      the Lua scripts, one per multi-step write
@@ -79,17 +79,17 @@ export interface RedisTokenStoreOptions {
    * After a revocation (terminate, terminateAccount), when the master that took it has
    * replicas: WAIT until one of them has it, at most this long (default: half the command
    * timeout, at most 250 ms); none in time is a 503, so no revocation is acknowledged that a
-   * failover could undo (issue 23).
+   * failover could undo.
    */
   replicaAckTimeoutMs?: number
   /**
    * Replica acknowledgements every revocation needs, or 'auto' (default): one wherever the
-   * topology says the master is meant to have a replica, connected now or not (issue 29 §1,
-   * replica-acks.ts).
+   * topology says the master is meant to have a replica, connected now or not
+   * (replica-acks.ts).
    */
   minReplicaAcks?: MinReplicaAcks
   /**
-   * AUTH_IDLE_TIMEOUT_SECONDS in ms (issue 34): a Login token not presented for this long is
+   * AUTH_IDLE_TIMEOUT_SECONDS in ms: a Login token not presented for this long is
    * refused (idle.ts). Absent: off, and Authenticate reads exactly what it always did.
    */
   idleTimeoutMs?: number | undefined

@@ -92,7 +92,7 @@ export async function postForm (request: FormRequest): Promise<Answer | Failure>
 
 /**
  * The body as text, bounded by the same signal as the request and by `limit` bytes (a 2 GB
- * body once grew a client by 602 MB: issue 20 §5). `response.text()` alone can stay
+ * body once grew a client by 602 MB). `response.text()` alone can stay
  * pending after an abort that lands mid-body (nodejs/node#56917, nodejs/undici#4089);
  * cancelling the reader always settles the read, and cuts the stream.
  */

@@ -1,5 +1,5 @@
 /**
- * How a revocation feed proves it is live (issue 20 §2). A half-open connection (a frozen
+ * How a revocation feed proves it is live. A half-open connection (a frozen
  * proxy, a dropped NAT entry) looks exactly like a quiet one, so silence proves nothing: a
  * cache of positive answers may answer only while a heartbeat has come back recently.
  *

@@ -1,6 +1,6 @@
 import { escapeControlCharacters } from './log-escape.js'
 
-// otp and code: a second factor's one-time code or recovery code (issue 34), unused ones too when the password was wrong.
+// otp and code: a second factor's one-time code or recovery code, unused ones too when the password was wrong.
 // rd: the sign-in page's way back is a whole URL, which may carry the protected app's own
 // `?token=`, and gateways send it unencoded (`rd=https://app/p?token=…` holds no `&` before it).
 const SECRET_KEYS = new Set(['password', 'token', 'authtoken', 'authtoken1', 'current_password', 'new_password', 'otp', 'code', 'rd'])

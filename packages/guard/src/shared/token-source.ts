@@ -24,7 +24,7 @@ export const MALFORMED_AUTHORIZATION = new TokenRefusal('malformed-authorization
 /**
  * Two different `AuthToken1` values: a sibling subdomain or a narrower path can toss a cookie
  * of its own beside the real one, and which comes first is the browser's choice, so none is
- * believed (issue 19 §3).
+ * believed.
  */
 export const AMBIGUOUS_COOKIE = new TokenRefusal('ambiguous-cookie')
 /** A `token` parameter given twice, as an object or as a number (the guard sees unvalidated input). */
