@@ -2,7 +2,7 @@ import { queueFull } from './bounded-queue.js'
 import { tooManyRequests, type StatusError } from '../errors/status.js'
 
 /**
- * The password-hash queue, shared fairly (issue 20 §4). The bounded queue alone served
+ * The password-hash queue, shared fairly. The bounded queue alone served
  * first come, first served: 80 correct Logins of one account filled it, and every other
  * user's Login answered 503 for as long as the flood lasted. Here each caller (the account
  * and the client IP a Login names) may hold only a bounded share of it, and a free

@@ -2,7 +2,7 @@ import { PASSWORD_MAX_BYTES } from '../credentials.js'
 import { reasons, type PasswordParameter, type Reason } from '../errors/reasons.js'
 
 /**
- * What a password this service sets must be (NIST SP 800-63B §3.1.1.2; issue 19 §5): long
+ * What a password this service sets must be (NIST SP 800-63B §3.1.1.2): long
  * enough, not absurdly long, not a common or breached password, not the username. No
  * composition rules and no expiry: NIST advises against both. Checked where a password is
  * set (the command line, the bootstrap, later the admin API and password change), never at

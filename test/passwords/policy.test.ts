@@ -11,8 +11,8 @@ import { rejection } from '../support/rejection.js'
 import { cliCommand } from '../../support/service.js'
 
 /*
- * Issue 19 §5: `printf 'a\n' | auth-token-service user add x` made an account with a
- * one-character password. NIST SP 800-63B for every password the service sets.
+ * `printf 'a\n' | auth-token-service user add x` made an account with a
+ * one-character password once. NIST SP 800-63B for every password the service sets.
  */
 
 t.test('the rules, one by one', async (t) => {
@@ -69,7 +69,7 @@ t.test('the command line and the bootstrap say why', async (t) => {
       (error, _stdout, stderr) => { resolve({ code: error === null ? 0 : Number(error.code), stderr }) })
     child.stdin?.end(stdin)
   })
-  // Only serve and migrate make the embedded database (issue 32 §3).
+  // Only serve and migrate make the embedded database.
   t.equal((await run(['migrate'], '')).code, 0)
   const weak = await run(['user', 'add', 'x'], 'a\n')
   t.equal(weak.code, 1)

@@ -11,8 +11,8 @@ import { percentile } from '../../support/load.js'
 useRealArgon2()
 
 /*
- * Issue 20 §4: 80 concurrent correct Logins of one account filled the hash queue, and every
- * Login of another user answered 503 for as long as the flood lasted (successful Logins are
+ * 80 concurrent correct Logins of one account filled the hash queue, and every
+ * Login of another user answered 503 for as long as the flood lasted, once (successful Logins are
  * never rate limited). The queue is shared fairly now: one account (and one client IP) may
  * hold 2 running and 8 waiting hashes, its excess is answered 429 with Retry-After, and
  * another user's Login keeps succeeding in about its usual time.
