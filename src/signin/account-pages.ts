@@ -218,7 +218,7 @@ export function newKeyPage (view: NewKeyView): string {
 <p class="notice info" role="status" id="notice">Copy the key now: it will not be shown again. Only a hash of it is kept.</p>
 <p class="lead"><strong>${view.name}</strong>, valid until ${view.expires}.</p>
 <label for="key-secret">Key</label>
-<input id="key-secret" class="secret" type="text" value="${view.secret}" readonly autocomplete="off" spellcheck="false" autofocus>
+<textarea id="key-secret" class="secret" rows="2" readonly autocomplete="off" spellcheck="false" autofocus>${view.secret}</textarea>
 <p class="hint">Send it as <code>Authorization: Bearer &lt;key&gt;</code>. Keep it out of source code and logs.</p>
 <p class="aside"><a href="/auth/signin#keys-section">Back to your account</a></p>
 `, { wide: true })

@@ -53,10 +53,12 @@ section h2{margin-top:20px}
 .toc{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:14px;margin:0 0 8px}
 .hint{color:var(--muted);font-size:13px;margin:2px 0}
 .row{margin-top:10px}
+#key-create{margin-top:12px}
 .stack .secondary{margin-top:10px}
 .danger-border{border-color:var(--error)}
 .badge.on{background:#e3f6e8;color:#17612e}
 code{font:14px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;overflow-wrap:anywhere}
+textarea.secret{display:block;width:100%;resize:none;padding:10px 12px;color:var(--text);background:var(--card);border:1px solid var(--line);border-radius:8px;word-break:break-all}
 .secret{font:15px/1.5 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;letter-spacing:.03em}
 #totp-secret{display:inline-block;padding:2px 6px;border-radius:6px;background:var(--info-bg);color:var(--info)}
 .steps{padding-left:20px}
