@@ -160,7 +160,8 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     // The code step's check is Login's own (a code accepted once, a recovery code spent).
     secondFactor: {
       verify: async (account, otp, client) => (await secondFactor.verify(account, otp, { clientIp: client.ip, userAgent: client.userAgent })).kind === 'accepted'
-    }
+    },
+    account: { apiKeys, secondFactor, users: backends.users }
   })
   await app.register(introspectRoutes, { auth, config, limiter: openLoginLimiter(config, backends.tokens, 'introspect:'), audit: observed.audit })
   // The public port serves the internal surfaces only when AUTH_PUBLIC_INTERNALS asks for it.

@@ -150,6 +150,8 @@ export interface Config {
   totpPreviousKeys: Buffer[]
   /** The issuer authenticator apps show (AUTH_TOTP_ISSUER; default auth-token-service). */
   totpIssuer: string
+  /** The name the sign-in and account pages show (AUTH_SIGNIN_TITLE); undefined: the host name the browser asked for. */
+  signinTitle: string | undefined
   /**
    * A Login token not presented for this long stops working (AUTH_IDLE_TIMEOUT_SECONDS);
    * undefined: off, and Authenticate costs what it always did.
@@ -597,6 +599,7 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     totpKey: totpKey(env),
     totpPreviousKeys: totpPreviousKeys(env),
     totpIssuer: present(env, 'AUTH_TOTP_ISSUER') ?? 'auth-token-service',
+    signinTitle: present(env, 'AUTH_SIGNIN_TITLE'),
     idleTimeoutSeconds: present(env, 'AUTH_IDLE_TIMEOUT_SECONDS') === undefined ? undefined : integer(env, 'AUTH_IDLE_TIMEOUT_SECONDS', 0, 1, 365 * DAY),
     ...overrides
   }

@@ -11,17 +11,20 @@ import { tokenCookieOptions } from '../http/cookie.js'
 import { ownOrigin } from '../http/cross-site.js'
 import { refuseOtherMethods } from '../http/methods.js'
 import type { Sessions } from '../sessions/sessions.js'
-import { ASSET_PATH, codeStepPage, signedInPage, signInPage, signOutPage, type Notice } from '../signin/pages.js'
-import { CLIENT_SCRIPT, STYLESHEET, webauthnBrowserBundle } from '../signin/assets.js'
+import { ASSET_PATH, codeStepPage, signInPage, signOutPage, type Notice } from '../signin/pages.js'
+import { CLIENT_SCRIPT, ICON, STYLESHEET, webauthnBrowserBundle } from '../signin/assets.js'
 import { createPasskeyCeremonies, type RelyingParty } from '../signin/passkeys.js'
 import { redirectParameter, safeRedirect } from '../signin/redirect.js'
 import type { PasskeyStore } from '../stores/passkey-store.js'
 import type { PendingStore } from '../stores/pending-store.js'
 import type { RequestLimiter } from '../stores/request-limiter.js'
-import type { UserRecord } from '../stores/user-store.js'
-import { clientName, instant } from '../signin/display.js'
+import type { UserRecord, UserStore } from '../stores/user-store.js'
+import { clientName } from '../signin/display.js'
+import type { ApiKeys } from '../keys/api-keys.js'
+import type { SecondFactor } from '../totp/second-factor.js'
+import { doneNotice, registerAccountRoutes, type AccountPages } from './account.js'
 import { cookieToken } from '@auth-token-service/guard/shared/token-source'
-import { hashToken, TOKEN_COOKIE } from '@auth-token-service/guard/token'
+import { TOKEN_COOKIE } from '@auth-token-service/guard/token'
 import type { TokenRecord } from '@auth-token-service/guard/layout'
 import { clientOf } from './client-context.js'
 
@@ -39,6 +42,12 @@ export interface SignInRoutesOptions {
   /** The per-client limit of the routes anyone may call before signing in (passkey options and answer, the code step). */
   preSignIn: RequestLimiter
   secondFactor?: SecondFactorCheck | undefined
+  /** What the account page acts through: the services the JSON routes use. */
+  account: {
+    apiKeys: ApiKeys
+    secondFactor: SecondFactor
+    users: Pick<UserStore, 'findByUsername'>
+  }
 }
 
 /**
@@ -80,7 +89,6 @@ const MESSAGES = {
   unavailable: 'Sign-in is unavailable right now. Try again in a moment.',
   expired: 'Your sign-in took too long. Enter your username and password again.',
   crossSite: 'This sign-in did not come from this site\'s own page. Sign in here.',
-  passkeyRemoved: 'The passkey was removed.',
   signedOut: 'You are signed out.'
 } as const
 
@@ -112,6 +120,8 @@ function field (body: unknown, name: string): string | undefined {
  */
 export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app, options) => {
   const { auth, config, sessions, passkeys, pending, preSignIn, secondFactor } = options
+  /** Whose sign-in this is: the setting, or the host name the browser asked for. */
+  const brandOf = (request: FastifyRequest): string => config.signinTitle ?? request.hostname.replace(/:\d+$/, '').replace(/^\[|\]$/g, '')
   await app.register(fastifyCookie)
   const cookie = tokenCookieOptions(config)
   const pendingCookie = { ...cookie, path: PENDING_PATH, sameSite: 'strict' as const }
@@ -166,28 +176,7 @@ export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app,
     return reply.code(303).header('location', redirectOf(request, rd) ?? '/auth/signin').send()
   }
 
-  async function signedInView (reply: FastifyReply, token: string, record: TokenRecord, message?: Notice): Promise<FastifyReply> {
-    const [list, keys] = await Promise.all([sessions.list(record.accountId, hashToken(token)), passkeys.listByAccount(record.accountId)])
-    return page(reply, 200, signedInPage({
-      username: record.username,
-      expires: instant(record.expiresAt),
-      message,
-      sessions: list.map((session) => ({
-        id: session.id,
-        created: instant(session.created),
-        expires: instant(session.expiresAt),
-        ip: session.ip,
-        client: clientName(session.userAgent),
-        current: session.current
-      })),
-      passkeys: keys.map((key) => ({
-        id: key.id,
-        name: key.name,
-        created: instant(key.createdAt.getTime()),
-        lastUsed: key.lastUsedAt === null ? undefined : instant(key.lastUsedAt.getTime())
-      }))
-    }))
-  }
+  let account: AccountPages | undefined
 
   function relyingParty (request: FastifyRequest): RelyingParty {
     const own = ownOrigin(request)
@@ -207,23 +196,44 @@ export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app,
     serve('signin.css', 'text/css; charset=utf-8', STYLESHEET)
     serve('signin.js', 'text/javascript; charset=utf-8', CLIENT_SCRIPT)
     serve('webauthn.js', 'text/javascript; charset=utf-8', webauthnBundle)
+    serve('icon.svg', 'image/svg+xml', ICON)
+    // Browsers ask for /favicon.ico of any page without a link to an icon (the JSON answers too).
+    assets.get('/favicon.ico', { schema: { hide: true } }, async (_request, reply) =>
+      await reply.header('content-type', 'image/svg+xml').header('x-content-type-options', 'nosniff').send(ICON))
+    refuseOtherMethods(assets, '/favicon.ico', ['GET'])
   })
 
   // The HTML steps: a refusal of any of them (a cross-site post, a limit, a backend) is a page with a message.
   await app.register(async (pages: FastifyInstance) => {
     pages.setErrorHandler(async (error, request, reply) => {
       if (!(error instanceof StatusError) || error.status === 500) throw error
+      if (request.url.startsWith('/auth/account/') && account !== undefined) {
+        const shown = await account.refusal(request, reply, error)
+        if (shown !== undefined) return shown
+      }
       reply.headers(error.headers)
-      return page(reply, error.httpStatus, signInPage({ rd: redirectOf(request, field(request.body, 'rd')), message: noticeFor(error) }))
+      return page(reply, error.httpStatus, signInPage({ brand: brandOf(request), rd: redirectOf(request, field(request.body, 'rd')), message: noticeFor(error) }))
+    })
+
+    account = registerAccountRoutes(pages, {
+      auth,
+      config,
+      sessions,
+      passkeys,
+      ...options.account,
+      signedIn,
+      page,
+      brandOf,
+      clearToken: (reply) => { reply.clearCookie(TOKEN_COOKIE, cookie) }
     })
 
     pages.get('/auth/signin', { schema: { hide: true }, config: { ownQuery: true } }, async (request, reply) => {
       const rd = redirectOf(request, redirectParameter(request.url))
       const current = await signedIn(request)
-      if (current === undefined) return page(reply, 200, signInPage({ rd }))
-      // Already signed in: straight back where the person was going, or the signed-in page.
+      if (current === undefined) return page(reply, 200, signInPage({ brand: brandOf(request), rd }))
+      // Already signed in: straight back where the person was going, or the account page.
       if (rd !== undefined) return await reply.code(303).header('location', rd).send()
-      return await signedInView(reply, current.token, current.record)
+      return await (account as AccountPages).view(request, reply, current, doneNotice(request.url))
     })
     refuseOtherMethods(pages, '/auth/signin', ['GET', 'POST'])
 
@@ -232,7 +242,7 @@ export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app,
       const password = field(request.body, 'password')
       const rd = redirectOf(request, field(request.body, 'rd'))
       if (username === undefined || username === '' || password === undefined || password === '') {
-        return page(reply, 400, signInPage({ rd, username, message: { kind: 'error', text: MESSAGES.missing } }))
+        return page(reply, 400, signInPage({ brand: brandOf(request), rd, username, message: { kind: 'error', text: MESSAGES.missing } }))
       }
       try {
         const issued = await auth.login({ username, password, presentedToken: browserToken(request), client: clientOf(request) })
@@ -241,9 +251,9 @@ export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app,
         return done(request, reply, issued, rd)
       } catch (error) {
         if (!(error instanceof StatusError)) throw error
-        if (error instanceof SecondFactorRequired) return await codeStep(reply, error.held, rd)
+        if (error instanceof SecondFactorRequired) return await codeStep(request, reply, error.held, rd)
         reply.headers(error.headers)
-        return page(reply, error.httpStatus, signInPage({ rd, username, message: noticeFor(error) }))
+        return page(reply, error.httpStatus, signInPage({ brand: brandOf(request), rd, username, message: noticeFor(error) }))
       }
     })
 
@@ -252,11 +262,11 @@ export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app,
      * password) is held server-side for five minutes under a random id in a cookie, and the
      * code step asks for the code.
      */
-    async function codeStep (reply: FastifyReply, held: HeldSignIn, rd: string | undefined): Promise<FastifyReply> {
+    async function codeStep (request: FastifyRequest, reply: FastifyReply, held: HeldSignIn, rd: string | undefined): Promise<FastifyReply> {
       const id = randomBytes(32).toString('base64url')
       await pending.put(`pending:${id}`, JSON.stringify(held), PENDING_TTL_MS)
       reply.setCookie(PENDING_COOKIE, id, { ...pendingCookie, maxAge: PENDING_TTL_MS / 1000 })
-      return page(reply, 401, codeStepPage({ rd, username: held.username }))
+      return page(reply, 401, codeStepPage({ brand: brandOf(request), rd, username: held.username }))
     }
 
     // preHandler, after the body is read: the "Too many attempts" page keeps the form's `rd`.
@@ -265,9 +275,9 @@ export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app,
       const id = request.cookies[PENDING_COOKIE]
       const raw = id === undefined || id === '' ? null : await pending.get(`pending:${id}`)
       const held = raw === null ? undefined : heldSignIn(raw)
-      if (held === undefined) return page(reply, 401, signInPage({ rd, message: { kind: 'error', text: MESSAGES.expired } }))
+      if (held === undefined) return page(reply, 401, signInPage({ brand: brandOf(request), rd, message: { kind: 'error', text: MESSAGES.expired } }))
       const otp = field(request.body, 'otp')?.trim() ?? ''
-      if (otp === '') return page(reply, 400, codeStepPage({ rd, username: held.username, message: { kind: 'error', text: MESSAGES.wrongCode } }))
+      if (otp === '') return page(reply, 400, codeStepPage({ brand: brandOf(request), rd, username: held.username, message: { kind: 'error', text: MESSAGES.wrongCode } }))
       const client = clientOf(request)
       try {
         const issued = await auth.loginProven({
@@ -288,18 +298,18 @@ export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app,
           // The password changed, the sessions were revoked or the account disabled since: start again.
           await pending.delete(`pending:${id as string}`)
           reply.clearCookie(PENDING_COOKIE, pendingCookie)
-          return page(reply, 401, signInPage({ rd, message: { kind: 'error', text: MESSAGES.expired } }))
+          return page(reply, 401, signInPage({ brand: brandOf(request), rd, message: { kind: 'error', text: MESSAGES.expired } }))
         }
         reply.headers(error.headers)
-        if (error.status === 701) return page(reply, 401, codeStepPage({ rd, username: held.username, message: { kind: 'error', text: MESSAGES.wrongCode } }))
-        return page(reply, error.httpStatus, signInPage({ rd, message: noticeFor(error) }))
+        if (error.status === 701) return page(reply, 401, codeStepPage({ brand: brandOf(request), rd, username: held.username, message: { kind: 'error', text: MESSAGES.wrongCode } }))
+        return page(reply, error.httpStatus, signInPage({ brand: brandOf(request), rd, message: noticeFor(error) }))
       }
     })
     refuseOtherMethods(pages, '/auth/signin/code', ['POST'])
 
     pages.get('/auth/signout', { schema: { hide: true }, config: { ownQuery: true } }, async (request, reply) => {
       const current = await signedIn(request)
-      return page(reply, 200, signOutPage({ username: current?.record.username, rd: redirectOf(request, redirectParameter(request.url)) }))
+      return page(reply, 200, signOutPage({ brand: brandOf(request), username: current?.record.username, rd: redirectOf(request, redirectParameter(request.url)) }))
     })
 
     pages.post('/auth/signout', { schema: { hide: true } }, async (request, reply) => {
@@ -320,7 +330,7 @@ export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app,
       if (current === undefined) return await reply.code(303).header('location', '/auth/signin').send()
       const { id } = request.params as { id: string }
       await passkeys.remove(current.record.accountId, id)
-      return await signedInView(reply, current.token, current.record, { kind: 'info', text: MESSAGES.passkeyRemoved })
+      return await reply.code(303).header('location', '/auth/signin?done=passkey-removed#passkeys-section').send()
     })
     refuseOtherMethods(pages, '/auth/passkeys/:id/delete', ['POST'])
   })

@@ -14,15 +14,15 @@ html,body{margin:0}
 body{min-height:100vh;display:flex;flex-direction:column;align-items:center;justify-content:center;padding:24px 16px;background:var(--bg);color:var(--text);font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif}
 .card{width:100%;max-width:420px;background:var(--card);border:1px solid var(--line);border-radius:14px;padding:32px 32px 28px;box-shadow:0 12px 32px rgba(20,30,60,.08)}
 .card.wide{max-width:560px}
-.brand{display:flex;align-items:center;gap:10px;font-weight:600;color:var(--muted);font-size:14px;letter-spacing:.02em;text-transform:uppercase;margin-bottom:20px}
-.logo{width:28px;height:28px;border-radius:8px;background:linear-gradient(135deg,var(--accent),#7c4dff)}
+.brand{display:flex;align-items:center;gap:10px;font-weight:600;color:var(--muted);font-size:15px;margin-bottom:20px;overflow-wrap:anywhere}
+.logo{width:28px;height:28px;flex:none}
 h1{font-size:24px;line-height:1.25;margin:0 0 16px}
 h2{font-size:16px;margin:24px 0 8px}
 .lead{margin:0 0 16px;color:var(--muted)}
 .lead strong{color:var(--text)}
 .stack{display:flex;flex-direction:column;gap:6px}
 label{font-weight:600;font-size:14px;margin-top:8px}
-input[type=text],input[type=password]{width:100%;padding:10px 12px;font:inherit;color:var(--text);background:var(--card);border:1px solid var(--line);border-radius:8px}
+input[type=text],input[type=password],input[type=number]{width:100%;padding:10px 12px;font:inherit;color:var(--text);background:var(--card);border:1px solid var(--line);border-radius:8px}
 input:focus-visible,button:focus-visible,a:focus-visible{outline:3px solid var(--accent);outline-offset:2px}
 button{font:inherit;cursor:pointer;border-radius:8px;padding:10px 16px}
 .primary{margin-top:16px;border:0;background:var(--accent);color:var(--accent-text);font-weight:600}
@@ -48,11 +48,33 @@ button{font:inherit;cursor:pointer;border-radius:8px;padding:10px 16px}
 #passkey-register{margin-top:12px}
 #passkey-register .secondary{margin-top:8px}
 .signout{margin-top:24px}
+section{border-top:1px solid var(--line);margin-top:24px}
+section h2{margin-top:20px}
+.toc{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:14px;margin:0 0 8px}
+.hint{color:var(--muted);font-size:13px;margin:2px 0}
+.row{margin-top:10px}
+#key-create{margin-top:12px}
+.stack .secondary{margin-top:10px}
+.danger-border{border-color:var(--error)}
+.badge.on{background:#e3f6e8;color:#17612e}
+code{font:14px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;overflow-wrap:anywhere}
+textarea.secret{display:block;width:100%;resize:none;padding:10px 12px;color:var(--text);background:var(--card);border:1px solid var(--line);border-radius:8px;word-break:break-all}
+.secret{font:15px/1.5 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;letter-spacing:.03em}
+#totp-secret{display:inline-block;padding:2px 6px;border-radius:6px;background:var(--info-bg);color:var(--info)}
+.steps{padding-left:20px}
+.steps>li{margin-bottom:16px}
+.qr-box{margin:8px 0}
+.qr{display:block;max-width:100%;height:auto;border:1px solid var(--line);border-radius:8px}
+.codes{columns:2;padding-left:24px;margin:8px 0}
 .signout .primary{width:100%}
 .aside{margin:16px 0 0;font-size:14px}
 a{color:var(--accent)}
 .foot{margin-top:16px;color:var(--muted);font-size:12px}
 [hidden]{display:none!important}
+`
+
+/** The pages' icon and /favicon.ico: a key on the accent colour, drawn in SVG (no raster file to ship). */
+export const ICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><defs><linearGradient id="g" x1="0" y1="0" x2="1" y2="1"><stop offset="0" stop-color="#2f5bea"/><stop offset="1" stop-color="#7c4dff"/></linearGradient></defs><rect width="32" height="32" rx="8" fill="url(#g)"/><circle cx="12" cy="14" r="5" fill="none" stroke="#fff" stroke-width="2.5"/><path d="M16 17l9 9m-3-3l2.5-2.5m-5-1.5l2-2" fill="none" stroke="#fff" stroke-width="2.5" stroke-linecap="round"/></svg>
 `
 
 /**

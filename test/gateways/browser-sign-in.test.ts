@@ -145,7 +145,7 @@ async function run (t: Test): Promise<void> {
       const token = await tokenCookie(context, origin)
       t.ok(token, 'signed in')
       await page.goto(`${origin}/auth/signin`)
-      await Promise.all([page.waitForURL(`${origin}/auth/signin`), page.getByRole('button', { name: 'Sign out' }).click()])
+      await Promise.all([page.waitForURL(`${origin}/auth/signin`), page.getByRole('button', { name: 'Sign out', exact: true }).click()])
       t.equal(await page.title(), 'Sign in', 'the sign-in page after signing out')
       t.equal(await tokenCookie(context, origin), undefined, 'the cookie cleared')
       const check = await app.inject({ url: '/auth/Authenticate', headers: { authorization: `Bearer ${token ?? ''}` } })
@@ -193,7 +193,7 @@ async function run (t: Test): Promise<void> {
       const confirmed = await app.inject({ method: 'POST', url: '/auth/totp/confirm', headers: { authorization: `Bearer ${token}` }, payload: { code: generator.generate({ timestamp: Date.now() - 30_000 }) } })
       t.equal(confirmed.statusCode, 200, 'a TOTP second factor enrolled')
 
-      await page.getByRole('button', { name: 'Sign out' }).click()
+      await page.getByRole('button', { name: 'Sign out', exact: true }).click()
       await page.waitForURL(`${origin}/auth/signin`)
       t.equal(await tokenCookie(context, origin), undefined, 'signed out')
       const coded = `${origin}/reports?with=code`
@@ -208,7 +208,7 @@ async function run (t: Test): Promise<void> {
       t.equal(page.url(), coded, 'the code signs in and goes back')
       t.equal((await echoed(page)).headers['x-auth-user'], username)
       await page.goto(`${origin}/auth/signin`)
-      await page.getByRole('button', { name: 'Sign out' }).click()
+      await page.getByRole('button', { name: 'Sign out', exact: true }).click()
       await page.waitForURL(`${origin}/auth/signin`)
 
       const wanted = `${origin}/dashboard?tab=keys`
@@ -224,7 +224,7 @@ async function run (t: Test): Promise<void> {
       await page.getByRole('button', { name: /^Remove passkey/ }).click()
       await page.locator('#no-passkeys').waitFor()
       t.pass('the passkey can be removed')
-      await page.getByRole('button', { name: 'Sign out' }).click()
+      await page.getByRole('button', { name: 'Sign out', exact: true }).click()
       await page.waitForURL(`${origin}/auth/signin`)
       await page.getByRole('button', { name: 'Sign in with a passkey' }).click()
       await page.getByRole('alert').waitFor()

@@ -101,7 +101,10 @@ const BROWSER_PAGES = new Set([
   'GET /auth/signin', 'POST /auth/signin', 'POST /auth/signin/code', 'GET /auth/signout', 'POST /auth/signout',
   'GET /auth/signin/assets/signin.css', 'GET /auth/signin/assets/signin.js', 'GET /auth/signin/assets/webauthn.js',
   'POST /auth/signin/passkey/options', 'POST /auth/signin/passkey', 'POST /auth/passkeys/options', 'POST /auth/passkeys',
-  'POST /auth/passkeys/:id/delete'
+  'POST /auth/passkeys/:id/delete', 'GET /auth/signin/assets/icon.svg', 'GET /favicon.ico',
+  'POST /auth/account/sessions/end-others', 'POST /auth/account/sessions/:id/end', 'POST /auth/account/password',
+  'POST /auth/account/totp', 'POST /auth/account/totp/confirm', 'POST /auth/account/totp/remove',
+  'POST /auth/account/keys', 'POST /auth/account/keys/:id/revoke'
 ])
 
 t.test('the hidden routes are the 405 fallbacks, the legacy Login without a password, the other methods of forward-auth, the browser sign-in, and the docs themselves', async (t) => {

@@ -23,7 +23,7 @@ t.test('unknown routes: 404 status-message', async (t) => {
   const cases: Array<[InjectOptions['method'], string]> = [
     ['GET', '/auth'], ['GET', '/index.html'], ['POST', '/auth/'], ['GET', '/auth/nope'], ['POST', '/auth/login'], ['POST', '/auth/LOGIN'],
     ['GET', '/auth/authenticate'], ['GET', `/auth/Authenticate/${good}/extra`], ['POST', `/auth/Logout/${good}/extra`],
-    ['POST', '/auth/Login/a/b/c'], ['GET', '/favicon.ico'], ['DELETE', '/nothing/here?x=1'], ['GET', '/auth/Authenticate2']
+    ['POST', '/auth/Login/a/b/c'], ['GET', '/robots.txt'], ['DELETE', '/nothing/here?x=1'], ['GET', '/auth/Authenticate2']
   ]
   for (const [method, url] of cases) {
     assertStatus(t, await app.inject({ method, url }), 404, BODIES.notFound, `${String(method)} ${url.slice(0, 40)}`)

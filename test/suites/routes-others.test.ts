@@ -1,5 +1,6 @@
 // The fast suite's part: the routes, password to verify (sign-in pages, second factor, sessions), in one process (test/suites/README.md says why).
 import { release } from './hold.js'
+import '../routes/account-page.test.js'
 import '../routes/password.test.js'
 import '../routes/pointer.test.js'
 import '../routes/refresh.test.js'
