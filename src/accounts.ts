@@ -9,6 +9,7 @@ import { RevocationIncomplete, type TokenStore } from './stores/token-store.js'
 import type { AccountDetails, AccountKind, UserRecord, UserStore } from './stores/user-store.js'
 import type { ApiKeys } from './keys/api-keys.js'
 import type { TotpStore } from './stores/totp-store.js'
+import type { OutcomeOf } from './webhooks/events.js'
 
 /**
  * Account administration shared by the command line and the start-up bootstrap.
@@ -105,7 +106,7 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now
   const by = { clientIp: actor.clientIp, userAgent: actor.userAgent, credential: actor.credential }
   const outcomes: Partial<Record<AdminEvent, string>> = { 'user.add': 'created', 'user.unlock': 'unlocked' }
   const record = (event: AdminEvent, account: UserRecord, ended: number): void => {
-    audit.record({ event, username: account.username, accountId: account.id, ...by, outcome: outcomes[event] ?? `tokens-ended-${ended}`, tokensEnded: ended })
+    audit.record({ event, username: account.username, accountId: account.id, ...by, outcome: outcomes[event] ?? `tokens-ended-${ended}` satisfies OutcomeOf<'account.revoked' | 'account.disabled' | 'account.enabled' | 'password.changed'>, tokensEnded: ended })
   }
   const view = async (account: AccountDetails): Promise<AccountView> => {
     const lockedMs = await limiter.lockedForMs(account.username)
@@ -137,7 +138,7 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now
       return (await tokens.terminateAccount(account.id, account.tokenEpoch)).length
     } catch (error) {
       if (error instanceof RevocationIncomplete) {
-        audit.record({ event, username: account.username, accountId: account.id, ...by, outcome: `tokens-ended-${error.ended}-incomplete`, tokensEnded: error.ended })
+        audit.record({ event, username: account.username, accountId: account.id, ...by, outcome: `tokens-ended-${error.ended}-incomplete` satisfies OutcomeOf<'account.revoked' | 'account.disabled' | 'password.changed'>, tokensEnded: error.ended })
       }
       throw error
     }
@@ -185,7 +186,7 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now
     async resetSecondFactor (username) {
       const account = await details(username)
       // The audit name the account's own removal has (totp/second-factor.ts), with the admin's credential.
-      if (await totp?.remove(account.id) === true) audit.record({ event: 'totp.disabled', username: account.username, accountId: account.id, ...by, outcome: 'reset' })
+      if (await totp?.remove(account.id) === true) audit.record({ event: 'totp.disabled', username: account.username, accountId: account.id, ...by, outcome: 'reset' satisfies OutcomeOf<'totp.disabled'> })
       return await view({ ...account, totp: false })
     },
     async unlock (username) {

@@ -18,6 +18,7 @@ import { hashApiKey, isApiKeyShaped } from './keys/secret.js'
 import type { UserRecord, UserStore } from './stores/user-store.js'
 import type { SecondFactor } from './totp/second-factor.js'
 import { deviceOf, type DeviceRecord } from './webhooks/devices.js'
+import type { OutcomeOf } from './webhooks/events.js'
 
 /**
  * Login, Authenticate and Logout over the stores. No HTTP here: failures are
@@ -315,7 +316,7 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
     const context = { username, clientIp: client.ip, userAgent: client.userAgent }
 
     /** A failure of the caller's (a password or a code): counted, audited, 701 (or 429 when locked meanwhile). */
-    const refuse = async (outcome: string, account: UserRecord | undefined): Promise<never> => await failed(username, client, account?.id, outcome)
+    const refuse = async (outcome: OutcomeOf<'login.failure'>, account: UserRecord | undefined): Promise<never> => await failed(username, client, account?.id, outcome)
 
     // Read-only: an attempt while locked neither runs a hash nor extends the lock.
     await allowed(username, client)
@@ -351,7 +352,7 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
   }
 
   /** A failed attempt, counted against the account and the address and audited; always throws (701, or 429 once locked). */
-  async function failed (username: string, client: ClientContext, accountId: string | undefined, outcome: string): Promise<never> {
+  async function failed (username: string, client: ClientContext, accountId: string | undefined, outcome: OutcomeOf<'login.failure'>): Promise<never> {
     const context = { username, clientIp: client.ip, userAgent: client.userAgent }
     const failure = await limiter.recordFailure(username, client.ip)
     if (!failure.counted) {
@@ -360,7 +361,7 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
       throw tooManyRequests(failure.retryAfterMs / 1000)
     }
     audit.record({ event: 'login.failure', ...context, accountId, outcome })
-    if (failure.lockedForMs > 0) audit.record({ event: 'login.lockout', ...context, accountId, outcome: `locked-${Math.ceil(failure.lockedForMs / 1000)}s` })
+    if (failure.lockedForMs > 0) audit.record({ event: 'login.lockout', ...context, accountId, outcome: `locked-${Math.ceil(failure.lockedForMs / 1000)}s` satisfies OutcomeOf<'account.locked'> })
     throw loginFailed()
   }
 
@@ -383,17 +384,17 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
   }
 
   /** The token for an account whose credentials held, audited as a Login. */
-  async function signIn (account: UserRecord, username: string, presentedToken: string | undefined, client: ClientContext, how: string): Promise<IssuedToken> {
+  async function signIn (account: UserRecord, username: string, presentedToken: string | undefined, client: ClientContext, how: '' | `-by-${ProvenLoginRequest['method']}`): Promise<IssuedToken> {
     const context = { username, clientIp: client.ip, userAgent: client.userAgent }
     const issued = await issue(account, presentedToken, client) ?? await refuseOvertaken(account, context)
     // Best effort and off the answer's path: the admin API's last_login must never fail or slow a Login.
     users.recordLogin(account.id).catch(() => {})
-    audit.record({ event: 'login.success', ...context, accountId: account.id, outcome: `${issued.refreshed ? 'refreshed' : 'issued'}${how}` })
+    audit.record({ event: 'login.success', ...context, accountId: account.id, outcome: `${issued.refreshed ? 'refreshed' : 'issued'}${how}` satisfies OutcomeOf<'login.success'> })
     if (devices !== undefined) {
       // Off the answer's path, as last_login: a record that cannot be written costs an alert, never a Login.
       const device = deviceOf(client.ip, client.userAgent)
       devices.seen(account.id, device).then((unseen) => {
-        if (unseen) audit.record({ event: 'login.new_device', ...context, accountId: account.id, outcome: 'new-device', device })
+        if (unseen) audit.record({ event: 'login.new_device', ...context, accountId: account.id, outcome: 'new-device' satisfies OutcomeOf<'login.new_device'>, device })
       }, () => {})
     }
     return issued
@@ -457,11 +458,11 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
         // caller's token, kept, refreshes on the new epoch its next Login reads.
         ended = await tokens.terminateAccount(updated.id, updated.tokenEpoch, tokenHash)
       } catch (error) {
-        if (error instanceof RevocationIncomplete) audit.record({ ...context, outcome: `tokens-ended-${error.ended}-incomplete`, tokensEnded: error.ended })
+        if (error instanceof RevocationIncomplete) audit.record({ ...context, outcome: `tokens-ended-${error.ended}-incomplete` satisfies OutcomeOf<'password.changed'>, tokensEnded: error.ended })
         throw error
       }
       await sessions?.ended(ended)
-      audit.record({ ...context, outcome: `tokens-ended-${ended.length}`, tokensEnded: ended.length })
+      audit.record({ ...context, outcome: `tokens-ended-${ended.length}` satisfies OutcomeOf<'password.changed'>, tokensEnded: ended.length })
       return { ended: ended.length }
     },
 
@@ -511,7 +512,7 @@ export function createAuthService (deps: AuthServiceDeps): AuthService {
         accountId: ended.accountId,
         clientIp: client.ip,
         userAgent: client.userAgent,
-        outcome: 'terminated',
+        outcome: 'terminated' satisfies OutcomeOf<'logout'>,
         tokensEnded: 1
       })
     }

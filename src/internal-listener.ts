@@ -6,7 +6,7 @@ import { internalError, misdirected, notFound, StatusError } from './errors/stat
 import { statusErrorForHttp } from './http/status-for-http.js'
 import { internalListenerLogging } from './logging/logging.js'
 import { serverTimeouts } from './http/server-timeouts.js'
-import { registerStrictJson } from './http/parsing.js'
+import { MAX_PATH_SEGMENT, registerStrictJson } from './http/parsing.js'
 import { registerMetricsRoute } from './metrics/route.js'
 import { revocationRoutes } from './routes/revocations.js'
 import { docsLocation } from './routes/pointer.js'
@@ -20,11 +20,13 @@ import { openLoginLimiter } from './backends.js'
 import { localUrl } from './http/local-url.js'
 import { sessionOwner } from './admin/session-owner.js'
 import { configuredPasswordPolicy } from './passwords/policy.js'
+import { docsTryOut } from './docs-try-out.js'
 
 /**
  * The internal listener (INTERNAL_HOST:INTERNAL_PORT, 127.0.0.1:3001 by default): what only
  * the operator's side needs — /metrics, the API reference (/docs, /openapi.json) and the
- * revocation feed (/auth/revocations) — on an address that is not published. The public port
+ * revocation feed (/auth/revocations) — on an address that is not published; beside the
+ * reference, the operations it describes, so that its "Try it out" works (docs-try-out.ts). The public port
  * serves none of them unless AUTH_PUBLIC_INTERNALS asks (NODE_ENV decides nothing here). It answers
  * only the Host names it is reached by (DNS rebinding), and nothing it answers is cached.
  */
@@ -44,6 +46,8 @@ export async function buildInternalApp (app: FastifyInstance, config: Config, op
     requestTimeout: config.requestTimeoutMs,
     exposeHeadRoutes: false,
     return503OnClosing: false,
+    // Path-style Login's segments, tried from /docs, are as long here as on the public port.
+    routerOptions: { maxParamLength: MAX_PATH_SEGMENT },
     ajv: { customOptions: { removeAdditional: false } }
   })
   internal.setErrorHandler((error: FastifyError | StatusError, _request, reply) => {
@@ -95,6 +99,8 @@ export async function buildInternalApp (app: FastifyInstance, config: Config, op
     limiter: openLoginLimiter(config, backends.tokens, 'admin:'),
     sessions: { sessions: app.sessions, accountOf: sessionOwner(backends.database) }
   })
+  // Last: the listener's own routes come first, and keep their paths.
+  await internal.register(docsTryOut, { app, bodyLimitBytes: config.bodyLimitBytes })
   return internal
 }
 

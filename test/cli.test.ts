@@ -1,5 +1,6 @@
 import t, { type Test } from 'tap'
 import { execFile } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { readdir } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -8,7 +9,7 @@ import type { FastifyInstance } from 'fastify'
 import pg from 'pg'
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
-import { freshPostgresDatabase } from '../support/postgres.js'
+import { freshPostgresDatabase, TEST_DATABASE_URL } from '../support/postgres.js'
 import { tempDir } from '../support/processes.js'
 import { freshRedisPrefix, requireRedis } from '../support/redis.js'
 import { cliCommand, requireCurrentBuild } from '../support/service.js'
@@ -346,6 +347,27 @@ t.test('the command line hashes at the configured argon2 policy (AUTH_ARGON2_*),
   t.teardown(async () => { await client.end() })
   const { rows } = await client.query<{ password_hash: string }>('SELECT password_hash FROM users WHERE username = $1', ['frank'])
   t.match(rows[0]?.password_hash, /^\$argon2id\$v=19\$m=20480,t=3,p=2\$/, 'the stored PHC string names the configured m, t and p')
+})
+
+t.test('migrate on a Postgres without the URL\'s database creates it, says so, then migrates it', async (t) => {
+  const server = new URL(TEST_DATABASE_URL)
+  const name = `ats_new_${randomBytes(4).toString('hex')}`
+  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL })
+  await admin.connect()
+  t.teardown(async () => {
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+    await admin.end()
+  })
+  server.pathname = `/${name}`
+  const env = cleanEnv({ DATABASE_URL: server.toString() })
+  const first = await cli(env, ['migrate'])
+  t.equal(first.code, 0, first.stderr)
+  t.match(first.stderr, new RegExp(`^database "${name}" created on 127\\.0\\.0\\.1:5432\n`), 'one line says it was made, and where')
+  t.match(first.stderr, /migrations applied: 001-users\.sql/, 'and migrated')
+  const second = await cli(env, ['migrate'])
+  t.equal(second.code, 0, second.stderr)
+  t.notMatch(second.stderr, /created/, 'the second time: nothing made')
+  t.match(second.stderr, /up to date/)
 })
 
 t.test('no password ever appears in any output', async (t) => {

@@ -5,6 +5,12 @@ import { EXIT, unreachable } from './exit-codes.js'
 /** `migrate`: applies the SQL migrations, and says what it did on stderr. */
 export async function runMigrate (config: Config): Promise<number> {
   const [{ openDatabase }, { migrate }] = await Promise.all([import('../db/open.js'), import('../db/migrate.js')])
+  if (config.databaseUrl !== undefined) {
+    // A new Postgres has no database of the URL's name: the first migrate makes it.
+    const { ensureDatabase } = await import('../db/create-database.js')
+    const { created, name } = await ensureDatabase(config.databaseUrl).catch((error: unknown) => { throw unreachable('the database (DATABASE_URL)', error) })
+    if (created) process.stderr.write(`database "${name}" created on ${new URL(config.databaseUrl).host}\n`)
+  }
   const database = await openDatabase(config, { command: 'migrate' })
   try {
     const { applied, usernames } = await migrate(database).catch((error: unknown) => { throw unreachable('the database (DATABASE_URL)', error) })

@@ -11,7 +11,7 @@ export type Reason = string & { readonly [reasonBrand]: true }
 const reason = (text: string): Reason => text as Reason
 
 /** The parameters a reason may name: the service's own, never a name the caller made up. */
-export const PARAMETERS = ['username', 'password', 'token', 'format', 'jsonpFunction', 'jsopFunction', 'jsonpFormat', 'callback', 'current_password', 'new_password', 'otp', 'code', 'limit', 'cursor'] as const
+export const PARAMETERS = ['username', 'password', 'token', 'format', 'jsonpFunction', 'jsopFunction', 'jsonpFormat', 'callback', 'current_password', 'new_password', 'otp', 'code', 'limit', 'cursor', 'name', 'expires_in_days'] as const
 export type Parameter = typeof PARAMETERS[number]
 
 /** The admin API's parameters (admin/schemas.ts): its reasons may name these. */
@@ -50,6 +50,8 @@ export const reasons = {
   required: (parameter: Parameter) => reason(`${parameter} is required`),
   givenMoreThanOnce: (parameter: Parameter) => reason(`${parameter} given more than once`),
   notAString: (parameter: Parameter) => reason(`${parameter} must be a string`),
+  notAWholeNumber: (parameter: Parameter) => reason(`${parameter} must be a whole number`),
+  notTrueOrFalse: (parameter: Parameter) => reason(`${parameter} must be true or false`),
   empty: (parameter: Parameter) => reason(`${parameter} is empty`),
   tooLong: (parameter: keyof typeof PARAMETER_LIMITS) => {
     const { max, unit } = PARAMETER_LIMITS[parameter]

@@ -51,6 +51,9 @@ export function validationReason (failure: ValidationFailure | undefined, contex
   if (failure.keyword === 'required') return reasons.required(parameter)
   const value = typeof sent === 'object' && sent !== null ? (sent as Record<string, unknown>)[parameter] : undefined
   if (Array.isArray(value) && repeatsAsArrays) return reasons.givenMoreThanOnce(parameter)
+  // A field that is not a string (a form's value came as its text, and was not one: parsing.ts).
+  if (failure.keyword === 'type' && failure.params.type === 'integer') return reasons.notAWholeNumber(parameter)
+  if (failure.keyword === 'type' && failure.params.type === 'boolean') return reasons.notTrueOrFalse(parameter)
   if (typeof value !== 'string') return reasons.notAString(parameter)
   switch (failure.keyword) {
     case 'maxLength':

@@ -55,11 +55,45 @@ export function registerStrictJson (app: FastifyInstance, bodyLimit: number): vo
   })
 }
 
+type FieldType = 'integer' | 'boolean'
+const FORM = /^application\/x-www-form-urlencoded\b/i
+const FORM_INTEGER = /^-?[0-9]{1,15}$/
+
+/** The body fields a form cannot send as JSON does (a form value is text): whole numbers and booleans. */
+export function nonStringFields (schema: unknown): ReadonlyMap<string, FieldType> {
+  const fields = new Map<string, FieldType>()
+  const properties = typeof schema === 'object' && schema !== null && 'properties' in schema ? schema.properties : undefined
+  if (typeof properties !== 'object' || properties === null) return fields
+  for (const [name, property] of Object.entries(properties)) {
+    const type: unknown = typeof property === 'object' && property !== null && 'type' in property ? property.type : undefined
+    if (type === 'integer' || type === 'boolean') fields.set(name, type)
+  }
+  return fields
+}
+
+/**
+ * A form body's whole numbers and booleans, from their text ("7", "true") to the values the
+ * schema checks; any other text stays a string, which the schema then refuses naming the field.
+ * JSON bodies are left as they came (a number sent as a string there is the sender's mistake).
+ */
+function readFormFields (body: unknown, fields: ReadonlyMap<string, FieldType>): void {
+  if (typeof body !== 'object' || body === null) return
+  const values = body as Record<string, unknown>
+  for (const [name, type] of fields) {
+    const text = values[name]
+    if (typeof text !== 'string') continue
+    if (type === 'integer' && FORM_INTEGER.test(text)) values[name] = Number(text)
+    else if (type === 'boolean' && (text === 'true' || text === 'false')) values[name] = text === 'true'
+  }
+}
+
 /**
  * Bodies are form-encoded (by the same strict parser as queries) or JSON: Fastify's own
  * text/plain parser would let a third kind in (415 instead). A request without a body
  * validates as an empty parameter object where the route has a body schema; that hook is
  * added to those routes only, so that the others (GET Authenticate) run no preValidation hook.
+ * Forms are taken wherever JSON is: a route whose body has number or boolean fields reads them
+ * from a form's text too.
  */
 export async function registerBodyParsing (app: FastifyInstance, bodyLimit: number): Promise<void> {
   app.removeContentTypeParser('text/plain')
@@ -71,7 +105,15 @@ export async function registerBodyParsing (app: FastifyInstance, bodyLimit: numb
   }
   app.addHook('onRoute', (route) => {
     if (route.schema?.body === undefined) return
+    const fields = nonStringFields(route.schema.body)
+    const bodyHook: preValidationHookHandler = fields.size === 0
+      ? emptyBodyAsObject
+      : (request, _reply, done) => {
+          if (request.body === undefined) request.body = EMPTY_BODY
+          else if (FORM.test(request.headers['content-type'] ?? '')) readFormFields(request.body, fields)
+          done()
+        }
     const own = route.preValidation
-    route.preValidation = own === undefined ? [emptyBodyAsObject] : [emptyBodyAsObject, ...(Array.isArray(own) ? own : [own])]
+    route.preValidation = own === undefined ? [bodyHook] : [bodyHook, ...(Array.isArray(own) ? own : [own])]
   })
 }

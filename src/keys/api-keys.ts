@@ -6,6 +6,7 @@ import type { ApiKeyRow, ApiKeyStore } from '../stores/api-key-store.js'
 import { createRecoveryBudget } from './recovery-budget.js'
 import type { TokenRecord } from '@auth-token-service/guard/layout'
 import type { UserRecord } from '../stores/user-store.js'
+import type { OutcomeOf } from '../webhooks/events.js'
 import { generateApiKey, hashApiKey, isKeyIdShaped, newKeyId } from './secret.js'
 
 /**
@@ -42,6 +43,9 @@ export interface CreatedKey {
   secret: string
 }
 
+/** Why every key of an account ended, for the audit trail's outcome. */
+export type KeysEndedBy = 'account-disabled' | 'account-deleted' | 'revoke-all'
+
 export interface ApiKeys {
   /**
    * A new key of the account, valid `days` days (default 90, at most the configured maximum);
@@ -61,7 +65,7 @@ export interface ApiKeys {
    * Postgres UPDATE, then the token store's batch (endKeys: one acknowledgement wait), so an
    * account with many keys ends them in about the time of one. Returns how many it ended.
    */
-  endAccount (account: { id: string, username: string }, actor: KeyActor, why: string): Promise<number>
+  endAccount (account: { id: string, username: string }, actor: KeyActor, why: KeysEndedBy): Promise<number>
   /**
    * Authenticate found no record for this key hash: the record re-seeded from a live row, or
    * null when Postgres has no live key of that hash. Bounded per client (see createApiKeys):
@@ -125,8 +129,8 @@ export function createApiKeys ({
   store, tokens, audit, maxDays, maxPerAccount = DEFAULT_KEYS_PER_ACCOUNT, now = Date.now,
   recoverPerSecond = 5, recoverBurst = 10, recoverClients = 10_000, recoverInFlight = 32, negativeTtlMs = 60_000, flushEveryMs = 60_000
 }: ApiKeysDeps): ApiKeys {
-  const record = (event: 'key.created' | 'key.revoked', row: ApiKeyRow, actor: KeyActor, outcome: string): void => {
-    audit.record({ event, username: row.username, accountId: row.accountId, clientIp: actor.clientIp, userAgent: actor.userAgent, credential: actor.credential, outcome: `${outcome}:${row.id}` })
+  const record = (event: 'key.created' | 'key.revoked', row: ApiKeyRow, actor: KeyActor, outcome: 'created' | 'revoked' | 'already-ended' | KeysEndedBy | `${KeysEndedBy}-incomplete`): void => {
+    audit.record({ event, username: row.username, accountId: row.accountId, clientIp: actor.clientIp, userAgent: actor.userAgent, credential: actor.credential, outcome: `${outcome}:${row.id}` satisfies OutcomeOf<'key.created' | 'key.revoked'> })
   }
 
   // Recover's bounds: a negative cache of hashes Postgres did not know, one look-up in flight

@@ -29,11 +29,13 @@ export const pointerRoutes: FastifyPluginAsync<PointerOptions> = async (app, opt
     service: 'auth-token-service',
     version: options.version,
     docs: options.docs,
+    // A person who opens the service in a browser most likely came to sign in.
+    signin: '/auth/signin',
     health: { live: '/health/live', ready: '/health/ready' }
   }
   app.get('/', {
     logLevel: 'silent',
-    schema: { tags: ['operations'], summary: 'A pointer: the service, its version, where its docs and health checks are' }
+    schema: { tags: ['operations'], summary: 'A pointer: the service, its version, where its docs, sign-in page and health checks are' }
   }, async () => body)
   refuseOtherMethods(app, '/', ['GET'])
 }

@@ -3,6 +3,7 @@ import type { Queryable } from '../db/database.js'
 import { escapeControlCharacters } from '@auth-token-service/guard/shared/log-escape'
 import { databaseGuard } from '../db/guarded.js'
 import type { AuditLog } from '../stores/audit-log.js'
+import type { OutcomeOf } from '../webhooks/events.js'
 import type { TokenStore } from '../stores/token-store.js'
 import type { NewSession, SessionInfo, SessionRecorder, Sessions } from './sessions.js'
 
@@ -139,7 +140,7 @@ export function createSqlSessions ({ db, tokens, audit, now = Date.now, onError 
         clientIp: client.ip,
         userAgent: client.userAgent,
         credential: client.credential,
-        outcome: actor === undefined ? 'terminated' : `terminated-by-${actor}`,
+        outcome: actor === undefined ? 'terminated' : `terminated-by-${actor}` satisfies OutcomeOf<'session.ended'>,
         tokensEnded: 1
       })
       return true
@@ -157,7 +158,7 @@ export function createSqlSessions ({ db, tokens, audit, now = Date.now, onError 
         clientIp: client.ip,
         userAgent: client.userAgent,
         credential: client.credential,
-        outcome: `tokens-ended-${ended.length}${exceptTokenHash === undefined ? '' : '-but-current'}${actor === undefined ? '' : `-by-${actor}`}`,
+        outcome: `tokens-ended-${ended.length}${exceptTokenHash === undefined ? '' : '-but-current'}${actor === undefined ? '' : `-by-${actor}`}` satisfies OutcomeOf<'session.ended'>,
         tokensEnded: ended.length
       })
       return ended.length

@@ -4,6 +4,7 @@ import { badRequest, StatusError } from '../errors/status.js'
 import type { AuditEvent, AuditLog } from '../stores/audit-log.js'
 import type { TotpStore } from '../stores/totp-store.js'
 import type { UserRecord } from '../stores/user-store.js'
+import type { OutcomeOf } from '../webhooks/events.js'
 import { canonicalRecoveryCode, generateRecoveryCode, hashRecoveryCode, RECOVERY_CODE_COUNT } from './recovery-codes.js'
 import { base32Encode, CODE_SHAPE, matchingStep, normalizedCode, otpauthUri } from './rfc6238.js'
 import { openSecret, sealSecret, type TotpKeys } from './sealed-secret.js'
@@ -133,12 +134,12 @@ export function createSecondFactor (deps: SecondFactorDeps): SecondFactor {
       const secret = await secretOf(account.id, factor.sealed)
       const step = secret === undefined ? undefined : matchingStep(secret, normalizedCode(code), now())
       if (step === undefined || !await store.confirm(account.id, step)) throw badRequest(reasons.codeNotMatching())
-      record(account, actor, 'totp.enabled', 'confirmed')
+      record(account, actor, 'totp.enabled', 'confirmed' satisfies OutcomeOf<'totp.enabled'>)
     },
 
     async remove (account, actor, outcome) {
       const removed = await store.remove(account.id)
-      if (removed) record(account, actor, 'totp.disabled', outcome)
+      if (removed) record(account, actor, 'totp.disabled', outcome satisfies OutcomeOf<'totp.disabled'>)
       return removed
     }
   }

@@ -11,6 +11,37 @@ export const WEBHOOK_EVENT_TYPES = [
 export type WebhookEventType = typeof WEBHOOK_EVENT_TYPES[number]
 
 /**
+ * What `data.outcome` says, by type: every word the code records for the audit events each type
+ * is sent for (a `<…>` part is filled in: a count, seconds, a key id, who acted). The emitters
+ * check their outcomes against it (OutcomeOf), and docs/webhooks.md is compared with it by a test.
+ */
+export const WEBHOOK_OUTCOMES = {
+  'login.success': ['issued', 'refreshed', 'issued-by-passkey', 'refreshed-by-passkey', 'issued-by-second-factor', 'refreshed-by-second-factor'],
+  'login.failure': ['wrong-password', 'unknown-user', 'disabled', 'not-provisioned', 'wrong-code', 'reused-code', 'secret-unreadable',
+    'wrong-passkey', 'wrong-second-factor', 'unusable-account'],
+  'login.new_device': ['new-device'],
+  logout: ['terminated'],
+  'session.ended': ['terminated', 'terminated-by-<actor>', 'tokens-ended-<n>', 'tokens-ended-<n>-but-current', 'tokens-ended-<n>-by-<actor>',
+    'tokens-ended-<n>-but-current-by-<actor>'],
+  'account.revoked': ['tokens-ended-<n>', 'tokens-ended-<n>-incomplete'],
+  'account.disabled': ['tokens-ended-<n>', 'tokens-ended-<n>-incomplete'],
+  'account.enabled': ['tokens-ended-<n>'],
+  'account.locked': ['locked-<seconds>s'],
+  'password.changed': ['tokens-ended-<n>', 'tokens-ended-<n>-incomplete'],
+  'key.created': ['created:<key id>'],
+  'key.revoked': ['revoked:<key id>', 'already-ended:<key id>', 'account-disabled:<key id>', 'account-deleted:<key id>', 'revoke-all:<key id>',
+    'account-disabled-incomplete:<key id>', 'account-deleted-incomplete:<key id>', 'revoke-all-incomplete:<key id>'],
+  'totp.enabled': ['confirmed'],
+  'totp.disabled': ['removed', 'reset']
+} as const satisfies Record<WebhookEventType, readonly string[]>
+
+/** An outcome pattern as a type: each `<…>` part any text. */
+type Filled<Pattern extends string> = Pattern extends `${infer Head}<${string}>${infer Tail}` ? `${Head}${string}${Filled<Tail>}` : Pattern
+
+/** The outcomes a webhook type may carry (WEBHOOK_OUTCOMES), for the code that records them to be checked against. */
+export type OutcomeOf<Type extends WebhookEventType> = Filled<typeof WEBHOOK_OUTCOMES[Type][number]>
+
+/**
  * The second factor's audit events (its enrollment confirmed, its removal): named here ahead of
  * the audit trail's own list, so that they are sent from the moment the second factor records them.
  */

@@ -5,15 +5,16 @@ import { join } from 'node:path'
 import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core'
 import t, { type Test } from 'tap'
 import { startService } from '../../support/service.js'
-import { tempDir } from '../../support/processes.js'
+import { freePort, tempDir } from '../../support/processes.js'
 import { seedMigratedDataDir } from '../support/pglite-template.js'
 
 /*
  * /docs as a person uses it: the built service on the embedded default
- * with a real account, and the Swagger UI page in a real headless Chromium (Debian's, never a
- * downloaded one). Login (Try it out, fill the fields, Execute), then Authenticate with the
- * token it gave, then Logout: each shows Success in the page. Set ATS_DOCS_SCREENSHOTS to a
- * directory to keep what the page looked like.
+ * with a real account, no setting beyond it, and the Swagger UI page where the README sends
+ * people (the internal listener), in a real headless Chromium (Debian's, never a downloaded
+ * one). Login (Try it out, fill the fields, Execute), then Authenticate with the token it gave,
+ * then Logout: each shows Success in the page. A page of another site posting to Login is still
+ * refused. Set ATS_DOCS_SCREENSHOTS to a directory to keep what the page looked like.
  */
 
 const CHROMIUM = '/usr/bin/chromium'
@@ -29,15 +30,16 @@ if (!existsSync(CHROMIUM)) {
 
 async function run (t: Test): Promise<void> {
   const account = { username: 'docs-reader', password: `p&ss w=rd+%/é ${randomBytes(6).toString('hex')}` }
+  const internalPort = await freePort()
   const service = await startService(t, {
     // A migrated database to start on: making one (seconds of CPU) is not what this file tests.
     AUTH_DATA_DIR: await seedMigratedDataDir(await tempDir(t, 'ats-docs-data-')),
     AUTH_BOOTSTRAP_USERNAME: account.username,
     AUTH_BOOTSTRAP_PASSWORD: account.password,
     LOG_LEVEL: 'warn',
-    // Try it out sends to the page's own origin: the public port, which serves /docs only when asked.
-    AUTH_PUBLIC_INTERNALS: 'true'
+    INTERNAL_PORT: String(internalPort)
   })
+  const docsOrigin = `http://127.0.0.1:${internalPort}`
 
   const context: BrowserContext = await chromium.launchPersistentContext(await tempDir(t, 'ats-docs-chromium-'), {
     executablePath: CHROMIUM,
@@ -56,7 +58,7 @@ async function run (t: Test): Promise<void> {
     if (screenshots !== undefined) await target.screenshot({ path: join(screenshots, `${name}.png`) })
   }
 
-  await page.goto(`${service.baseUrl}/docs`)
+  await page.goto(`${docsOrigin}/docs`)
   await page.locator('.opblock').first().waitFor()
   await snap(page, 'docs')
 
@@ -146,6 +148,26 @@ async function run (t: Test): Promise<void> {
       if (field !== undefined) await block.locator(`tr[data-param-name="${field}"] input[type=text]`).fill(pathToken)
       const answer = await execute(block)
       t.match(answer, { code: '200', body: { status: 0, message: 'Success' } }, id.replace('operations-', ''))
+    }
+  })
+
+  await t.test('a page of another site posting a Login form is refused, on the docs\' listener and on the public port', async (t) => {
+    // A real cross-site form post: Chromium sends Origin and Sec-Fetch-Site itself.
+    const other = 'http://cross-site.test'
+    await page.route(`${other}/**`, async (route) => {
+      const target = new URL(route.request().url()).searchParams.get('to') ?? ''
+      await route.fulfill({
+        contentType: 'text/html',
+        body: `<form method="post" action="${target}/auth/Login"><input name="username" value="${account.username}">` +
+          `<input name="password" value="${account.password.replace(/&/g, '&amp;').replace(/"/g, '&quot;')}"><button>go</button></form>`
+      })
+    })
+    for (const target of [docsOrigin, service.baseUrl]) {
+      await page.goto(`${other}/?to=${encodeURIComponent(target)}`)
+      const [answer] = await Promise.all([page.waitForResponse(`${target}/auth/Login`), page.locator('button').click()])
+      t.equal(answer.status(), 403, `${target}: HTTP 403`)
+      t.same(await answer.json(), { status: 403, message: 'Forbidden', detail: 'cross-site request' }, `${target}: a cross-site request`)
+      t.notOk((await answer.allHeaders())['set-cookie'], `${target}: no cookie set`)
     }
   })
 

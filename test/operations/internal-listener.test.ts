@@ -222,3 +222,63 @@ t.test('hostOf: the host name of a Host header', async (t) => {
   ]
   for (const [header, host] of cases) t.equal(hostOf(header), host, String(header))
 })
+
+t.test('the operations /docs describes are answered on the internal listener as on the public port, so that Try it out works there', async (t) => {
+  const { app, config, addUser } = await buildTestApp(t, 'embedded', { trustProxy: true })
+  await addUser('reader', 'p&ss w=rd+%/é')
+  await app.ready()
+  const internal = await buildInternalApp(app, config)
+  t.teardown(async () => { await internal.close() })
+  const own = { host: '127.0.0.1:3001', origin: 'http://127.0.0.1:3001', 'sec-fetch-site': 'same-origin' }
+  const form = { ...own, 'content-type': 'application/x-www-form-urlencoded' }
+  const payload = 'username=reader&password=p%26ss%20w%3Drd%2B%25%2F%C3%A9'
+
+  // A forwarded address is believed from no one here: the session records the caller's own.
+  const login = await internal.inject({ method: 'POST', url: '/auth/Login', headers: { ...form, 'x-forwarded-for': '203.0.113.7' }, payload, remoteAddress: '127.0.0.1' })
+  t.equal(login.statusCode, 200, 'Login from the page\'s own origin: 200')
+  const body = login.json<{ status: number, token: string }>()
+  t.equal(body.status, 0, 'status 0')
+  const cookie = login.cookies.find((c) => c.name === 'AuthToken1')
+  t.equal(cookie?.value, body.token, 'the AuthToken1 cookie is set, as the page says')
+  t.equal(login.headers['cache-control'], 'no-store')
+
+  const byCookie = await internal.inject({ method: 'GET', url: '/auth/Authenticate/', headers: { ...own, cookie: `AuthToken1=${body.token}` } })
+  t.match(byCookie.json(), { status: 0, message: 'Success', username: 'reader' }, 'Authenticate by the cookie, trailing slash too')
+  const onPublic = await app.inject({ method: 'GET', url: '/auth/Authenticate', headers: { authorization: `Bearer ${body.token}` } })
+  t.equal(onPublic.json<{ status: number }>().status, 0, 'the same token on the public port')
+  const sessions = await internal.inject({ method: 'GET', url: '/auth/sessions', headers: { ...own, authorization: `Bearer ${body.token}` } })
+  t.match(sessions.json(), { status: 0, sessions: [{ ip: '127.0.0.1', current: true }] }, 'the session has the caller\'s address, not the forwarded one')
+
+  for (const [what, headers] of [
+    ['another Origin', { ...form, origin: 'http://evil.example' }],
+    ['the public port\'s origin', { ...form, origin: 'http://127.0.0.1:3000' }],
+    ['Sec-Fetch-Site: cross-site', { host: own.host, 'content-type': form['content-type'], 'sec-fetch-site': 'cross-site' }]
+  ] as const) {
+    const refused = await internal.inject({ method: 'POST', url: '/auth/Login', headers, payload })
+    t.equal(refused.statusCode, 403, `${what}: 403`)
+    t.same(refused.json(), { status: 403, message: 'Forbidden', detail: 'cross-site request' }, `${what}: the cross-site refusal`)
+    t.notOk(refused.headers['set-cookie'], `${what}: no cookie`)
+  }
+
+  const wrongMethod = await internal.inject({ method: 'PUT', url: '/auth/Login', headers: own })
+  t.equal(wrongMethod.statusCode, 405, 'a wrong method: the public port\'s 405')
+  t.equal(wrongMethod.headers.allow, 'POST', 'with its Allow')
+  const tooLarge = await internal.inject({ method: 'POST', url: '/auth/Login', headers: form, payload: 'x'.repeat(config.bodyLimitBytes + 1) })
+  t.same([tooLarge.statusCode, tooLarge.json()], [413, { status: 413, message: 'Payload Too Large' }], 'a body over the limit: 413')
+  const twoHosts = await internal.inject({ method: 'POST', url: '/auth/Login', headers: { ...form, host: ['127.0.0.1:3001', 'evil.example'] as unknown as string }, payload })
+  t.not(twoHosts.statusCode, 200, 'two Host headers: not served')
+  t.equal((await internal.inject({ method: 'GET', url: '/auth/signin', headers: own })).statusCode, 404, 'what /docs does not describe is not here')
+})
+
+t.test('with AUTH_PUBLIC_INTERNALS the listener\'s own routes stay its own', async (t) => {
+  const { app, config } = await buildTestApp(t, 'embedded', { publicInternals: true, revocationsKey: KEY })
+  await app.ready()
+  const internal = await buildInternalApp(app, config)
+  t.teardown(async () => { await internal.close() })
+  const feed = await internal.inject({ method: 'GET', url: '/auth/revocations', headers: { host: '127.0.0.1:3001' } })
+  t.equal(feed.statusCode, 401, 'the feed is the listener\'s (its key check)')
+  const metrics = await internal.inject({ method: 'GET', url: '/metrics', headers: { host: '127.0.0.1:3001' } })
+  t.equal(metrics.statusCode, 200, '/metrics answers')
+  const live = await internal.inject({ method: 'GET', url: '/health/live', headers: { host: '127.0.0.1:3001' } })
+  t.match(live.json(), { status: 0 }, 'and the public operations beside them')
+})

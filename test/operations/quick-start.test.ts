@@ -47,4 +47,7 @@ t.test('the quick start runs as written', async (t) => {
   t.ok(lines.slice(3).some((line) => /\badmin\b/.test(line)), 'and the bootstrap one')
   const log = await readFile(join(dir, 'service.log'), 'utf8')
   t.match(log, /"msg":"closed"/, 'kill %1 stopped the service cleanly')
+  // admin / change me: the quick start is reached from this machine only (HOST=127.0.0.1).
+  const listening = [...log.matchAll(/"msg":"Server listening at (http:\/\/[^"]+)"/g)].map((match) => match[1])
+  t.same(listening, [`http://127.0.0.1:${port}`], 'it listened on loopback only')
 })

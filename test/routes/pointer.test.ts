@@ -3,7 +3,7 @@ import { buildTestApp } from '../support/app.js'
 import { docsLocation } from '../../src/routes/pointer.js'
 import { PACKAGE_VERSION } from '../../src/version.js'
 
-/** GET / on the public port: a pointer to the docs and health checks, not a bare 404. */
+/** GET / on the public port: a pointer to the docs, the sign-in page and the health checks, not a bare 404. */
 
 const { app } = await buildTestApp(t, 'embedded')
 
@@ -17,6 +17,14 @@ t.test('GET / names the service, its version, the docs page and the health check
   t.equal(body.version, PACKAGE_VERSION)
   t.match(body.docs, /^http:\/\/127\.0\.0\.1:\d+\/docs /, 'a URL a person on this host can open')
   t.same(body.health, { live: '/health/live', ready: '/health/ready' })
+})
+
+t.test('GET / names the sign-in page, and the page is there', async (t) => {
+  const body = (await app.inject({ method: 'GET', url: '/' })).json<{ signin?: unknown }>()
+  t.equal(body.signin, '/auth/signin', 'where a person signs in')
+  const page = await app.inject({ method: 'GET', url: String(body.signin) })
+  t.equal(page.statusCode, 200, 'it answers')
+  t.match(page.headers['content-type'], /^text\/html/, 'with a page')
 })
 
 t.test('other methods on / are told what works', async (t) => {

@@ -142,8 +142,8 @@ function problems (route: Route | undefined, method: string, statusCode: number,
       found.push(`Authenticate success keys ${keys.join()}`)
     }
   } else if (statusCode === 200 && route === undefined && 'service' in record) {
-    // GET / (and `GET *`, which the router takes for it): the pointer to the docs and health checks.
-    if (keys.join() !== 'status,message,service,version,docs,health') found.push(`pointer keys ${keys.join()}`)
+    // GET / (and `GET *`, which the router takes for it): the pointer to the docs, the sign-in page and the health checks.
+    if (keys.join() !== 'status,message,service,version,docs,signin,health') found.push(`pointer keys ${keys.join()}`)
   } else if (statusCode !== 400 && keys.join() !== 'status,message') {
     found.push(`keys ${keys.join()} (HTTP ${statusCode})`)
   }

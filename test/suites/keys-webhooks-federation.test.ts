@@ -2,6 +2,7 @@
 import { release } from './hold.js'
 import '../config.test.js'
 import '../credentials.test.js'
+import '../docs-agree.test.js'
 import '../docs-links.test.js'
 import '../federation/canonical-identity.test.js'
 import '../federation/ldap-escape.test.js'

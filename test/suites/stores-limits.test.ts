@@ -4,6 +4,7 @@ import '../stores/login-limiter.test.js'
 import '../stores/request-limiter.test.js'
 import '../stores/replica-acks.test.js'
 import '../sessions/sessions.test.js'
+import '../db/create-database.test.js'
 import '../db/data-dir-lock.test.js'
 
 release()
