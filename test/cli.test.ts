@@ -2,7 +2,7 @@ import t, { type Test } from 'tap'
 import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
-import { readdir } from 'node:fs/promises'
+import { readdir, readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
@@ -149,7 +149,7 @@ t.test('accounts and sessions on Postgres and Redis', async (t) => {
       const run = await cli(env, ['user', 'add', 'carol'], stdin)
       t.equal(run.code, 2, JSON.stringify(stdin))
       t.match(run.stderr, /password is required/)
-      t.match(run.stderr, USAGE_LINE)
+      t.match(run.stderr, /Run 'auth-token-service --help' for usage\./, 'and where the usage is')
     }
     t.notOk(accounts(await cli(env, ['user', 'list'])).some(([name]) => name === 'carol'))
   })
@@ -263,7 +263,7 @@ t.test('accounts and sessions on Postgres and Redis', async (t) => {
   })
 })
 
-t.test('usage errors: exit 2, usage on stderr, nothing opened', async (t) => {
+t.test('usage errors: exit 2, a few lines naming the problem and pointing at --help, nothing opened', async (t) => {
   // No DATABASE_URL: were a backend opened, the embedded database would appear in ./data.
   const cwd = await tempDir(t, 'ats-cli-usage-')
   const env = cleanEnv()
@@ -274,21 +274,40 @@ t.test('usage errors: exit 2, usage on stderr, nothing opened', async (t) => {
     ['user', 'add'],
     ['user', 'add', 'a', 'b'],
     ['user', 'list', '--bogus'],
+    ['user', 'add', 'bob', '--foo'],
+    ['keys', 'create', 'svc', '--name'],
     ['user', 'passwd', 'alice', '--federated'],
     ['sessions', 'revoke'],
     ['migrate', 'extra']
   ]
   const results = await Promise.all(cases.map(async (args) => await cli(env, args, '', cwd)))
   for (const run of results) {
-    t.equal(run.code, 2, `exit 2 for [${run.args.join(' ')}]`)
-    t.match(run.stderr, USAGE_LINE, `usage on stderr for [${run.args.join(' ')}]`)
-    t.equal(run.stdout, '', `nothing on stdout for [${run.args.join(' ')}]`)
+    const label = `[${run.args.join(' ')}]`
+    t.equal(run.code, 2, `exit 2 for ${label}`)
+    const lines = run.stderr.trimEnd().split('\n')
+    t.ok(lines.length <= 3, `${lines.length} lines on stderr for ${label}`)
+    t.match(lines[0], /^auth-token-service: \S/, `the problem first for ${label}`)
+    t.equal(lines.at(-1), "Run 'auth-token-service --help' for usage.", `then where the usage is for ${label}`)
+    t.notMatch(run.stderr, USAGE_LINE, `not the whole usage for ${label}`)
+    t.equal(run.stdout, '', `nothing on stdout for ${label}`)
   }
+  t.match(results.find((run) => run.args.includes('--foo'))?.stderr, /^auth-token-service: unknown option '--foo' for 'user add'\n/, 'an unknown option is named, with its command')
   t.same(await readdir(cwd), [], 'no embedded database was created')
 
   const help = await cli(env, ['--help'], '', cwd)
   t.equal(help.code, 0)
   t.match(help.stdout, USAGE_LINE, 'asked-for help goes to stdout')
+  t.match(help.stdout, /^\s+user list\s/m, 'with the commands')
+})
+
+t.test('--version prints the package\'s version, and nothing is opened', async (t) => {
+  const cwd = await tempDir(t, 'ats-cli-version-')
+  const { version } = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+  const run = await cli(cleanEnv(), ['--version'], '', cwd)
+  t.equal(run.code, 0)
+  t.equal(run.stdout, `${version}\n`, 'the version alone on stdout, as scripts read it')
+  t.equal(run.stderr, '')
+  t.same(await readdir(cwd), [], 'no embedded database was created')
 })
 
 t.test('an unreachable database: exit 1, a message, no stack trace', async (t) => {

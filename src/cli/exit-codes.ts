@@ -4,10 +4,9 @@ import { DataDirBusyError, DataDirLockError } from '../db/data-dir-lock.js'
 import { NotMigratedError } from '../db/migrate.js'
 import { StatusError } from '../errors/status.js'
 import { RevocationIncomplete } from '../stores/token-store.js'
-import { USAGE, UsageError } from './parse.js'
+import { EXIT, UsageError, usageErrorText } from './parse.js'
 
-/** The exit status of every command (USAGE's last line says the same to the operator). */
-export const EXIT = Object.freeze({ success: 0, failure: 1, usage: 2 })
+export { EXIT } from './parse.js'
 
 /** A failure whose message is already what the operator should read (exit 1). */
 export class Failure extends Error {}
@@ -28,7 +27,7 @@ export function unreachable (what: string, error: unknown): unknown {
 export function describe (error: unknown): { message: string, code: number } {
   // The admin API's refusal: its detail (what is wrong, never a value sent), or what went wrong reaching it.
   if (error instanceof AdminApiError) return { message: error.message, code: EXIT.failure }
-  if (error instanceof UsageError) return { message: `${error.message}\n${USAGE}`, code: EXIT.usage }
+  if (error instanceof UsageError) return { message: usageErrorText(error), code: EXIT.usage }
   if (error instanceof Failure) return { message: error.message, code: EXIT.failure }
   if (error instanceof ConfigError) return { message: `configuration error: ${error.message}`, code: EXIT.failure }
   if (error instanceof NotMigratedError || error instanceof DataDirBusyError || error instanceof DataDirLockError) return { message: error.message, code: EXIT.failure }
@@ -51,9 +50,6 @@ export function describe (error: unknown): { message: string, code: number } {
       503: 'the database or Redis cannot be reached'
     }
     return { message: messages[error.status] ?? error.message, code: EXIT.failure }
-  }
-  if (error instanceof Error && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS')) {
-    return { message: `${error.message}\n${USAGE}`, code: EXIT.usage }
   }
   return { message: error instanceof Error ? error.message : 'unexpected failure', code: EXIT.failure }
 }

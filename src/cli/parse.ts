@@ -30,6 +30,8 @@ commands:
 
 options:
   --verbose, -v                       say (on stderr) which database or running service was used
+  --version                           print the version
+  --help, -h                          print this
 
 Account and session commands go through the admin API of a running service when
 AUTH_ADMIN_URL (with AUTH_ADMIN_KEY or AUTH_ADMIN_KEY_FILE) is set, or when the service
@@ -38,8 +40,25 @@ holding the embedded data directory runs; otherwise they open the database thems
 Configuration comes from the environment (DATABASE_URL, REDIS_URL, ...; see docs/configuration.md).
 Exit status: 0 success, 1 failure, 2 usage error.`
 
-/** A command line that names no command this program has (exit 2, with the usage). */
+/** The exit status of every command (USAGE's last line says the same to the operator). */
+export const EXIT = Object.freeze({ success: 0, failure: 1, usage: 2 })
+
+/** A command line that names no command this program has (exit 2, with a pointer to the usage). */
 export class UsageError extends Error {}
+
+/**
+ * What a usage error prints after the program's name: the problem, then where the usage is. The
+ * whole usage (40 lines) printed on every slip buried the one line that mattered.
+ */
+export function usageErrorText (error: UsageError): string {
+  return `${error.message}\nRun 'auth-token-service --help' for usage.`
+}
+
+/** Every command, as the usage names it; an unknown option's message names the one it was given to. */
+export const COMMANDS = [
+  'serve', 'migrate', 'user add', 'user passwd', 'user disable', 'user enable', 'user list', 'user unlock',
+  'user delete', 'user totp-reset', 'sessions list', 'sessions revoke', 'keys create', 'keys list', 'keys revoke', 'events'
+] as const
 
 /** The account and session commands: the ones written once against AdminOperations (commands.ts). */
 export type AccountInvocation =
@@ -54,6 +73,7 @@ export type AccountInvocation =
 
 export type Invocation = (
   | { command: 'help' }
+  | { command: 'version' }
   | { command: 'serve' }
   | { command: 'migrate' }
   | AccountInvocation
@@ -73,24 +93,59 @@ function oneName (positionals: string[], command: string): string {
  * creates the embedded one under ./data.
  */
 export function parseCommandLine (argv: string[]): Invocation {
-  const { values, positionals } = parseArgs({
-    args: keyIdAsPositional(argv),
-    allowPositionals: true,
-    strict: true,
-    options: {
-      federated: { type: 'boolean' },
-      service: { type: 'boolean' },
-      name: { type: 'string' },
-      days: { type: 'string' },
-      user: { type: 'string' },
-      since: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-      verbose: { type: 'boolean', short: 'v' }
-    }
-  })
+  const args = keyIdAsPositional(argv)
+  let parsed
+  try {
+    parsed = parseArgs({ args, allowPositionals: true, strict: true, options: OPTIONS })
+  } catch (error) {
+    throw inOwnWords(error, args)
+  }
+  const { values, positionals } = parsed
   if (values.help === true) return { command: 'help' }
+  if (values.version === true) return { command: 'version' }
   const invocation = parseCommand(values, positionals)
   return values.verbose === true ? { ...invocation, verbose: true } : invocation
+}
+
+const OPTIONS = {
+  federated: { type: 'boolean' },
+  service: { type: 'boolean' },
+  name: { type: 'string' },
+  days: { type: 'string' },
+  user: { type: 'string' },
+  since: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+  // No -v: that has been --verbose's.
+  version: { type: 'boolean' },
+  verbose: { type: 'boolean', short: 'v' }
+} as const
+
+/**
+ * parseArgs' refusal as one short line: its own message for an unknown option goes on with
+ * advice about `--` ("To specify a positional argument starting with a '-' ...") that fits
+ * no command here.
+ */
+function inOwnWords (error: unknown, args: string[]): unknown {
+  if (!(error instanceof Error) || !('code' in error) || typeof error.code !== 'string' || !error.code.startsWith('ERR_PARSE_ARGS')) return error
+  const option = /'(-[^' ,]*)/.exec(error.message)?.[1] ?? ''
+  const longName = /--[\w-]+/.exec(error.message)?.[0] ?? option
+  switch (error.code) {
+    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION': {
+      const command = commandOf(args)
+      return new UsageError(`unknown option '${option}'${command === undefined ? '' : ` for '${command}'`}`)
+    }
+    case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE':
+      return new UsageError(/does not take/.test(error.message) ? `${longName} takes no value` : `${longName} wants a value`)
+    default:
+      return new UsageError(error.message.split('. ')[0] ?? error.message)
+  }
+}
+
+/** The command that `args` names, known options and all (none when it names none). */
+function commandOf (args: string[]): string | undefined {
+  const { positionals } = parseArgs({ args, allowPositionals: true, strict: false, options: OPTIONS })
+  const [first, second] = positionals
+  return COMMANDS.find((command) => command === `${first} ${second}` || command === first)
 }
 
 /**
@@ -108,7 +163,7 @@ interface Options { federated?: boolean, service?: boolean, user?: string, since
 
 function parseCommand (values: Options, positionals: string[]): Invocation {
   const [command, sub, ...rest] = positionals
-  if (command === undefined) throw new UsageError('a command is required')
+  if (command === undefined) throw new UsageError('a command is required: serve, migrate, user, sessions, keys or events')
   if (values.federated === true && !(command === 'user' && sub === 'add')) throw new UsageError('--federated belongs to `user add`')
   if (values.service === true && !(command === 'user' && sub === 'add')) throw new UsageError('--service belongs to `user add`')
   if (values.service === true && values.federated === true) throw new UsageError('--service and --federated exclude each other: a service account has no password to check')

@@ -1,6 +1,6 @@
 import { PGlite, type PGliteInterface } from '@electric-sql/pglite'
 import { lockDataDir, type DataDirLock } from './data-dir-lock.js'
-import { PrivateNodeFS } from './private-files.js'
+import { PrivateNodeFS } from './private-node-fs.js'
 import type { Database, Transaction } from './database.js'
 import { inSpan, type SpanAttributes } from '../tracing/spans.js'
 

@@ -1,6 +1,5 @@
 import { chmod, lstat, mkdir, readdir } from 'node:fs/promises'
 import { join } from 'node:path'
-import { NodeFS } from '@electric-sql/pglite/nodefs'
 
 /**
  * The embedded database's directory holds the password hashes (in its WAL and tables) and the
@@ -9,7 +8,7 @@ import { NodeFS } from '@electric-sql/pglite/nodefs'
  */
 
 /** Group and other: every permission bit. */
-const SHARED_BITS = 0o077
+export const SHARED_BITS = 0o077
 
 /**
  * Creates `dir` 0700, or takes group and other access away from it when it has some (a
@@ -52,33 +51,5 @@ async function tightenEntry (path: string): Promise<number> {
     // Gone meanwhile (a temporary file renamed): nothing left to protect.
     if (isGone(error)) return 0
     throw error
-  }
-}
-
-/** What PGlite's preRun hands over: its Emscripten module, of which only NODEFS is touched here. */
-interface EmscriptenNodeFs {
-  node_ops: { mknod: (parent: unknown, name: string, mode: number, dev: number) => unknown }
-  doSetAttr: (arg: unknown, node: unknown, attr: { mode?: number }, ...rest: unknown[]) => unknown
-}
-
-/**
- * PGlite's Node filesystem with private modes. Emscripten creates each file with the mode Postgres
- * asked for and then chmods it to exactly that mode, so the process umask never applies: Postgres
- * in WebAssembly asks for 0666, and every file (the WAL, the catalogs, postgresql.conf) was
- * world-writable. Here every mode Emscripten gives a node (at creation, and by chmod) loses its
- * group and other bits before it reaches the disk.
- */
-export class PrivateNodeFS extends NodeFS {
-  override async init (...args: Parameters<NodeFS['init']>): ReturnType<NodeFS['init']> {
-    const { emscriptenOpts } = await super.init(...args)
-    const makePrivate = (mod: { NODEFS: unknown }): void => {
-      const nodefs = mod.NODEFS as EmscriptenNodeFs
-      const mknod = nodefs.node_ops.mknod
-      nodefs.node_ops.mknod = (parent, name, mode, dev) => mknod(parent, name, mode & ~SHARED_BITS, dev)
-      const doSetAttr = nodefs.doSetAttr
-      nodefs.doSetAttr = (arg, node, attr, ...rest) =>
-        doSetAttr(arg, node, attr.mode === undefined ? attr : { ...attr, mode: attr.mode & ~SHARED_BITS }, ...rest)
-    }
-    return { emscriptenOpts: { ...emscriptenOpts, preRun: [...(emscriptenOpts.preRun ?? []), makePrivate] } }
   }
 }

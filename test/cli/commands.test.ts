@@ -88,7 +88,7 @@ async function serviceFor (t: Test, adapter: Adapter): Promise<Service> {
       }
       try {
         const invocation = parseCommandLine(args)
-        if (invocation.command === 'help' || invocation.command === 'serve' || invocation.command === 'migrate') throw new Error(`not an account command: ${args.join(' ')}`)
+        if (invocation.command === 'help' || invocation.command === 'version' || invocation.command === 'serve' || invocation.command === 'migrate') throw new Error(`not an account command: ${args.join(' ')}`)
         return { code: await runAccountCommand(operations(invocation), invocation, terminal), stdout, stderr }
       } catch (error) {
         const { message, code } = describe(error)
@@ -156,7 +156,7 @@ async function commandCases (t: Test, service: Service, actor: Actor): Promise<s
     succeeded(t, await run(['user', 'add', 'carol', '--federated'], []), 'created federated account carol\n')
     const empty = await run(['user', 'add', 'dave'], [''])
     t.equal(empty.code, 2, 'a usage error')
-    t.match(empty.stderr, /^auth-token-service: a password is required on the first line of standard input\nusage: /)
+    t.match(empty.stderr, /^auth-token-service: a password is required on the first line of standard input\nRun 'auth-token-service --help' for usage\.\n$/)
     t.equal((await service.login('alice', PASSWORD)).status, 0, 'alice logs in with it')
   })
 

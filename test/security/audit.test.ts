@@ -419,7 +419,7 @@ t.test('the events command', async (t) => {
   for (const args of [['events', '--since', 'garbage'], ['events', '--since', ''], ['events', '--user'], ['events', 'extra']]) {
     const bad = await run(args)
     t.equal(bad.code, 2, `exit 2 for ${JSON.stringify(args)}`)
-    t.match(bad.stderr, /usage: auth-token-service/, `usage on stderr for ${JSON.stringify(args)}`)
+    t.match(bad.stderr, /^auth-token-service: .+\nRun 'auth-token-service --help' for usage\.\n$/, `the problem and where the usage is, on stderr, for ${JSON.stringify(args)}`)
     t.equal(bad.stdout, '', `nothing on stdout for ${JSON.stringify(args)}`)
   }
 

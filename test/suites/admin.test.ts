@@ -4,6 +4,7 @@ import '../admin/admin-api.test.js'
 import '../admin/admin-config.test.js'
 import '../cli/commands.test.js'
 import '../cli/runtime.test.js'
+import '../cli/usage.test.js'
 import '../metrics/request-metrics.test.js'
 
 release()
