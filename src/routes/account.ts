@@ -7,7 +7,7 @@ import { refuseOtherMethods } from '../http/methods.js'
 import type { ApiKeys } from '../keys/api-keys.js'
 import type { Sessions } from '../sessions/sessions.js'
 import { accountPage, ACCOUNT_PATH, newKeyPage, totpEnrollmentPage } from '../signin/account-pages.js'
-import { clientName, instant } from '../signin/display.js'
+import { clientName, instant, tooManyAttempts } from '../signin/display.js'
 import type { Notice } from '../signin/pages.js'
 import type { PasskeyStore } from '../stores/passkey-store.js'
 import type { UserRecord, UserStore } from '../stores/user-store.js'
@@ -87,12 +87,6 @@ const MESSAGES = {
   crossSite: 'This request did not come from this site\'s own page: nothing was changed.'
 } as const
 
-function tooMany (error: StatusError): string {
-  const seconds = Number(error.headers['retry-after'] ?? '60')
-  const minutes = Math.max(1, Math.ceil(seconds / 60))
-  return `Too many attempts. Try again in ${minutes === 1 ? 'a minute' : `${minutes} minutes`}.`
-}
-
 /** A refusal's 400 detail as a person reads it (the JSON routes' detail names fields). */
 function personal (detail: string): string {
   const text = detail
@@ -108,7 +102,7 @@ function noticeFor (error: StatusError, wrong: string = MESSAGES.wrongPassword):
   const text = error.status === 701
     ? wrong
     : error.status === 429
-      ? tooMany(error)
+      ? tooManyAttempts(error.headers['retry-after'])
       : error.status === 503
         ? MESSAGES.unavailable
         : error.status === 403 && error.detail === reasons.crossSiteRequest()

@@ -19,7 +19,7 @@ import type { PasskeyStore } from '../stores/passkey-store.js'
 import type { PendingStore } from '../stores/pending-store.js'
 import type { RequestLimiter } from '../stores/request-limiter.js'
 import type { UserRecord, UserStore } from '../stores/user-store.js'
-import { clientName } from '../signin/display.js'
+import { clientName, tooManyAttempts } from '../signin/display.js'
 import type { ApiKeys } from '../keys/api-keys.js'
 import type { SecondFactor } from '../totp/second-factor.js'
 import { doneNotice, registerAccountRoutes, type AccountPages } from './account.js'
@@ -92,16 +92,10 @@ const MESSAGES = {
   signedOut: 'You are signed out.'
 } as const
 
-function tooMany (error: StatusError): string {
-  const seconds = Number(error.headers['retry-after'] ?? '60')
-  const minutes = Math.max(1, Math.ceil(seconds / 60))
-  return `Too many attempts. Try again in ${minutes === 1 ? 'a minute' : `${minutes} minutes`}.`
-}
-
 /** What a failed step tells the person; never the JSON body, never more than Login says. */
 function noticeFor (error: StatusError): Notice {
   if (error.status === 701) return { kind: 'error', text: MESSAGES.wrong }
-  if (error.status === 429) return { kind: 'error', text: tooMany(error) }
+  if (error.status === 429) return { kind: 'error', text: tooManyAttempts(error.headers['retry-after']) }
   if (error.status === 503) return { kind: 'error', text: MESSAGES.unavailable }
   if (error.status === 403) return { kind: 'error', text: MESSAGES.crossSite }
   return { kind: 'error', text: MESSAGES.missing }

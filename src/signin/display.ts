@@ -37,3 +37,10 @@ export function instant (epochMs: number): string {
   const pad = (value: number): string => String(value).padStart(2, '0')
   return `${date.getUTCDate()} ${MONTHS[date.getUTCMonth()] ?? ''} ${date.getUTCFullYear()}, ${pad(date.getUTCHours())}:${pad(date.getUTCMinutes())} UTC`
 }
+
+/** A limit's refusal as a person reads it: when to try again, from its Retry-After, in whole minutes. */
+export function tooManyAttempts (retryAfter: string | undefined): string {
+  const seconds = Number(retryAfter ?? '60')
+  const minutes = Math.max(1, Math.ceil(seconds / 60))
+  return `Too many attempts. Try again in ${minutes === 1 ? 'a minute' : `${minutes} minutes`}.`
+}
