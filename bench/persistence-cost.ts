@@ -10,7 +10,7 @@
  *   node --conditions=@auth-token-service/source --import @tapjs/typescript/import bench/persistence-cost.ts [--ops 2000]
  */
 import { performance } from 'node:perf_hooks'
-import { createRedisTokenStore } from '../src/stores/redis/token-store.js'
+import { createRedisTokenStore } from '../src/core/stores/redis/token-store.js'
 import { generateToken, hashToken } from '@auth-token-service/guard/token'
 import { opsPerSecond } from './lib/rate.js'
 import { startThrowawayRedis } from '../support/redis.js'

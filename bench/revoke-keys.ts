@@ -9,12 +9,12 @@
  */
 import { performance } from 'node:perf_hooks'
 import { createPostgresDatabase } from '../src/db/postgres.js'
-import { createApiKeys, keyRecord } from '../src/keys/api-keys.js'
-import { generateApiKey, hashApiKey, newKeyId } from '../src/keys/secret.js'
-import { createSqlApiKeyStore } from '../src/stores/api-key-store.js'
-import { createSqlAuditLog } from '../src/stores/audit-log.js'
-import { createRedisTokenStore } from '../src/stores/redis/token-store.js'
-import { createSqlUserStore } from '../src/stores/user-store.js'
+import { createApiKeys, keyRecord } from '../src/api-keys/api-keys.js'
+import { generateApiKey, hashApiKey, newKeyId } from '../src/core/api-key-secret.js'
+import { createSqlApiKeyStore } from '../src/api-keys/store.js'
+import { createSqlAuditLog } from '../src/core/stores/audit-log.js'
+import { createRedisTokenStore } from '../src/core/stores/redis/token-store.js'
+import { createSqlUserStore } from '../src/core/stores/user-store.js'
 import { migratedDatabaseUrl } from '../support/postgres.js'
 import { freshRedisPrefix, requireRedis } from '../support/redis.js'
 

@@ -9,10 +9,10 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 import nodeArgon2 from 'argon2'
 import { Redis } from 'ioredis'
-import { loadConfig } from '../src/config.js'
+import { loadConfig } from '../src/config/config.js'
 import { createPasswordHasher } from '../src/passwords/hasher.js'
 import { generateToken, hashToken } from '@auth-token-service/guard/token'
-import { SERVING_V8_FLAGS } from '../src/v8-tuning.js'
+import { SERVING_V8_FLAGS } from '../src/app/v8-tuning.js'
 import { accountName } from './lib/accounts.js'
 import { cpuSeconds, startChild, type Child } from './lib/children.js'
 import { freePort } from '../support/processes.js'
@@ -164,7 +164,7 @@ async function main (): Promise<void> {
     // The servers that log write to a pipe a reader process of their own drains, as under a
     // container runtime or `| cat`: never to /dev/null (bench/README.md, "How it measures").
     const logReaders = new Map<string, LogReader>()
-    // Every baseline runs with the V8 flags the service sets for itself (src/v8-tuning.ts), so
+    // Every baseline runs with the V8 flags the service sets for itself (src/app/v8-tuning.ts), so
     // both sides of a ratio run on the same engine settings; and every server, the service too,
     // with the young generation's floor at the size each one reaches under sustained load.
     const start = async (name: string, script: string, env: Record<string, string>, readyPath: string, options: { args?: string[], logs?: boolean } = {}): Promise<Child> => {

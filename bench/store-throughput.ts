@@ -7,8 +7,8 @@
  *
  *   node --conditions=@auth-token-service/source --import @tapjs/typescript/import bench/store-throughput.ts [--ops 20000]
  */
-import type { RedisTopology } from '../src/stores/redis/client.js'
-import { createRedisTokenStore, type RedisTokenStore } from '../src/stores/redis/token-store.js'
+import type { RedisTopology } from '../src/core/stores/redis/client.js'
+import { createRedisTokenStore, type RedisTokenStore } from '../src/core/stores/redis/token-store.js'
 import { generateToken, hashToken } from '@auth-token-service/guard/token'
 import { opsPerSecond } from './lib/rate.js'
 import { startCluster, startThrowawayRedis } from '../support/redis.js'

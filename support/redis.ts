@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
-import type { RedisTopology } from '../src/stores/redis/client.js'
+import type { RedisTopology } from '../src/core/stores/redis/client.js'
 import { keyLayout } from '@auth-token-service/guard/layout'
 import { freePort, reachable, run, type Scope, spawnTracked, startChild, stopChild, tailOf, tempDir, uniqueName, waitFor } from './processes.js'
 

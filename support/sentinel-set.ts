@@ -1,6 +1,6 @@
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import type { RedisTopology } from '../src/stores/redis/client.js'
+import type { RedisTopology } from '../src/core/stores/redis/client.js'
 import { freePort, run, startChild, tempDir, waitFor, type Scope } from './processes.js'
 import { startThrowawayRedis, type ThrowawayRedis } from './redis.js'
 

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { availableParallelism } from 'node:os'
-import { ConfigError, defaultHashConcurrency, loadConfig } from '../src/config.js'
+import { ConfigError, defaultHashConcurrency, loadConfig } from '../src/config/config.js'
 
 t.test('defaults follow the contract', async (t) => {
   const config = loadConfig({})

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { passwordProblem, usernameProblem } from '../src/credentials.js'
+import { passwordProblem, usernameProblem } from '../src/core/credentials.js'
 
 /* The credential rules (credentials.ts): the reasons a username or a password is refused. */
 

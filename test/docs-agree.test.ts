@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { USAGE } from '../src/cli/parse.js'
-import { WEBHOOK_EVENT_TYPES, WEBHOOK_OUTCOMES } from '../src/webhooks/events.js'
+import { WEBHOOK_EVENT_TYPES, WEBHOOK_OUTCOMES } from '../src/core/events.js'
 
 /*
  * The docs say what the code does, by the code's own lists: the webhook catalogue's types and

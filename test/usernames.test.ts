@@ -1,5 +1,5 @@
 import t from 'tap'
-import { canonicalUsername } from '../src/usernames.js'
+import { canonicalUsername } from '../src/core/usernames.js'
 
 t.test('every width and case of a name is one canonical name', async (t) => {
   for (const variant of ['alice', 'Alice', 'ALICE', 'ａｌｉｃｅ', 'ＡＬＩＣＥ', 'aLiCe']) {

@@ -319,7 +319,7 @@ export const TRACING_CPU_LIMIT = 1.5
  * reader's lines: one access line each, a few start-up lines more). A request span per
  * request answered says that the spans were not only made but exported, none dropped by the
  * batch processor's full queue (OTEL_BSP_MAX_QUEUE_SIZE). Authenticate's Redis reads are
- * batched across requests (stores/redis/batched-find.ts): one Redis span per batch.
+ * batched across requests (core/stores/redis/batched-find.ts): one Redis span per batch.
  */
 export function tracingNote (exported: { requests: number, bytes: number, spans: number, serverSpans: number }, answered: number | undefined): string {
   const share = answered === undefined || answered === 0 ? '' : `, for ${answered} lines of its access log (request spans ÷ lines: ${(exported.serverSpans / answered).toFixed(3)})`

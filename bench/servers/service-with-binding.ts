@@ -11,9 +11,9 @@ import { listen, requiredEnv } from './listen.js'
  * (`argon2` or `node-rs`), same parameters, same bounded queue, same PHC strings. So a
  * binding is compared on the service's own Login route, not only in a raw loop.
  */
-type AppModule = typeof import('../../src/app.js')
-type BackendsModule = typeof import('../../src/backends.js')
-type ConfigModule = typeof import('../../src/config.js')
+type AppModule = typeof import('../../src/app/app.js')
+type BackendsModule = typeof import('../../src/app/backends.js')
+type ConfigModule = typeof import('../../src/config/config.js')
 type PasswordsModule = typeof import('../../src/passwords/hasher.js')
 type QueueModule = typeof import('../../src/passwords/bounded-queue.js')
 

@@ -5,8 +5,8 @@
  * with status 0. The key travels only in the Authorization header; nothing is logged.
  */
 
-import type { SessionItem } from '../schemas.js'
-import { PACKAGE_VERSION } from '../version.js'
+import type { SessionItem } from '../core/schemas.js'
+import { PACKAGE_VERSION } from '../config/version.js'
 
 /** What the audit trail records as the user agent of the changes this client makes. */
 export const ADMIN_CLIENT_USER_AGENT = `auth-token-service-admin-client/${PACKAGE_VERSION}`

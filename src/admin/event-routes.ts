@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { normalizeUsername } from '../credentials.js'
-import type { AuditLog } from '../stores/audit-log.js'
+import { normalizeUsername } from '../core/credentials.js'
+import type { AuditLog } from '../core/stores/audit-log.js'
 import { AdminErrorSchema, DEFAULT_PAGE, EventListAnswerSchema, EventsQuerySchema } from './schemas.js'
 import { decodeEventCursor, encodeEventCursor, eventView, OK, parseSince } from './views.js'
 

@@ -1,5 +1,5 @@
 import type { FastifyInstance, RouteOptions } from 'fastify'
-import { PACKAGE_VERSION } from '../version.js'
+import { PACKAGE_VERSION } from '../config/version.js'
 
 /**
  * The admin API's own OpenAPI document (GET /admin/openapi.json), collected from its routes'

@@ -1,6 +1,6 @@
 import { Type, type TProperties } from 'typebox'
-import { AUDIT_EVENT_NAMES } from '../stores/audit-log.js'
-import { EXAMPLE_PASSWORD, EXAMPLE_USERNAME } from '../schemas.js'
+import { AUDIT_EVENT_NAMES } from '../core/stores/audit-log.js'
+import { EXAMPLE_PASSWORD, EXAMPLE_USERNAME } from '../core/schemas.js'
 
 /** The admin API's request and answer shapes (api-contract.md, "Admin API"). */
 

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
-import type { AccountAdmin } from '../accounts.js'
+import type { AccountAdmin } from '../core/accounts.js'
 import {
   AdminErrorSchema, DeletedAnswerSchema, DEFAULT_PAGE, EndedAnswerSchema, NewUserSchema, UserAnswerSchema, UserChangeSchema,
   UserListAnswerSchema, UserListQuerySchema, UsernamePathSchema

@@ -1,13 +1,13 @@
-import type { AccountView } from '../accounts.js'
+import type { AccountView } from '../core/accounts.js'
 import { reasons, type AdminParameter } from '../errors/reasons.js'
 import { badRequest } from '../errors/status.js'
 import type { SessionInfo } from '../sessions/sessions.js'
-import type { StoredAuditEvent } from '../stores/audit-log.js'
-import type { ApiKeyRow } from '../stores/api-key-store.js'
-import { isKeyIdShaped } from '../keys/secret.js'
-import { formatExpirationDate } from '../tokens/time.js'
+import type { StoredAuditEvent } from '../core/stores/audit-log.js'
+import type { ApiKeyRow } from '../api-keys/store.js'
+import { isKeyIdShaped } from '../core/api-key-secret.js'
+import { formatExpirationDate } from '../core/time.js'
 import { sessionItem } from '../sessions/view.js'
-import type { SessionItem } from '../schemas.js'
+import type { SessionItem } from '../core/schemas.js'
 
 /** What the admin API answers, from what the stores hold (api-contract.md, "Admin API"). */
 

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { Config } from '../config.js'
+import type { Config } from '../config/config.js'
 import { readLocalAdminAccess } from '../admin/local-access.js'
 import { createAdminClient, type AdminClient } from '../admin/client.js'
 import { findDataDirOwner } from '../db/data-dir-lock.js'

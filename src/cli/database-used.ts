@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import type { AdminClient } from '../admin/client.js'
-import type { Config } from '../config.js'
+import type { Config } from '../config/config.js'
 import { Failure } from './exit-codes.js'
 
 /**

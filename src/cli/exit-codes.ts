@@ -1,9 +1,9 @@
 import { AdminApiError } from '../admin/client.js'
-import { ConfigError } from '../config.js'
+import { ConfigError } from '../config/config.js'
 import { DataDirBusyError, DataDirLockError } from '../db/data-dir-lock.js'
 import { NotMigratedError } from '../db/migrate.js'
 import { StatusError } from '../errors/status.js'
-import { RevocationIncomplete } from '../stores/token-store.js'
+import { RevocationIncomplete } from '../core/stores/token-store.js'
 import { EXIT, UsageError, usageErrorText } from './parse.js'
 
 export { EXIT } from './parse.js'

@@ -1,4 +1,4 @@
-import type { Config } from '../config.js'
+import type { Config } from '../config/config.js'
 import type { UsernameReport } from '../db/canonical-usernames.js'
 import { EXIT, unreachable } from './exit-codes.js'
 

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util'
-import { isKeyIdShaped } from '../keys/secret.js'
+import { isKeyIdShaped } from '../core/api-key-secret.js'
 
 export const USAGE = `usage: auth-token-service <command>
 

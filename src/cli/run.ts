@@ -1,5 +1,5 @@
 // The command line proper, loaded by main.ts once the runtime is known to be one this project supports.
-import { PACKAGE_VERSION } from '../version.js'
+import { PACKAGE_VERSION } from '../config/version.js'
 import { EXIT, parseCommandLine, USAGE, UsageError, usageErrorText } from './parse.js'
 
 // Only the parser is imported before the command line is known to be good: --help, --version and
@@ -19,7 +19,7 @@ async function run (argv: string[]): Promise<number> {
     process.stdout.write(`${PACKAGE_VERSION}\n`)
     return EXIT.success
   }
-  const { loadConfig } = await import('../config.js')
+  const { loadConfig } = await import('../config/config.js')
   const config = loadConfig()
   switch (invocation.command) {
     case 'serve': {
@@ -28,7 +28,7 @@ async function run (argv: string[]): Promise<number> {
       const { tracingSettings } = await import('../tracing/settings.js')
       const settings = tracingSettings(process.env)
       const tracing = settings === undefined ? undefined : await (await import('../tracing/start.js')).startTracing(settings)
-      const { startServer } = await import('../server.js')
+      const { startServer } = await import('../app/server.js')
       await startServer(config, { tracing })
       return -1
     }

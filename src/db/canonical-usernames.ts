@@ -1,8 +1,8 @@
-import { normalizeUsername, usernameProblem } from '../credentials.js'
+import { normalizeUsername, usernameProblem } from '../core/credentials.js'
 import type { Queryable } from './database.js'
 
 /**
- * Accounts made before usernames had one canonical form (src/usernames.ts) may be stored
+ * Accounts made before usernames had one canonical form (src/core/usernames.ts) may be stored
  * as `Alice` or `alice ` or side by side with `alice`. `migrate` renames each to its
  * canonical form when that names nobody else, and reports, without touching them, the
  * accounts that would become one (never merged silently: they may be two people) and the

@@ -1,4 +1,4 @@
-import type { Config } from '../config.js'
+import type { Config } from '../config/config.js'
 import { createPgliteDatabase } from './pglite.js'
 import { createPostgresDatabase } from './postgres.js'
 import type { Database } from './database.js'

@@ -1,6 +1,6 @@
 import { fastifyCookie, type CookieSerializeOptions } from '@fastify/cookie'
 import type { FastifyRequest } from 'fastify'
-import type { Config } from '../config.js'
+import type { Config } from '../config/config.js'
 import { TOKEN_COOKIE } from '@auth-token-service/guard/token'
 
 /**

@@ -2,7 +2,7 @@ import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyR
 import { hostname } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import type { Bindings, ChildLoggerOptions } from 'pino'
-import type { Config } from '../config.js'
+import type { Config } from '../config/config.js'
 import { accessLineWriter, logsInfo, RequestLogger, type AccessLineWriter, type LogBase } from './access-log.js'
 import { badRequestDetail } from '../http/errors.js'
 import { batchedStdout } from './log-destination.js'

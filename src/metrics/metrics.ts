@@ -1,7 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import { createRequestMetrics } from './request-metrics.js'
 import type { PasswordHasher } from '../passwords/hasher.js'
-import type { AuditEvent, AuditLog } from '../stores/audit-log.js'
+import type { AuditEvent, AuditLog } from '../core/stores/audit-log.js'
 
 /**
  * Prometheus metrics of one instance: requests by route and status, login outcomes,

@@ -1,4 +1,4 @@
-import { PASSWORD_MAX_BYTES } from '../credentials.js'
+import { PASSWORD_MAX_BYTES } from '../core/credentials.js'
 import { reasons, type PasswordParameter, type Reason } from '../errors/reasons.js'
 
 /**
@@ -57,7 +57,7 @@ export async function blocklistSize (): Promise<number> {
 
 /**
  * Why this password cannot be set for this account, or undefined when it can. `password` is
- * NFC-normalized as it will be hashed; `username` canonical (src/usernames.ts); `parameter` the
+ * NFC-normalized as it will be hashed; `username` canonical (src/core/usernames.ts); `parameter` the
  * one the reason names (POST /auth/Password's is `new_password`).
  */
 export async function passwordRefusal (password: string, username: string, policy: PasswordPolicy, parameter: PasswordParameter = 'password'): Promise<Reason | undefined> {

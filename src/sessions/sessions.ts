@@ -1,4 +1,4 @@
-import type { ClientContext } from '../auth.js'
+import type { ClientContext } from '../core/auth.js'
 
 /**
  * Sessions: what a person sees of their tokens. Every token issued by Login has a session: a

@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto'
 import type { Queryable } from '../db/database.js'
 import { escapeControlCharacters } from '@auth-token-service/guard/shared/log-escape'
 import { databaseGuard } from '../db/guarded.js'
-import type { AuditLog } from '../stores/audit-log.js'
-import type { OutcomeOf } from '../webhooks/events.js'
-import type { TokenStore } from '../stores/token-store.js'
+import type { AuditLog } from '../core/stores/audit-log.js'
+import type { OutcomeOf } from '../core/events.js'
+import type { TokenStore } from '../core/stores/token-store.js'
 import type { NewSession, SessionInfo, SessionRecorder, Sessions } from './sessions.js'
 
 /** Characters (code points) of a user agent kept, before its control characters are escaped. */

@@ -1,5 +1,5 @@
-import type { SessionItem } from '../schemas.js'
-import { formatExpirationDate } from '../tokens/time.js'
+import type { SessionItem } from '../core/schemas.js'
+import { formatExpirationDate } from '../core/time.js'
 import type { SessionInfo } from './sessions.js'
 
 /** A session as the API shows it: the self-service list (GET /auth/sessions) and the admin API alike. */

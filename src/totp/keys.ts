@@ -1,4 +1,4 @@
-import type { Config } from '../config.js'
+import type { Config } from '../config/config.js'
 import { loadOrCreateKeyFile } from './key-file.js'
 import type { TotpKeys } from './sealed-secret.js'
 

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { createThrottledLog } from '@auth-token-service/guard/shared/throttled-log'
-import type { WebhookConfig } from '../config.js'
+import type { WebhookConfig } from '../config/config.js'
 import type { Metrics } from '../metrics/metrics.js'
 import { startDeliverer, type Deliverer } from './deliverer.js'
 import type { WebhookOutbox } from './outbox.js'

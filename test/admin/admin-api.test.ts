@@ -1,8 +1,8 @@
 import t, { type Test } from 'tap'
 import { createHash } from 'node:crypto'
 import type { FastifyInstance, InjectOptions } from 'fastify'
-import { buildInternalApp } from '../../src/internal-listener.js'
-import type { Config } from '../../src/config.js'
+import { buildInternalApp } from '../../src/app/internal-listener.js'
+import type { Config } from '../../src/config/config.js'
 import { buildTestApp, type BackendKind } from '../support/app.js'
 import { waitFor } from '../../support/processes.js'
 

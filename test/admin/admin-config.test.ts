@@ -1,7 +1,7 @@
 import t from 'tap'
 import { chmod, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { ConfigError, loadConfig } from '../../src/config.js'
+import { ConfigError, loadConfig } from '../../src/config/config.js'
 import { tempDir } from '../../support/processes.js'
 
 const KEY = 'k'.repeat(40)

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { describe, EXIT } from '../../src/cli/exit-codes.js'
 import { parseCommandLine, USAGE } from '../../src/cli/parse.js'
-import { PACKAGE_VERSION } from '../../src/version.js'
+import { PACKAGE_VERSION } from '../../src/config/version.js'
 
 /*
  * What the command line says when it is given something it cannot run: a usage error in a few

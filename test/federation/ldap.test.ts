@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import { createLdapDirectory } from '../../src/federation/ldap-directory.js'
-import { loadConfig } from '../../src/config.js'
+import { loadConfig } from '../../src/config/config.js'
 import { buildTestApp } from '../support/app.js'
 import { rejection } from '../support/rejection.js'
 import { searchMode, startDirectory, templateMode } from '../support/slapd.js'

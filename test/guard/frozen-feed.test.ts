@@ -87,8 +87,8 @@ for (const mode of MODES) {
 t.test('the service stops its heartbeats when its own proof lapses', async (t) => {
   // The route alone: no heartbeat goes out for a feed whose last proof has lapsed.
   const { default: Fastify } = await import('fastify')
-  const { revocationRoutes } = await import('../../src/routes/revocations.js')
-  const { createMemoryTokenStore } = await import('../../src/stores/memory/token-store.js')
+  const { revocationRoutes } = await import('../../src/core/routes/revocations.js')
+  const { createMemoryTokenStore } = await import('../../src/core/stores/memory/token-store.js')
   const tokens = createMemoryTokenStore({ denyTtlMs: 1000 })
   let proof: ((validForMs: number) => void) | undefined
   const watchRevocations: typeof tokens.watchRevocations = (watcher) => {

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis, type RedisKey } from 'ioredis'
 import t from 'tap'
 import { generateToken, hashToken } from '@auth-token-service/guard/token'
-import { formatExpirationDate } from '../../src/tokens/time.js'
+import { formatExpirationDate } from '../../src/core/time.js'
 import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
 import { buildGuardedApp, warm } from './support.js'
 

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { clientNetwork } from '../../src/http/client-limit.js'
+import { clientNetwork } from '../../src/core/routes/client-limit.js'
 
 /*
  * Who a per-client limit counts: an IPv4 address as it is, an IPv4-mapped IPv6 address as its

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { buildInternalApp } from '../../src/internal-listener.js'
+import { buildInternalApp } from '../../src/app/internal-listener.js'
 import { buildTestApp } from '../support/app.js'
 
 /*

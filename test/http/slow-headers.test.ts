@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { connect } from 'node:net'
-import { buildInternalApp } from '../../src/internal-listener.js'
+import { buildInternalApp } from '../../src/app/internal-listener.js'
 import { buildTestApp } from '../support/app.js'
 
 /*

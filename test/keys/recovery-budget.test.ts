@@ -1,7 +1,7 @@
 import t from 'tap'
-import { createRecoveryBudget } from '../../src/keys/recovery-budget.js'
+import { createRecoveryBudget } from '../../src/api-keys/recovery-budget.js'
 
-/* The per-client budget of key look-ups (keys/recovery-budget.ts), on a clock the test moves. */
+/* The per-client budget of key look-ups (api-keys/recovery-budget.ts), on a clock the test moves. */
 
 t.test('each client spends its own bucket; one client emptied leaves another\'s whole', async (t) => {
   let now = 0

@@ -3,7 +3,7 @@ import diagnostics from 'node:diagnostics_channel'
 import type { FastifyInstance, HTTPMethods, InjectOptions, RouteOptions } from 'fastify'
 import { readFile } from 'node:fs/promises'
 import t, { type Test } from 'tap'
-import { PASSWORD_MAX_BYTES, USERNAME_MAX_CHARS } from '../../src/credentials.js'
+import { PASSWORD_MAX_BYTES, USERNAME_MAX_CHARS } from '../../src/core/credentials.js'
 import { buildTestApp, type TestApp } from '../support/app.js'
 
 /*

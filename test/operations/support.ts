@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream'
 import type { Test } from 'tap'
-import { assembleBackends, type Backends, type ServiceTokenStore } from '../../src/backends.js'
-import type { Config } from '../../src/config.js'
+import { assembleBackends, type Backends, type ServiceTokenStore } from '../../src/app/backends.js'
+import type { Config } from '../../src/config/config.js'
 import type { Database } from '../../src/db/database.js'
 
 /**

@@ -1,9 +1,9 @@
 import t, { type Test } from 'tap'
-import { buildApp } from '../../src/app.js'
-import { openLoginLimiter, type Backends } from '../../src/backends.js'
+import { buildApp } from '../../src/app/app.js'
+import { openLoginLimiter, type Backends } from '../../src/app/backends.js'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
-import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
-import { createSqlUserStore } from '../../src/stores/user-store.js'
+import { createRedisTokenStore } from '../../src/core/stores/redis/token-store.js'
+import { createSqlUserStore } from '../../src/core/stores/user-store.js'
 import { buildTestApp } from '../support/app.js'
 import {
   allowed, assertNoLeak, assertPrivacyHeaders, assertStatus, BODIES, badRequestBody, form, FORM, JSON_HEADERS, statusBody, tokenFor,

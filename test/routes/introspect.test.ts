@@ -1,7 +1,7 @@
 import * as oidc from 'openid-client'
 import t from 'tap'
-import { loadConfig } from '../../src/config.js'
-import { clientAuthenticator } from '../../src/routes/introspect.js'
+import { loadConfig } from '../../src/config/config.js'
+import { clientAuthenticator } from '../../src/core/routes/introspect.js'
 import { buildTestApp } from '../support/app.js'
 import { BODIES, assertStatus, badRequestBody, FORM, form, parseExpiration, tokenFor, unknownToken } from './support.js'
 

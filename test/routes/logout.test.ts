@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap'
-import { buildApp } from '../../src/app.js'
+import { buildApp } from '../../src/app/app.js'
 import { buildTestApp } from '../support/app.js'
 import {
   allowed, assertClearedCookie, assertStatus, authenticate, BODIES, expiredToken, form, FORM, headerNames, setCookies,

@@ -1,8 +1,8 @@
 import t, { type Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../../src/app.js'
-import { assembleBackends } from '../../src/backends.js'
-import { createMemoryTokenStore, type MemoryTokenStore } from '../../src/stores/memory/token-store.js'
+import { buildApp } from '../../src/app/app.js'
+import { assembleBackends } from '../../src/app/backends.js'
+import { createMemoryTokenStore, type MemoryTokenStore } from '../../src/core/stores/memory/token-store.js'
 import { testConfig } from '../support/config.js'
 import { freshPglite } from '../support/pglite.js'
 

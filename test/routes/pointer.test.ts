@@ -1,7 +1,7 @@
 import t from 'tap'
 import { buildTestApp } from '../support/app.js'
-import { docsLocation } from '../../src/routes/pointer.js'
-import { PACKAGE_VERSION } from '../../src/version.js'
+import { docsLocation } from '../../src/app/pointer.js'
+import { PACKAGE_VERSION } from '../../src/config/version.js'
 
 /** GET / on the public port: a pointer to the docs, the sign-in page and the health checks, not a bare 404. */
 

@@ -2,7 +2,7 @@ import t, { type Test } from 'tap'
 import { randomBytes } from 'node:crypto'
 import * as OTPAuth from 'otpauth'
 import type { FastifyInstance } from 'fastify'
-import { buildInternalApp } from '../../src/internal-listener.js'
+import { buildInternalApp } from '../../src/app/internal-listener.js'
 import { buildTestApp, fixtureAccounts, type BackendKind } from '../support/app.js'
 
 /*

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
-import { buildApp } from '../../src/app.js'
-import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
+import { buildApp } from '../../src/app/app.js'
+import { createRedisTokenStore } from '../../src/core/stores/redis/token-store.js'
 import { buildTestApp } from '../support/app.js'
 import {
   assertStatus, BODIES, expiredToken, tokenFor, unknownToken, type InjectOptions, type Reply

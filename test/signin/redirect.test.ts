@@ -1,5 +1,5 @@
 import t from 'tap'
-import { hostAllowed, redirectParameter, safeRedirect } from '../../src/signin/redirect.js'
+import { hostAllowed, redirectParameter, safeRedirect } from '../../src/sign-in/redirect.js'
 
 /*
  * The sign-in's `rd`: only this origin or AUTH_REDIRECT_ALLOWED's hosts. The refused

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Test } from 'tap'
-import type { FailureOutcome, LimitVerdict, LoginLimiter, LoginLimits } from '../../src/stores/login-limiter.js'
+import type { FailureOutcome, LimitVerdict, LoginLimiter, LoginLimits } from '../../src/core/stores/login-limiter.js'
 
 export type MakeLoginLimiter = (t: Test, limits: LoginLimits) => Promise<LoginLimiter>
 

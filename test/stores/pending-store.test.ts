@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
-import { createMemoryPendingStore, createRedisPendingStore, type MemoryPendingStore, type PendingStore } from '../../src/stores/pending-store.js'
+import { createMemoryPendingStore, createRedisPendingStore, type MemoryPendingStore, type PendingStore } from '../../src/sign-in/pending-store.js'
 import { freshRedisPrefix, keysUnder, requireRedis } from '../../support/redis.js'
 
 /*

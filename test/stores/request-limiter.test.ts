@@ -1,9 +1,9 @@
 import { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
 import { keyLayout } from '@auth-token-service/guard/layout'
-import type { RequestLimiter, RequestLimits, RequestVerdict } from '../../src/stores/request-limiter.js'
-import { createMemoryRequestLimiter } from '../../src/stores/memory/request-limiter.js'
-import { createRedisRequestLimiter } from '../../src/stores/redis/request-limiter.js'
+import type { RequestLimiter, RequestLimits, RequestVerdict } from '../../src/core/stores/request-limiter.js'
+import { createMemoryRequestLimiter } from '../../src/core/stores/memory/request-limiter.js'
+import { createRedisRequestLimiter } from '../../src/core/stores/redis/request-limiter.js'
 import { freshRedisPrefix, keysUnder, requireRedis } from '../../support/redis.js'
 
 /*

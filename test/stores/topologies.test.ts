@@ -1,10 +1,10 @@
 import { Redis } from 'ioredis'
 import t from 'tap'
-import { createRedisTokenStore } from '../../src/stores/redis/token-store.js'
+import { createRedisTokenStore } from '../../src/core/stores/redis/token-store.js'
 import { buildTestApp } from '../support/app.js'
 import { startRedisCluster, startRedisSentinel, TEST_REDIS_COMMAND_TIMEOUT_MS } from '../../support/redis.js'
 import { uniqueName } from '../../support/processes.js'
-import type { RedisTopology } from '../../src/stores/redis/client.js'
+import type { RedisTopology } from '../../src/core/stores/redis/client.js'
 import { recordRevocations, tokenStoreContract, until } from './token-store.contract.js'
 
 /** The token-store contract and a route smoke suite on a real Redis Cluster and a real Sentinel setup. */

@@ -1,4 +1,4 @@
-import { loadConfig, type Config } from '../../src/config.js'
+import { loadConfig, type Config } from '../../src/config/config.js'
 import type { Argon2Policy } from '../../src/passwords/hasher.js'
 
 /**

@@ -1,4 +1,4 @@
-import type { Config } from '../../src/config.js'
+import type { Config } from '../../src/config/config.js'
 import { createHashWorkers, type HashWorkers } from '../../src/passwords/hash-workers.js'
 import { createPasswordHasher, type PasswordHasher } from '../../src/passwords/hasher.js'
 

@@ -2,7 +2,7 @@ import t from 'tap'
 import * as OTPAuth from 'otpauth'
 import { hashToken } from '@auth-token-service/guard/token'
 import { buildTestApp } from '../support/app.js'
-import { buildInternalApp } from '../../src/internal-listener.js'
+import { buildInternalApp } from '../../src/app/internal-listener.js'
 import { startWebhookReceiver } from '../../support/webhook-receiver.js'
 import { CHROME, FIREFOX, fastWebhooks, login, newWebhookSecret } from './support.js'
 

@@ -1,10 +1,10 @@
 import t from 'tap'
 import { Webhook } from 'standardwebhooks'
-import { loadConfig } from '../../src/config.js'
+import { loadConfig } from '../../src/config/config.js'
 import { backoffDelay } from '../../src/webhooks/deliverer.js'
 import { clientNetwork, createSqlDeviceRecord, userAgentFamily } from '../../src/webhooks/devices.js'
 import { decodeWebhookSecret, signWebhook } from '../../src/webhooks/signature.js'
-import { WEBHOOK_EVENT_TYPES, webhookMessage } from '../../src/webhooks/events.js'
+import { WEBHOOK_EVENT_TYPES, webhookMessage } from '../../src/core/events.js'
 import { freshPglite } from '../support/pglite.js'
 import { CHROME, FIREFOX, newWebhookSecret } from './support.js'
 

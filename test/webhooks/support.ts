@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
-import type { WebhookConfig } from '../../src/config.js'
+import type { WebhookConfig } from '../../src/config/config.js'
 
 /** A fresh Standard Webhooks secret: whsec_ and 32 random bytes in base64. */
 export const newWebhookSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`

@@ -15,7 +15,7 @@ import { TOKEN_DIGEST_LENGTH } from './token.js'
  *                    not been presented for that long and is refused (API keys have none)
  *
  * (The service's own keys beside them, the account index, epoch and deny set, are its
- * business: stores/redis/scripts.ts.)
+ * business: src/core/stores/redis/scripts.ts.)
  */
 
 /**

@@ -1,9 +1,9 @@
-import type { AccountAdmin } from '../../accounts.js'
+import type { AccountAdmin } from '../../core/accounts.js'
 import { eventView, keyView, sessionView } from '../../admin/views.js'
-import type { ApiKeys, KeyActor } from '../../keys/api-keys.js'
-import type { Backends, ServiceTokenStore } from '../../backends.js'
-import type { Config } from '../../config.js'
-import { normalizeUsername } from '../../credentials.js'
+import type { ApiKeys, KeyActor } from '../../api-keys/api-keys.js'
+import type { Backends, ServiceTokenStore } from '../../app/backends.js'
+import type { Config } from '../../config/config.js'
+import { normalizeUsername } from '../../core/credentials.js'
 import { assertDataDirFree } from '../../db/data-dir-lock.js'
 import type { Database } from '../../db/database.js'
 import { withTimeout } from '@auth-token-service/guard/shared/time-limit'
@@ -26,7 +26,7 @@ const quietLog = {
  * change the account and then fail to end its tokens (or fail a revoke outright).
  */
 async function openConnectedTokenStore (config: Config, database: Database): Promise<ServiceTokenStore> {
-  const { openTokenStore } = await import('../../backends.js')
+  const { openTokenStore } = await import('../../app/backends.js')
   if (config.redis === undefined) {
     // On the embedded database this process holds the data directory, so no service runs on these
     // accounts and their in-process tokens ended with it; on Postgres one may run, out of reach.
@@ -53,10 +53,10 @@ async function openConnectedTokenStore (config: Config, database: Database): Pro
  */
 async function withAccounts<T> (config: Config, command: string, endsTokens: boolean, work: (admin: AccountAdmin, backends: Backends, apiKeys: ApiKeys) => Promise<T>): Promise<T> {
   const [{ openDatabase }, { migrateOrCheck }, { assembleBackends, openAuditLog }, { createMemoryTokenStore }, { createAccountAdmin, LOCAL_CLI_ACTOR }, { configuredPasswordPolicy }] = await Promise.all([
-    import('../../db/open.js'), import('../../db/migrate.js'), import('../../backends.js'), import('../../stores/memory/token-store.js'), import('../../accounts.js'),
+    import('../../db/open.js'), import('../../db/migrate.js'), import('../../app/backends.js'), import('../../core/stores/memory/token-store.js'), import('../../core/accounts.js'),
     import('../../passwords/policy.js')
   ])
-  const { createApiKeys } = await import('../../keys/api-keys.js')
+  const { createApiKeys } = await import('../../api-keys/api-keys.js')
   const database = await openDatabase(config, { command })
   let backends: Backends | undefined
   try {

@@ -1,0 +1,191 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import Fastify, { type FastifyInstance } from 'fastify'
+import { createAccountAdmin, type AccountAdmin } from '../core/accounts.js'
+import { createAuthService, type AuthService } from '../core/auth.js'
+import { canLose, openBackends, openLoginLimiter, openPreSignInLimiter, type Backends } from './backends.js'
+import type { Config } from '../config/config.js'
+import { protectCookieRoutes } from '../http/cross-site.js'
+import { answerClientError, answerFrameworkError, registerErrorHandlers } from '../http/errors.js'
+import { serviceLogging, type LoggingOptions } from '../logging/logging.js'
+import { MAX_PATH_SEGMENT, parseQuery, registerBodyParsing } from '../http/parsing.js'
+import { everyRequest } from '../http/request-hook.js'
+import { serverTimeouts } from '../http/server-timeouts.js'
+import { publicServesInternals, revocationsOpen } from './internal-surfaces.js'
+import { createMetrics, type Metrics } from '../metrics/metrics.js'
+import { registerMetricsRoute } from '../metrics/route.js'
+import { configuredPasswordPolicy } from '../passwords/policy.js'
+import { authenticateRoutes } from '../core/routes/authenticate.js'
+import { healthRoutes } from './health.js'
+import { docsLocation, pointerRoutes } from './pointer.js'
+import { introspectRoutes } from '../core/routes/introspect.js'
+import { loginRoutes } from '../core/routes/login.js'
+import { logoutRoutes } from '../core/routes/logout.js'
+import { registerOpenApi, registerOpenApiRoutes } from './openapi.js'
+import { passwordRoutes } from '../core/routes/password.js'
+import { keyRoutes } from '../api-keys/routes.js'
+import { revocationRoutes } from '../core/routes/revocations.js'
+import { sessionRoutes } from '../sessions/routes.js'
+import { createSqlSessions, type SqlSessions } from '../sessions/sql-sessions.js'
+import { createApiKeys, type ApiKeys } from '../api-keys/api-keys.js'
+import { verifyRoutes } from '../core/routes/verify.js'
+import { signInRoutes } from '../sign-in/routes.js'
+import { createSqlPasskeyStore } from '../sign-in/passkey-store.js'
+import { createMemoryPendingStore, createRedisPendingStore } from '../sign-in/pending-store.js'
+import { totpRoutes } from '../totp/routes.js'
+import { createSecondFactor, type SecondFactor } from '../totp/second-factor.js'
+import { totpKeySource } from '../totp/keys.js'
+import { PACKAGE_VERSION } from '../config/version.js'
+import { createSqlDeviceRecord } from '../webhooks/devices.js'
+import { createSqlWebhookOutbox, type WebhookOutbox } from '../webhooks/outbox.js'
+import { startWebhookDelivery } from '../webhooks/start.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The stores and services this app runs on (tests and the CLI reach them here). */
+    backends: Backends
+    auth: AuthService
+    accounts: AccountAdmin
+    /** The accounts' sessions: the self-service routes and the admin API act through it. */
+    sessions: SqlSessions
+    /** API keys: the admin API, the self-service routes and the command line act through it. */
+    apiKeys: ApiKeys
+    /** TOTP: enrollment, its routes, and the check Login makes (through auth). */
+    secondFactor: SecondFactor
+    metrics: Metrics
+    /** The webhook outbox: the admin API lists and retries its deliveries. */
+    webhookOutbox: WebhookOutbox
+    /** Shutdown state: once draining, readiness answers 503. */
+    lifecycle: { draining: boolean }
+  }
+}
+
+export interface BuildAppOptions extends LoggingOptions {
+  /** Stores to use instead of those the config names; the app never closes what it was handed. */
+  backends?: Backends
+}
+
+/** Trust the nearest `hops` proxies, as Fastify's numeric `trustProxy` does. */
+function hopsTrusted (hops: number): (address: string, hop: number) => boolean {
+  return (_address, hop) => hop < hops
+}
+
+/**
+ * The app without a listening socket: the HTTP edge (http/), the backends, and the
+ * operations. The process entry (server.ts) listens; tests inject.
+ */
+export async function buildApp (config: Config, options: BuildAppOptions = {}): Promise<FastifyInstance> {
+  const logging = serviceLogging(config, options)
+  // Metrics read the backends lazily, so they exist first and can count the backends' errors.
+  let sources: Backends | undefined
+  const webhooksOn = config.webhooks !== undefined
+  let outbox: WebhookOutbox | undefined
+  const metrics = createMetrics({
+    webhookDeliveries: webhooksOn ? async () => await outbox?.counts() : undefined,
+    hashQueueDepth: () => sources?.hasher.queueDepth() ?? 0,
+    auditDropped: () => sources?.audit.dropped() ?? 0,
+    logLinesDropped: logging.droppedLines,
+    keysExpiringSoon: async () => sources === undefined ? 0 : await sources.apiKeyStore.countExpiring(7 * 86_400_000)
+  })
+  const app = Fastify({
+    ...logging.fastifyOptions(metrics.observeRequest),
+    // A request without Host is answered like any other bad request (our body, not Node's empty 400).
+    // The request timeout holds for a client that sends its headers slowly too (server-timeouts.ts).
+    http: { requireHostHeader: false, ...serverTimeouts(config.requestTimeoutMs) },
+    bodyLimit: config.bodyLimitBytes,
+    requestTimeout: config.requestTimeoutMs,
+    trustProxy: typeof config.trustProxy === 'number' ? hopsTrusted(config.trustProxy) : config.trustProxy,
+    exposeHeadRoutes: false,
+    // While closing, requests already on open connections are served, not refused.
+    return503OnClosing: false,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_SEGMENT, querystringParser: parseQuery },
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
+    frameworkErrors: answerFrameworkError,
+    clientErrorHandler: (error, socket) => { answerClientError(app.log, error, socket) }
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  const ownBackends = options.backends === undefined
+  const backends = options.backends ?? await openBackends(config, app.log, metrics.backendError)
+  sources = backends
+  if (ownBackends) app.addHook('onClose', async () => { await backends.close() })
+  const observed = { ...backends, audit: metrics.countEvents(backends.audit), hasher: metrics.timeHashing(backends.hasher) }
+  const passwordPolicy = configuredPasswordPolicy(config.passwordMinLength)
+  const sessions = createSqlSessions({ db: backends.database, tokens: backends.tokens, audit: observed.audit, onError: () => { metrics.backendError('postgres') } })
+  const apiKeys = createApiKeys({ store: backends.apiKeyStore, tokens: backends.tokens, audit: observed.audit, maxDays: config.apiKeyMaxDays, maxPerAccount: config.apiKeysPerAccount })
+  app.addHook('onClose', async () => { await apiKeys.close() })
+  const secondFactor = createSecondFactor({
+    store: backends.totp,
+    audit: observed.audit,
+    keys: totpKeySource(config, app.log),
+    issuer: config.totpIssuer,
+    onUnreadable: (accountId) => { app.log.error({ accountId }, 'a TOTP secret does not open with AUTH_TOTP_KEY (or AUTH_TOTP_PREVIOUS_KEYS): its account cannot pass the second factor') }
+  })
+  outbox = createSqlWebhookOutbox(backends.database)
+  const auth = createAuthService({ ...observed, config, sessions, passwordPolicy, apiKeys, secondFactor, devices: webhooksOn ? createSqlDeviceRecord(backends.database) : undefined })
+  if (config.webhooks !== undefined) {
+    const delivery = startWebhookDelivery(config.webhooks, { outbox, signal: backends.webhookRows, log: app.log, metrics })
+    // onClose hooks run last-registered first: the worker stops before the database closes under it.
+    app.addHook('onClose', async () => { await delivery.stop() })
+  }
+  app.decorate('backends', backends)
+  app.decorate('auth', auth)
+  app.decorate('accounts', createAccountAdmin({ ...observed, passwordPolicy, apiKeys }))
+  app.decorate('apiKeys', apiKeys)
+  app.decorate('secondFactor', secondFactor)
+  app.decorate('sessions', sessions)
+  app.decorate('metrics', metrics)
+  app.decorate('webhookOutbox', outbox)
+  app.decorate('lifecycle', { draining: false })
+
+  app.addHook('onRequest', everyRequest)
+  registerErrorHandlers(app)
+  await registerBodyParsing(app, config.bodyLimitBytes)
+  await registerOpenApi(app, PACKAGE_VERSION)
+  // Before the routes: it adds its check to Login's and Logout's as they are registered.
+  protectCookieRoutes(app, config.allowedOrigins)
+  await app.register(loginRoutes, { auth, config })
+  await app.register(authenticateRoutes, { auth })
+  await app.register(logoutRoutes, { auth, config })
+  await app.register(sessionRoutes, { auth, sessions, config })
+  await app.register(passwordRoutes, { auth })
+  await app.register(keyRoutes, { auth, apiKeys })
+  await app.register(totpRoutes, { auth, secondFactor, users: backends.users })
+  await app.register(verifyRoutes, { auth, trustProxy: config.trustProxy, originalUriHeader: config.originalUriHeader })
+  await app.register(signInRoutes, {
+    auth,
+    config,
+    sessions,
+    passkeys: createSqlPasskeyStore(backends.database, () => { metrics.backendError('postgres') }),
+    pending: backends.tokens.kind === 'redis' ? createRedisPendingStore(backends.tokens.redis, config.redisKeyPrefix) : createMemoryPendingStore(),
+    preSignIn: openPreSignInLimiter(config, backends.tokens),
+    // The code step's check is Login's own (a code accepted once, a recovery code spent).
+    secondFactor: {
+      verify: async (account, otp, client) => (await secondFactor.verify(account, otp, { clientIp: client.ip, userAgent: client.userAgent })).kind === 'accepted'
+    },
+    account: { apiKeys, secondFactor, users: backends.users }
+  })
+  await app.register(introspectRoutes, { auth, config, limiter: openLoginLimiter(config, backends.tokens, 'introspect:'), audit: observed.audit })
+  // The public port serves the internal surfaces only when AUTH_PUBLIC_INTERNALS asks for it.
+  const internals = publicServesInternals(config)
+  if (internals) {
+    await app.register(revocationRoutes, {
+      revocations: backends.revocations,
+      key: config.revocationsKey,
+      open: revocationsOpen(config, config.host),
+      maxSubscribers: config.revocationsMaxSubscribers
+    })
+  }
+  await app.register(healthRoutes, {
+    tokens: backends.tokens,
+    database: backends.database,
+    names: { tokens: backends.tokens.kind, database: backends.database.kind },
+    draining: () => app.lifecycle.draining,
+    timeoutMs: config.healthTimeoutMs,
+    canLose: () => canLose(backends.tokens)
+  })
+  await app.register(pointerRoutes, { version: PACKAGE_VERSION, docs: docsLocation(config.internalHost, config.internalPort) })
+  if (internals) {
+    registerMetricsRoute(app, metrics)
+    await registerOpenApiRoutes(app)
+  }
+  return app
+}
