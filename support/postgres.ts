@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import pg from 'pg'
-import { migrate } from '../src/db/migrate.js'
+import { migrate } from '../src/core/migrate.js'
 import type { Database } from '../src/db/database.js'
 import { createPostgresDatabase } from '../src/db/postgres.js'
 import { takePooledDatabase } from './postgres-pool.js'

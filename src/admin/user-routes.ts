@@ -63,10 +63,6 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ accounts: (request: Fastify
     return { ...OK, sessions_ended: ended }
   })
 
-  app.delete('/users/:username/totp', {
-    schema: { summary: 'Remove the account\'s second factor (TOTP and its recovery codes): a lost authenticator', params: UsernamePathSchema, response: { 200: UserAnswerSchema, ...errors } }
-  }, async (request) => ({ ...OK, user: userView(await accountsOf(request).resetSecondFactor(request.params.username)) }))
-
   app.post('/users/:username/unlock', {
     schema: { summary: 'Lift the lock that failed logins put on the account', params: UsernamePathSchema, response: { 200: UserAnswerSchema, ...errors } }
   }, async (request) => ({ ...OK, user: userView(await accountsOf(request).unlock(request.params.username)) }))

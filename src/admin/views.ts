@@ -1,13 +1,8 @@
 import type { AccountView } from '../core/accounts.js'
 import { reasons, type AdminParameter } from '../errors/reasons.js'
 import { badRequest } from '../errors/status.js'
-import type { SessionInfo } from '../sessions/sessions.js'
 import type { StoredAuditEvent } from '../core/stores/audit-log.js'
-import type { ApiKeyRow } from '../api-keys/store.js'
-import { isKeyIdShaped } from '../core/api-key-secret.js'
 import { formatExpirationDate } from '../core/time.js'
-import { sessionItem } from '../sessions/view.js'
-import type { SessionItem } from '../core/schemas.js'
 
 /** What the admin API answers, from what the stores hold (api-contract.md, "Admin API"). */
 
@@ -26,16 +21,6 @@ export function userView (account: AccountView) {
   }
 }
 
-export function keyView (key: ApiKeyRow) {
-  return {
-    id: key.id,
-    name: key.name,
-    created: formatExpirationDate(key.createdAt.getTime()),
-    expiration_date: formatExpirationDate(key.expiresAt.getTime()),
-    last_used: date(key.lastUsedAt)
-  }
-}
-
 export function eventView (event: StoredAuditEvent) {
   return {
     time: event.occurredAt.toISOString(),
@@ -49,16 +34,11 @@ export function eventView (event: StoredAuditEvent) {
   }
 }
 
-/** As the self-service list shows a session; the admin presents no token of the account, so none is the caller's. */
-export function sessionView (session: SessionInfo): SessionItem {
-  return { ...sessionItem(session), current: false }
-}
-
 /*
  * Cursors are opaque to clients (base64url of where the page ended) and checked like any
  * parameter: a cursor that does not decode is a 400, never a query.
  */
-const invalid = (parameter: AdminParameter) => badRequest(reasons.adminParameterNotValid(parameter))
+export const invalid = (parameter: AdminParameter) => badRequest(reasons.adminParameterNotValid(parameter))
 
 export const encodeUserCursor = (username: string): string => Buffer.from(username, 'utf8').toString('base64url')
 
@@ -67,16 +47,6 @@ export function decodeUserCursor (cursor: string | undefined): string | undefine
   const username = /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : ''
   if (username === '' || encodeUserCursor(username) !== cursor) throw invalid('cursor')
   return username
-}
-
-/** A key list's cursor: the id of the page's last key (ids are never reused; their order is by creation). */
-export const encodeKeyCursor = (id: string): string => Buffer.from(id, 'utf8').toString('base64url')
-
-export function decodeKeyCursor (cursor: string | undefined): string | undefined {
-  if (cursor === undefined) return undefined
-  const id = /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : ''
-  if (!isKeyIdShaped(id) || encodeKeyCursor(id) !== cursor) throw invalid('cursor')
-  return id
 }
 
 export const encodeEventCursor = (event: StoredAuditEvent): string =>

@@ -5,7 +5,8 @@ import type { ApiKeys, KeyActor } from './api-keys.js'
 import {
   AdminErrorSchema, CreatedKeyAnswerSchema, DEFAULT_PAGE, KeyAnswerSchema, KeyListAnswerSchema, KeyListQuerySchema, KeyPathSchema, NewKeySchema, UsernamePathSchema
 } from '../admin/schemas.js'
-import { decodeKeyCursor, encodeKeyCursor, keyView, OK } from '../admin/views.js'
+import { OK } from '../admin/views.js'
+import { decodeKeyCursor, encodeKeyCursor, keyView } from './views.js'
 
 export interface KeyRoutesOptions {
   accounts: (request: FastifyRequest) => AccountAdmin

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { Config } from '../config/config.js'
 import { openDatabase, type OpenDatabaseOptions } from '../db/open.js'
-import { migrateOrCheck } from '../db/migrate.js'
+import { migrateOrCheck } from '../core/migrate.js'
 import type { Database } from '../db/database.js'
 import { createPasswordHasher, type PasswordHasher } from '../passwords/hasher.js'
 import { createThrottledLog } from '@auth-token-service/guard/shared/throttled-log'

@@ -1,8 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { Database } from './database.js'
-import { canonicalizeUsernames, type UsernameReport } from './canonical-usernames.js'
+import type { Database, Queryable } from './database.js'
 
 /** `sql/` at the package root, found the same way from `src/` (tests) and `dist/` (built). */
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../../sql/', import.meta.url))
@@ -10,18 +9,20 @@ export const MIGRATIONS_DIR = fileURLToPath(new URL('../../sql/', import.meta.ur
 // Any constant works; it only has to be the same for every instance migrating one database.
 const MIGRATION_LOCK_ID = 72_403_117
 
-export interface MigrationResult {
+export interface MigrationResult<Then> {
   applied: string[]
-  /** Stored usernames brought to their canonical form, and those that could not be. */
-  usernames: UsernameReport
+  /** What `then` returned: the work that must see the schema as migrated, under the same lock. */
+  then: Then
 }
 
 /**
  * Applies the forward-only migrations in `sql/` that this database has not seen,
  * in name order, in one transaction under an advisory lock, so instances that
- * start together neither race nor half-apply.
+ * start together neither race nor half-apply. `then` runs last in that transaction:
+ * the data fix-ups of the layers above (the accounts' canonical usernames), which know
+ * what the rows mean; this layer knows only the schema.
  */
-export async function migrate (db: Database, dir: string = MIGRATIONS_DIR): Promise<MigrationResult> {
+export async function runMigrations<Then> (db: Database, then: (tx: Queryable) => Promise<Then>, dir: string = MIGRATIONS_DIR): Promise<MigrationResult<Then>> {
   const files = (await readdir(dir)).filter((name) => /^\d+-[\w-]+\.sql$/.test(name)).sort()
   const scripts = await Promise.all(files.map(async (name) => ({ name, sql: await readFile(join(dir, name), 'utf8') })))
   return await db.transaction(async (tx) => {
@@ -37,7 +38,7 @@ export async function migrate (db: Database, dir: string = MIGRATIONS_DIR): Prom
       await tx.query('INSERT INTO schema_migrations (name) VALUES ($1)', [script.name])
       applied.push(script.name)
     }
-    return { applied, usernames: await canonicalizeUsernames(tx) }
+    return { applied, then: await then(tx) }
   })
 }
 
@@ -52,15 +53,4 @@ export class NotMigratedError extends Error {
 export async function assertMigrated (database: Database): Promise<void> {
   const { rows } = await database.query<{ present: boolean }>("SELECT to_regclass('public.users') IS NOT NULL AS present")
   if (rows[0]?.present !== true) throw new NotMigratedError()
-}
-
-/**
- * Makes a database ready for work: the embedded PGlite is migrated here; a real Postgres is
- * migrated by `migrate` (a one-shot step in compose), and work on an unmigrated one is refused.
- * Returns what migrating the embedded one found of usernames without one canonical form.
- */
-export async function migrateOrCheck (database: Database): Promise<UsernameReport | undefined> {
-  if (database.kind === 'pglite') return (await migrate(database)).usernames
-  await assertMigrated(database)
-  return undefined
 }

@@ -1,5 +1,4 @@
-import { PASSWORD_MAX_BYTES } from '../core/credentials.js'
-import { reasons, type PasswordParameter, type Reason } from '../errors/reasons.js'
+import { PARAMETER_LIMITS, reasons, type PasswordParameter, type Reason } from '../errors/reasons.js'
 
 /**
  * What a password this service sets must be (NIST SP 800-63B §3.1.1.2): long
@@ -64,7 +63,7 @@ export async function passwordRefusal (password: string, username: string, polic
   // Characters as a person counts them: a code point each (NIST: each Unicode code point is one).
   const length = [...password].length
   if (length < policy.minLength) return reasons.passwordTooShort(policy.minLength, parameter)
-  if (Buffer.byteLength(password, 'utf8') > PASSWORD_MAX_BYTES) return reasons.tooLong(parameter)
+  if (Buffer.byteLength(password, 'utf8') > PARAMETER_LIMITS.password.max) return reasons.tooLong(parameter)
   const candidate = comparable(password)
   const name = comparable(username)
   if (policy.refuseUsername && (candidate === name || ([...name].length >= USERNAME_IN_PASSWORD_MIN && candidate.includes(name)))) return reasons.passwordHasUsername(parameter)

@@ -5,7 +5,8 @@ import { reasons } from '../errors/reasons.js'
 import { StatusError } from '../errors/status.js'
 import type { Sessions } from './sessions.js'
 import { AdminErrorSchema, EndedOneAnswerSchema, SessionListAnswerSchema, SessionPathSchema, SessionsEndedAnswerSchema, UsernamePathSchema } from '../admin/schemas.js'
-import { OK, sessionView } from '../admin/views.js'
+import { OK } from '../admin/views.js'
+import { sessionView } from './view.js'
 
 export interface SessionRoutesOptions {
   /** The account administration acting for the request's caller. */

@@ -15,3 +15,8 @@ export function sessionItem (session: SessionInfo): SessionItem {
     current: session.current
   }
 }
+
+/** As the self-service list shows a session; the admin presents no token of the account, so none is the caller's. */
+export function sessionView (session: SessionInfo): SessionItem {
+  return { ...sessionItem(session), current: false }
+}

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { execFile } from 'node:child_process'
 import { tmpdir } from 'node:os'
-import { migrate } from '../../src/db/migrate.js'
+import { migrate } from '../../src/core/migrate.js'
 import { freshPglite } from '../support/pglite.js'
 import { freshPostgresDatabase, patientPostgres } from '../../support/postgres.js'
 import { cliCommand } from '../../support/service.js'

@@ -1,7 +1,7 @@
 import t from 'tap'
 import type { FastifyInstance, FastifyServerOptions, InjectOptions } from 'fastify'
 import { buildApp } from '../../src/app/app.js'
-import { migrate } from '../../src/db/migrate.js'
+import { migrate } from '../../src/core/migrate.js'
 import { createMetrics } from '../../src/metrics/metrics.js'
 import { OWASP_MINIMUM_POLICY } from '../../src/passwords/hasher.js'
 import { createMemoryTokenStore } from '../../src/core/stores/memory/token-store.js'

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import t, { type Test } from 'tap'
 import { buildApp } from '../../src/app/app.js'
-import { migrate } from '../../src/db/migrate.js'
+import { migrate } from '../../src/core/migrate.js'
 import { StatusError } from '../../src/errors/status.js'
 import { createMemoryTokenStore } from '../../src/core/stores/memory/token-store.js'
 import { testConfig } from '../support/config.js'

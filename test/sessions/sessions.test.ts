@@ -1,5 +1,5 @@
 import t from 'tap'
-import { migrate } from '../../src/db/migrate.js'
+import { migrate } from '../../src/core/migrate.js'
 import { createMemoryTokenStore } from '../../src/core/stores/memory/token-store.js'
 import { createRedisTokenStore } from '../../src/core/stores/redis/token-store.js'
 import { freshPostgresDatabase, patientPostgres } from '../../support/postgres.js'

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import { createPostgresDatabase } from '../../src/db/postgres.js'
-import { migrate } from '../../src/db/migrate.js'
+import { migrate } from '../../src/core/migrate.js'
 import type { Database } from '../../src/db/database.js'
 import { createSqlUserStore } from '../../src/core/stores/user-store.js'
 import { createSqlTotpStore } from '../../src/totp/store.js'

@@ -6,7 +6,8 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { gunzipSync } from 'node:zlib'
 import { PGlite } from '@electric-sql/pglite'
-import { migrate, MIGRATIONS_DIR } from '../../src/db/migrate.js'
+import { MIGRATIONS_DIR } from '../../src/db/migrate.js'
+import { migrate } from '../../src/core/migrate.js'
 import { wrapPglite } from '../../src/db/pglite.js'
 
 /**

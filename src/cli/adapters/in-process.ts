@@ -1,5 +1,7 @@
 import type { AccountAdmin } from '../../core/accounts.js'
-import { eventView, keyView, sessionView } from '../../admin/views.js'
+import { eventView } from '../../admin/views.js'
+import { keyView } from '../../api-keys/views.js'
+import { sessionView } from '../../sessions/view.js'
 import type { ApiKeys, KeyActor } from '../../api-keys/api-keys.js'
 import type { Backends, ServiceTokenStore } from '../../app/backends.js'
 import type { Config } from '../../config/config.js'
@@ -53,7 +55,7 @@ async function openConnectedTokenStore (config: Config, database: Database): Pro
  */
 async function withAccounts<T> (config: Config, command: string, endsTokens: boolean, work: (admin: AccountAdmin, backends: Backends, apiKeys: ApiKeys) => Promise<T>): Promise<T> {
   const [{ openDatabase }, { migrateOrCheck }, { assembleBackends, openAuditLog }, { createMemoryTokenStore }, { createAccountAdmin, LOCAL_CLI_ACTOR }, { configuredPasswordPolicy }] = await Promise.all([
-    import('../../db/open.js'), import('../../db/migrate.js'), import('../../app/backends.js'), import('../../core/stores/memory/token-store.js'), import('../../core/accounts.js'),
+    import('../../db/open.js'), import('../../core/migrate.js'), import('../../app/backends.js'), import('../../core/stores/memory/token-store.js'), import('../../core/accounts.js'),
     import('../../passwords/policy.js')
   ])
   const { createApiKeys } = await import('../../api-keys/api-keys.js')

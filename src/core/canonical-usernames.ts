@@ -1,5 +1,5 @@
-import { normalizeUsername, usernameProblem } from '../core/credentials.js'
-import type { Queryable } from './database.js'
+import { normalizeUsername, usernameProblem } from './credentials.js'
+import type { Queryable } from '../db/database.js'
 
 /**
  * Accounts made before usernames had one canonical form (src/core/usernames.ts) may be stored
