@@ -82,11 +82,16 @@ function checkTarball (t: Test, dir: string, workspace: string, allowed: readonl
 }
 
 t.test('each package names its entry points', async (t) => {
-  for (const dir of [packageRoot, protocolRoot]) {
+  for (const [name, dir] of [['guard', packageRoot], ['protocol', protocolRoot]] as const) {
     const entries = Object.keys(manifestOf(dir).exports ?? {})
-    t.same(entries.filter((entry) => entry.includes('*')), [], `${dir}: no pattern in "exports"`)
+    t.same(entries.filter((entry) => entry.includes('*')), [], `${name}: no pattern in "exports"`)
   }
   t.same(Object.keys(manifestOf(packageRoot).exports ?? {}), ['.', './client', './package.json'], 'the guard: the plugin and the client')
+  // Every entry of the protocol resolves to its built module, for the guard's dist imports them by name.
+  for (const entry of Object.keys(manifestOf(protocolRoot).exports ?? {}).filter((key) => key !== './package.json')) {
+    const file = `${protocolRoot}dist/${entry.slice(2)}.js`
+    t.equal(fileURLToPath(resolveBuilt(`@auth-token-service/protocol/${entry.slice(2)}`)), built(file), `protocol ${entry}`)
+  }
 })
 
 t.test('the guard holds nothing of the service', async (t) => {
