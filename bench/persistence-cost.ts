@@ -11,7 +11,7 @@
  */
 import { performance } from 'node:perf_hooks'
 import { createRedisTokenStore } from '../src/core/stores/redis/token-store.js'
-import { generateToken, hashToken } from '@auth-token-service/guard/token'
+import { generateToken, hashToken } from '@auth-token-service/protocol/token'
 import { opsPerSecond } from './lib/rate.js'
 import { startThrowawayRedis } from '../support/redis.js'
 

@@ -9,7 +9,7 @@
  */
 import type { RedisTopology } from '../src/core/stores/redis/client.js'
 import { createRedisTokenStore, type RedisTokenStore } from '../src/core/stores/redis/token-store.js'
-import { generateToken, hashToken } from '@auth-token-service/guard/token'
+import { generateToken, hashToken } from '@auth-token-service/protocol/token'
 import { opsPerSecond } from './lib/rate.js'
 import { startCluster, startThrowawayRedis } from '../support/redis.js'
 

@@ -1,7 +1,7 @@
 import { Agent, request as httpRequest } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { generateToken } from '@auth-token-service/guard/token'
+import { generateToken } from '@auth-token-service/protocol/token'
 
 /**
  * Real HTTP load for the fault tests: keep-alive connections, every request's latency

@@ -3,7 +3,7 @@ import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import type { RedisTopology } from '../src/core/stores/redis/client.js'
-import { keyLayout } from '@auth-token-service/guard/layout'
+import { keyLayout } from '@auth-token-service/protocol/layout'
 import { freePort, reachable, run, type Scope, spawnTracked, startChild, stopChild, tailOf, tempDir, uniqueName, waitFor } from './processes.js'
 
 /**

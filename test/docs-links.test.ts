@@ -13,7 +13,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url))
 
 async function pages (): Promise<string[]> {
   const docs = (await readdir(join(ROOT, 'docs'))).filter((name) => name.endsWith('.md')).map((name) => join('docs', name))
-  return ['README.md', 'CONTRIBUTING.md', 'CHANGELOG.md', 'bench/README.md', 'examples/orders-service/README.md', 'packages/guard/README.md', ...docs]
+  return ['README.md', 'CONTRIBUTING.md', 'CHANGELOG.md', 'bench/README.md', 'examples/orders-service/README.md', 'packages/guard/README.md', 'packages/protocol/README.md', ...docs]
 }
 
 /** The text outside fenced code blocks and inline code spans: links inside them are not links. */

@@ -19,9 +19,9 @@ type QueueModule = typeof import('../../src/passwords/bounded-queue.js')
 
 const dist = (path: string): string => pathToFileURL(join(requiredEnv('BENCH_ROOT'), 'dist', path)).href
 // From dist/, like the service: one copy of every class (StatusError above all) in the process.
-const { buildApp } = await import(dist('app.js')) as AppModule
-const { openBackends } = await import(dist('backends.js')) as BackendsModule
-const { loadConfig } = await import(dist('config.js')) as ConfigModule
+const { buildApp } = await import(dist('app/app.js')) as AppModule
+const { openBackends } = await import(dist('app/backends.js')) as BackendsModule
+const { loadConfig } = await import(dist('config/config.js')) as ConfigModule
 const { canonicalPhc, createPasswordHasher } = await import(dist('passwords/hasher.js')) as PasswordsModule
 const { createBoundedQueue } = await import(dist('passwords/bounded-queue.js')) as QueueModule
 

@@ -4,7 +4,7 @@ import { openDatabase, type OpenDatabaseOptions } from '../db/open.js'
 import { migrateOrCheck } from '../core/migrate.js'
 import type { Database } from '../db/database.js'
 import { createPasswordHasher, type PasswordHasher } from '../passwords/hasher.js'
-import { createThrottledLog } from '@auth-token-service/guard/shared/throttled-log'
+import { createThrottledLog } from '@auth-token-service/protocol/throttled-log'
 import { createLdapDirectory, type Directory } from '../federation/ldap-directory.js'
 import { createSqlAuditLog, type AuditLog } from '../core/stores/audit-log.js'
 import type { LoginLimiter, LoginLimits } from '../core/stores/login-limiter.js'
@@ -19,7 +19,7 @@ import type { RevocationFeed } from '../core/stores/revocation-feed.js'
 import { createSqlUserStore, type UserStore } from '../core/stores/user-store.js'
 import { createSqlApiKeyStore, type ApiKeyStore } from '../api-keys/store.js'
 import { createSqlTotpStore, type TotpStore } from '../totp/store.js'
-import { withTimeout } from '@auth-token-service/guard/shared/time-limit'
+import { withTimeout } from '@auth-token-service/protocol/time-limit'
 import { createOutboxSignal, type OutboxSignal } from '../webhooks/signal.js'
 
 /** A token store the service runs on: it ends tokens and feeds their revocations, in one object (one Lua script each). */
@@ -52,7 +52,7 @@ type Log = Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>
 /** Told of every backend error (connection or command), e.g. to count it. */
 export type BackendErrorHook = (backend: 'redis' | 'postgres') => void
 
-/** Errors of a backend that reconnects by itself: each counted, logged at most once per 10 s (packages/guard/src/shared/throttled-log.ts). */
+/** Errors of a backend that reconnects by itself: each counted, logged at most once per 10 s (packages/protocol/src/throttled-log.ts). */
 function throttledErrorLog (log: Log, backend: 'redis' | 'postgres', hook?: BackendErrorHook): (error: Error) => void {
   const throttled = createThrottledLog()
   return (error) => {

@@ -5,7 +5,7 @@ import { UnavailableError } from '../errors/status.js'
 import { EvictionPolicyError } from '../core/stores/redis/eviction.js'
 import { LossyPersistenceError } from '../core/stores/redis/persistence.js'
 import { refuseOtherMethods } from '../http/methods.js'
-import { withTimeout } from '@auth-token-service/guard/shared/time-limit'
+import { withTimeout } from '@auth-token-service/protocol/time-limit'
 
 export interface HealthRoutesOptions {
   tokens: TokenStore

@@ -1,5 +1,5 @@
 import type { AdminEvent, AdminKey, AdminSession } from '../admin/client.js'
-import { escapeControlCharacters } from '@auth-token-service/guard/shared/log-escape'
+import { escapeControlCharacters } from '@auth-token-service/protocol/log-escape'
 import type { AccountSummary } from './operations.js'
 
 /*

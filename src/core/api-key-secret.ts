@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { accountBucket, API_KEY_PREFIX } from '@auth-token-service/guard/token'
+import { accountBucket, API_KEY_PREFIX } from '@auth-token-service/protocol/token'
 
 /*
  * An API key's secret: `atsk_` (a prefix secret scanners can match), the account's 2-character
@@ -11,7 +11,7 @@ import { accountBucket, API_KEY_PREFIX } from '@auth-token-service/guard/token'
  */
 
 // The key's shape and hash are the guard package's (token.ts), which reads keys too.
-export { API_KEY_PREFIX, hashApiKey, isApiKeyShaped } from '@auth-token-service/guard/token'
+export { API_KEY_PREFIX, hashApiKey, isApiKeyShaped } from '@auth-token-service/protocol/token'
 
 /** A new secret for a key of the account. */
 export function generateApiKey (accountId: string): string {

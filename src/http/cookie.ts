@@ -1,7 +1,7 @@
 import { fastifyCookie, type CookieSerializeOptions } from '@fastify/cookie'
 import type { FastifyRequest } from 'fastify'
 import type { Config } from '../config/config.js'
-import { TOKEN_COOKIE } from '@auth-token-service/guard/token'
+import { TOKEN_COOKIE } from '@auth-token-service/protocol/token'
 
 /**
  * The `AuthToken1` cookie of a request, parsed as @fastify/cookie parses it. Routes that

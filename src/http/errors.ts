@@ -6,7 +6,7 @@ import { MalformedFormError } from './form-encoding.js'
 import { MAX_PATH_SEGMENT } from './parsing.js'
 import { badRequest, internalError, notFound, StatusError, UnavailableError, type Unavailable } from '../errors/status.js'
 import { statusErrorForHttp } from './status-for-http.js'
-import { createThrottledLog } from '@auth-token-service/guard/shared/throttled-log'
+import { createThrottledLog } from '@auth-token-service/protocol/throttled-log'
 
 /**
  * The error model at the edge: whatever went wrong becomes the contract's status-message

@@ -1,4 +1,4 @@
-import { TokenRefusal } from '@auth-token-service/guard/shared/token-source'
+import { TokenRefusal } from '@auth-token-service/protocol/token-source'
 import { reasons, type Reason } from '../errors/reasons.js'
 
 /** A refusal of the service's own (verify.ts's query token), with the reason it words. */

@@ -1,6 +1,6 @@
 import type { Bindings, ChildLoggerOptions, LevelWithSilentOrString } from 'pino'
 import type { FastifyBaseLogger } from 'fastify'
-import { escapeControlCharacters } from '@auth-token-service/guard/shared/log-escape'
+import { escapeControlCharacters } from '@auth-token-service/protocol/log-escape'
 
 /**
  * The access log, the one line most requests log, written without pino's generic path:

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { Queryable } from '../db/database.js'
-import { escapeControlCharacters } from '@auth-token-service/guard/shared/log-escape'
+import { escapeControlCharacters } from '@auth-token-service/protocol/log-escape'
 import { databaseGuard } from '../db/guarded.js'
 import type { AuditLog } from '../core/stores/audit-log.js'
 import type { OutcomeOf } from '../core/events.js'

@@ -13,8 +13,8 @@ import type { PasskeyStore } from './passkey-store.js'
 import type { UserRecord, UserStore } from '../core/stores/user-store.js'
 import { otpauthUri } from '../totp/rfc6238.js'
 import type { SecondFactor } from '../totp/second-factor.js'
-import { hashToken } from '@auth-token-service/guard/token'
-import type { TokenRecord } from '@auth-token-service/guard/layout'
+import { hashToken } from '@auth-token-service/protocol/token'
+import type { TokenRecord } from '@auth-token-service/protocol/layout'
 import { clientOf } from '../core/routes/client-context.js'
 
 /**

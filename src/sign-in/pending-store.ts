@@ -1,4 +1,4 @@
-import { type RedisClient } from '@auth-token-service/guard/shared/redis-connection'
+import { type RedisClient } from '@auth-token-service/protocol/redis-connection'
 import { performance } from 'node:perf_hooks'
 import { serviceUnavailable } from '../errors/status.js'
 import { ExpiringEntries } from '../core/stores/memory/expiring-entries.js'

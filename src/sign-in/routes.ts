@@ -23,9 +23,9 @@ import { clientName, tooManyAttempts } from './display.js'
 import type { ApiKeys } from '../api-keys/api-keys.js'
 import type { SecondFactor } from '../totp/second-factor.js'
 import { doneNotice, registerAccountRoutes, type AccountPages } from './account-routes.js'
-import { cookieToken } from '@auth-token-service/guard/shared/token-source'
-import { TOKEN_COOKIE } from '@auth-token-service/guard/token'
-import type { TokenRecord } from '@auth-token-service/guard/layout'
+import { cookieToken } from '@auth-token-service/protocol/token-source'
+import { TOKEN_COOKIE } from '@auth-token-service/protocol/token'
+import type { TokenRecord } from '@auth-token-service/protocol/layout'
 import { clientOf } from '../core/routes/client-context.js'
 
 /** The second factor's check of a code (TOTP); absent, no code is ever accepted. */

@@ -1,6 +1,6 @@
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span, type Tracer } from '@opentelemetry/api'
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
-import { redactUrl } from '@auth-token-service/guard/shared/redact'
+import { redactUrl } from '@auth-token-service/protocol/redact'
 import { useTraceIds } from '../logging/trace-id.js'
 
 /**

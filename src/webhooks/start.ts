@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify'
-import { createThrottledLog } from '@auth-token-service/guard/shared/throttled-log'
+import { createThrottledLog } from '@auth-token-service/protocol/throttled-log'
 import type { WebhookConfig } from '../config/config.js'
 import type { Metrics } from '../metrics/metrics.js'
 import { startDeliverer, type Deliverer } from './deliverer.js'

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
-import { generateToken } from '@auth-token-service/guard/token'
+import { generateToken } from '@auth-token-service/protocol/token'
 import { createAuthClient } from '@auth-token-service/guard/client'
 import { startTokenService, USER } from '../guard/support.js'
 

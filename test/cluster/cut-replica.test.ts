@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Cluster } from 'ioredis'
 import t from 'tap'
-import { hashToken } from '@auth-token-service/guard/token'
+import { hashToken } from '@auth-token-service/protocol/token'
 import { waitFor } from '../../support/processes.js'
 import { startCluster } from '../../support/redis.js'
 import { buildTestApp } from '../support/app.js'

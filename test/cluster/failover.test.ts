@@ -44,7 +44,7 @@ t.test('failover of a master under load: no logged-out token comes back', async 
 
   t.test('a Logout no replica acknowledges in time answers 503', async (t) => {
     const token = [...state.active][0] ?? ''
-    const slot = Number(await redis.cluster('KEYSLOT', redisStore.tokenKey((await import('@auth-token-service/guard/token')).hashToken(token))))
+    const slot = Number(await redis.cluster('KEYSLOT', redisStore.tokenKey((await import('@auth-token-service/protocol/token')).hashToken(token))))
     const { replica } = await cluster.nodeOf(slot)
     const node = cluster.servers.find((server) => server.port === replica)
     if (node === undefined) throw new Error('the master has a replica')
@@ -62,7 +62,7 @@ t.test('failover of a master under load: no logged-out token comes back', async 
     for (const token of state.active) await throughGuard(guard, token, state, 'warming')
     const feed = await feedSubscription(cluster, channel)
     if (feed === undefined) throw new Error('the guard\'s feed subscribes on some node')
-    const { hashToken } = await import('@auth-token-service/guard/token')
+    const { hashToken } = await import('@auth-token-service/protocol/token')
     const elsewhere: string[] = []
     for (const token of state.active) {
       const { master, replica } = await cluster.nodeOf(Number(await redis.cluster('KEYSLOT', redisStore.tokenKey(hashToken(token)))))
@@ -94,7 +94,7 @@ t.test('failover of a master under load: no logged-out token comes back', async 
     // The master of the most recent acknowledged Logout: its replica must not bring it back.
     const recent = [...state.ended.entries()].sort((a, b) => b[1] - a[1])[0]?.[0]
     if (recent === undefined) throw new Error('no Logout yet')
-    const { hashToken } = await import('@auth-token-service/guard/token')
+    const { hashToken } = await import('@auth-token-service/protocol/token')
     const { master } = await cluster.nodeOf(Number(await redis.cluster('KEYSLOT', redisStore.tokenKey(hashToken(recent)))))
     // The guard's feed listens on that master too: its subscription dies with it.
     await moveFeedTo(cluster, channel, master)

@@ -27,7 +27,7 @@ t.test('reshard under load: no wrong answer', async (t) => {
   for (const user of users) for (let i = 0; i < 3; i++) await login(app, user, state)
   for (const token of state.active) await throughGuard(guard, token, state, 'warming')
   // Volume for the migration: 2,000 more tokens of 1,000 accounts, issued as Logins issue them.
-  const { generateToken, hashToken } = await import('@auth-token-service/guard/token')
+  const { generateToken, hashToken } = await import('@auth-token-service/protocol/token')
   const seeded = Array.from({ length: 2000 }, (_, i) => ({ accountId: `seed-${i % 1000}`, hash: hashToken(generateToken(`seed-${i % 1000}`)) }))
   for (let start = 0; start < seeded.length; start += 100) {
     await Promise.all(seeded.slice(start, start + 100).map(async ({ accountId, hash }) =>

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis'
 import t from 'tap'
-import { generateToken } from '@auth-token-service/guard/token'
+import { generateToken } from '@auth-token-service/protocol/token'
 import { describe, HttpDriver, latencyOf, verdictOf, type Outcome } from '../../support/load.js'
 import { serviceEnv, startService } from '../../support/service.js'
 import { startThrowawayPostgres } from '../../support/postgres.js'

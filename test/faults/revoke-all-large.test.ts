@@ -1,5 +1,5 @@
-import { keyLayout, DEFAULT_KEY_PREFIX, encodeRecord } from '@auth-token-service/guard/layout'
-import { accountBucket } from '@auth-token-service/guard/token'
+import { keyLayout, DEFAULT_KEY_PREFIX, encodeRecord } from '@auth-token-service/protocol/layout'
+import { accountBucket } from '@auth-token-service/protocol/token'
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { performance } from 'node:perf_hooks'

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { hashToken } from '@auth-token-service/guard/token'
+import { hashToken } from '@auth-token-service/protocol/token'
 import { buildGuardedApp, guardOptions, MODES, startTokenService, tokenKey, untilRefused, warm } from './support.js'
 
 /** Every connected guard refuses a revoked token within this (api-contract: the revocation feed's bound). */

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { createPositiveCache } from '../../packages/guard/src/cache.js'
-import type { TokenRecord } from '@auth-token-service/guard/layout'
+import type { TokenRecord } from '@auth-token-service/protocol/layout'
 
 /** The cache alone, on injected clocks: the rules that keep it from ever answering for a revoked token. */
 

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { generateToken } from '@auth-token-service/guard/token'
+import { generateToken } from '@auth-token-service/protocol/token'
 import { buildGuardedApp, guardOptions, MODES, startTokenService } from './support.js'
 
 const TOKEN_REQUIRED = JSON.stringify({ status: 401, message: 'Token Required' })

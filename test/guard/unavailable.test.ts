@@ -1,4 +1,4 @@
-import { generateToken } from '@auth-token-service/guard/token'
+import { generateToken } from '@auth-token-service/protocol/token'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { AMBIGUOUS_COOKIE, bearerToken, cookieToken, MALFORMED_AUTHORIZATION, MALFORMED_PARAMETER, presentedToken } from '@auth-token-service/guard/shared/token-source'
+import { AMBIGUOUS_COOKIE, bearerToken, cookieToken, MALFORMED_AUTHORIZATION, MALFORMED_PARAMETER, presentedToken } from '@auth-token-service/protocol/token-source'
 
 /** The one token-source module (routes and guard): each source's parsing, and the order. */
 

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { redactUrl } from '@auth-token-service/guard/shared/redact'
+import { redactUrl } from '@auth-token-service/protocol/redact'
 
 t.test('secrets in paths and queries are replaced', async (t) => {
   t.equal(redactUrl('/auth/Login/ann/hunter2', '/auth/Login/:username/:password'), '/auth/Login/:username/:password', 'a matched route: its template')

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { createThrottledLog } from '@auth-token-service/guard/shared/throttled-log'
+import { createThrottledLog } from '@auth-token-service/protocol/throttled-log'
 
 /*
  * The one throttle of repeated log lines (503s by cause, backend connection errors, dropped

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
-import { keyLayout } from '@auth-token-service/guard/layout'
-import { hashToken, sha256 } from '@auth-token-service/guard/token'
+import { keyLayout } from '@auth-token-service/protocol/layout'
+import { hashToken, sha256 } from '@auth-token-service/protocol/token'
 import { buildTestApp } from '../support/app.js'
 import {
   assertPrivacyHeaders, assertStatus, BODIES, badRequestBody, expiredToken, form, FORM, headerNames, JSON_HEADERS, JSON_TYPE,

@@ -1,8 +1,8 @@
 import t from 'tap'
 import type { Test } from 'tap'
-import { keyLayout } from '@auth-token-service/guard/layout'
+import { keyLayout } from '@auth-token-service/protocol/layout'
 import { Redis } from 'ioredis'
-import { hashToken } from '@auth-token-service/guard/token'
+import { hashToken } from '@auth-token-service/protocol/token'
 import { buildTestApp } from '../support/app.js'
 import { keysUnder } from '../../support/redis.js'
 import {

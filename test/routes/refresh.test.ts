@@ -1,6 +1,6 @@
 import t from 'tap'
-import { keyLayout } from '@auth-token-service/guard/layout'
-import { hashToken } from '@auth-token-service/guard/token'
+import { keyLayout } from '@auth-token-service/protocol/layout'
+import { hashToken } from '@auth-token-service/protocol/token'
 import { buildTestApp } from '../support/app.js'
 import {
   assertLoginSuccess, assertStatus, assertTokenCookie, authenticate, BODIES, expiredToken, form, FORM, JSON_HEADERS,

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
-import { hashToken } from '@auth-token-service/guard/token'
+import { hashToken } from '@auth-token-service/protocol/token'
 import { buildTestApp, type BackendKind, type TestApp } from '../support/app.js'
 import {
   allowed, assertClearedCookie, assertStatus, authenticate, BODIES, EXPIRATION_SHAPE, FORM, headerNames, JSON_TYPE, loginForm,

@@ -1,6 +1,6 @@
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import type { Test } from 'tap'
-import { generateToken, hashToken } from '@auth-token-service/guard/token'
+import { generateToken, hashToken } from '@auth-token-service/protocol/token'
 import type { TestApp } from '../support/app.js'
 
 /**

@@ -1,4 +1,4 @@
-import { generateToken } from '@auth-token-service/guard/token'
+import { generateToken } from '@auth-token-service/protocol/token'
 import t, { type Test } from 'tap'
 import { randomBytes } from 'node:crypto'
 import { Writable } from 'node:stream'
@@ -391,7 +391,7 @@ t.test('every captured line: one JSON record, no secret', async (t) => {
   }
   t.same(leaks, [], 'no password and no token in any form in any line')
 
-  // Five 503s for want of Redis: one short line (a line per cause per 10 s, packages/guard/src/shared/throttled-log.ts), searched too.
+  // Five 503s for want of Redis: one short line (a line per cause per 10 s, packages/protocol/src/throttled-log.ts), searched too.
   const unavailable = records.filter((r) => r.level >= 50 && r.unavailable === 'redis')
   t.ok(unavailable.length >= 1 && unavailable.length < 5, `the 503s were logged as errors (${unavailable.length} line(s) for 5), and were searched too`)
 })

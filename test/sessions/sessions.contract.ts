@@ -5,7 +5,7 @@ import type { RevocationFeed } from '../../src/core/stores/revocation-feed.js'
 import type { TokenStore } from '../../src/core/stores/token-store.js'
 import { createSqlSessions, USER_AGENT_MAX, type SqlSessions } from '../../src/sessions/sql-sessions.js'
 import type { NewSession } from '../../src/sessions/sessions.js'
-import { generateToken, hashToken } from '@auth-token-service/guard/token'
+import { generateToken, hashToken } from '@auth-token-service/protocol/token'
 import { recordRevocations, until } from '../stores/token-store.contract.js'
 
 /** A migrated database and a token store side by side, as the service runs them. */

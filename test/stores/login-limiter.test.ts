@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
-import { keyLayout } from '@auth-token-service/guard/layout'
+import { keyLayout } from '@auth-token-service/protocol/layout'
 import type { LoginLimits } from '../../src/core/stores/login-limiter.js'
 import { createMemoryLoginLimiter } from '../../src/core/stores/memory/login-limiter.js'
 import { createRedisLoginLimiter } from '../../src/core/stores/redis/login-limiter.js'

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis'
 import t from 'tap'
-import { generateToken, hashToken } from '@auth-token-service/guard/token'
+import { generateToken, hashToken } from '@auth-token-service/protocol/token'
 import { createRedisTokenStore } from '../../src/core/stores/redis/token-store.js'
 import type { EvictionPolicyError } from '../../src/core/stores/redis/eviction.js'
 import { buildTestApp } from '../support/app.js'

@@ -3,7 +3,7 @@ import { loadConfig } from '../../src/config/config.js'
 import { UnavailableError } from '../../src/errors/status.js'
 import { createRedisTokenStore, ReplicaAckTimeout } from '../../src/core/stores/redis/token-store.js'
 import { keySlot, meantReplicasBySlot } from '../../src/core/stores/redis/replica-acks.js'
-import { generateToken, hashToken } from '@auth-token-service/guard/token'
+import { generateToken, hashToken } from '@auth-token-service/protocol/token'
 import { waitFor } from '../../support/processes.js'
 import { startThrowawayRedis } from '../../support/redis.js'
 

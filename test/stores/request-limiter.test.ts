@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
-import { keyLayout } from '@auth-token-service/guard/layout'
+import { keyLayout } from '@auth-token-service/protocol/layout'
 import type { RequestLimiter, RequestLimits, RequestVerdict } from '../../src/core/stores/request-limiter.js'
 import { createMemoryRequestLimiter } from '../../src/core/stores/memory/request-limiter.js'
 import { createRedisRequestLimiter } from '../../src/core/stores/redis/request-limiter.js'

@@ -1,13 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Test } from 'tap'
 import { waitFor } from '../../support/processes.js'
-import { hashToken, generateToken } from '@auth-token-service/guard/token'
+import { hashToken, generateToken } from '@auth-token-service/protocol/token'
 import { expiryInstant } from '../../src/core/time.js'
 import type { RevocationFeed } from '../../src/core/stores/revocation-feed.js'
 import type { TokenStore } from '../../src/core/stores/token-store.js'
 import type { ApiKeyRecords } from '../../src/core/stores/api-key-records.js'
 import { generateApiKey, hashApiKey } from '../../src/core/api-key-secret.js'
-import type { TokenRecord } from '@auth-token-service/guard/layout'
+import type { TokenRecord } from '@auth-token-service/protocol/layout'
 
 export type MakeTokenStore = (t: Test, options: { denyTtlMs: number, maxTokensPerAccount?: number, idleTimeoutMs?: number }) => Promise<TokenStore & ApiKeyRecords & RevocationFeed>
 

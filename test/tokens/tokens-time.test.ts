@@ -1,6 +1,6 @@
 import t from 'tap'
 import fc from 'fast-check'
-import { generateToken, hashToken, isTokenShaped, TOKEN_DIGEST_LENGTH } from '@auth-token-service/guard/token'
+import { generateToken, hashToken, isTokenShaped, TOKEN_DIGEST_LENGTH } from '@auth-token-service/protocol/token'
 import { expiryInstant, formatExpirationDate } from '../../src/core/time.js'
 
 t.test('tokens: 256 bits, base64url, distinct; only the SHA-256 is stored', async (t) => {

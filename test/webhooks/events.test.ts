@@ -1,6 +1,6 @@
 import t from 'tap'
 import * as OTPAuth from 'otpauth'
-import { hashToken } from '@auth-token-service/guard/token'
+import { hashToken } from '@auth-token-service/protocol/token'
 import { buildTestApp } from '../support/app.js'
 import { buildInternalApp } from '../../src/app/internal-listener.js'
 import { startWebhookReceiver } from '../../support/webhook-receiver.js'

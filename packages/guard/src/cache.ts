@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks'
-import type { TokenRecord } from './layout.js'
-import type { RevocationWatcher } from './shared/feed.js'
+import type { TokenRecord } from '@auth-token-service/protocol/layout'
+import type { RevocationWatcher } from '@auth-token-service/protocol/feed'
 
 export interface PositiveCacheOptions {
   maxEntries: number

@@ -1,6 +1,6 @@
-import { decodeRecord, keyLayout, revocationChannel, type TokenRecord } from './layout.js'
-import { createRevocationFeed, type RevocationSubscription } from './shared/redis-feed.js'
-import { failFastRedisOptions, whenReady, type RedisClient } from './shared/redis-connection.js'
+import { decodeRecord, keyLayout, revocationChannel, type TokenRecord } from '@auth-token-service/protocol/layout'
+import { createRevocationFeed, type RevocationSubscription } from '@auth-token-service/protocol/redis-feed'
+import { failFastRedisOptions, whenReady, type RedisClient } from '@auth-token-service/protocol/redis-connection'
 import { within, type Verified, type Verifier } from './verifiers.js'
 
 /*

@@ -2,12 +2,12 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { endpoint } from './client/index.js'
 import type { FetchFunction } from './client/wire.js'
-import { createThrottledLog } from './shared/throttled-log.js'
-import { hashApiKey, hashToken, isApiKeyShaped, isTokenShaped } from './token.js'
-import { DEFAULT_KEY_PREFIX, type TokenRecord } from './layout.js'
-import type { RedisClient } from './shared/redis-connection.js'
+import { createThrottledLog } from '@auth-token-service/protocol/throttled-log'
+import { hashApiKey, hashToken, isApiKeyShaped, isTokenShaped } from '@auth-token-service/protocol/token'
+import { DEFAULT_KEY_PREFIX, type TokenRecord } from '@auth-token-service/protocol/layout'
+import type { RedisClient } from '@auth-token-service/protocol/redis-connection'
 import { createPositiveCache, type PositiveCache } from './cache.js'
-import { presentedToken, TokenRefusal, type TokenCarrier } from './shared/token-source.js'
+import { presentedToken, TokenRefusal, type TokenCarrier } from '@auth-token-service/protocol/token-source'
 import { httpVerifier, type Verifier } from './verifiers.js'
 
 /**
@@ -89,10 +89,10 @@ export type AuthTokenGuardOptions = DirectGuardOptions | HttpGuardOptions
  * For the host's request logger: a URL with the values of `token` (and other secret)
  * query parameters replaced. Fastify logs `req.url` as it came, query and all.
  */
-export { redactUrl } from './shared/redact.js'
+export { redactUrl } from '@auth-token-service/protocol/redact'
 
 /** The Redis key layout direct mode reads (layout.ts): a guard reads the service's of the same version. */
-export { KEY_LAYOUT_VERSION } from './layout.js'
+export { KEY_LAYOUT_VERSION } from '@auth-token-service/protocol/layout'
 
 const JSON_TYPE = 'application/json; charset=utf-8'
 const BODIES = {

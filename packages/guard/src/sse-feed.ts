@@ -1,5 +1,5 @@
 import type { FetchFunction } from './client/wire.js'
-import { FEED_PROOF_MS, type RevocationWatcher } from './shared/feed.js'
+import { FEED_PROOF_MS, type RevocationWatcher } from '@auth-token-service/protocol/feed'
 
 /**
  * The HTTP mode's revocation feed: a client of the service's `GET /auth/revocations`

@@ -1,7 +1,7 @@
 import { authenticateAt, type FetchFunction } from './client/wire.js'
-import type { TokenRecord } from './layout.js'
-import type { RevocationWatcher } from './shared/feed.js'
-import { withTimeout } from './shared/time-limit.js'
+import type { TokenRecord } from '@auth-token-service/protocol/layout'
+import type { RevocationWatcher } from '@auth-token-service/protocol/feed'
+import { withTimeout } from '@auth-token-service/protocol/time-limit'
 import { followRevocations } from './sse-feed.js'
 
 /** An active token, and how much longer it lives as its source measured it (from the request's start). */

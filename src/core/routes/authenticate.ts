@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AuthService } from '../auth.js'
-import type { TokenRecord } from '@auth-token-service/guard/layout'
+import type { TokenRecord } from '@auth-token-service/protocol/layout'
 import { reasons } from '../../errors/reasons.js'
 import { badRequest, StatusError, SUCCESS, type StatusBody } from '../../errors/status.js'
 import { formatExpirationDate } from '../time.js'

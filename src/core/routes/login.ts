@@ -9,7 +9,7 @@ import { formatExpirationDate } from '../time.js'
 import { errorResponses, LegacyLoginPathSchema, LoginParamsSchema, LoginSuccessSchema } from '../schemas.js'
 import { tokenCookieOptions } from '../../http/cookie.js'
 import { refuseOtherMethods } from '../../http/methods.js'
-import { TOKEN_COOKIE } from '@auth-token-service/guard/token'
+import { TOKEN_COOKIE } from '@auth-token-service/protocol/token'
 import { clientOf } from './client-context.js'
 import { routeToken } from './presented-token.js'
 

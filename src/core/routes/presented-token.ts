@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 import { noteRefusal } from '../../logging/refusal-log.js'
-import { cookieToken, MALFORMED_AUTHORIZATION, presentedToken, TokenRefusal } from '@auth-token-service/guard/shared/token-source'
+import { cookieToken, MALFORMED_AUTHORIZATION, presentedToken, TokenRefusal } from '@auth-token-service/protocol/token-source'
 import { isApiKeyShaped } from '../api-key-secret.js'
 import { refusalReason } from '../../http/token-refusal.js'
 import { badRequest } from '../../errors/status.js'

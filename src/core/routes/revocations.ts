@@ -1,11 +1,11 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyPluginAsync } from 'fastify'
 import type { RevocationFeed } from '../stores/revocation-feed.js'
-import type { RevocationWatcher } from '@auth-token-service/guard/shared/feed'
+import type { RevocationWatcher } from '@auth-token-service/protocol/feed'
 import { serviceUnavailable, StatusError } from '../../errors/status.js'
 import { refuseOtherMethods } from '../../http/methods.js'
 import { performance } from 'node:perf_hooks'
-import { FEED_HEARTBEAT_MS, FEED_PROOF_MS } from '@auth-token-service/guard/shared/feed'
+import { FEED_HEARTBEAT_MS, FEED_PROOF_MS } from '@auth-token-service/protocol/feed'
 
 export interface RevocationRoutesOptions {
   revocations: RevocationFeed
@@ -18,7 +18,7 @@ export interface RevocationRoutesOptions {
   open?: boolean
   /** Subscribers at once; past it a new one is answered 503 with Retry-After. */
   maxSubscribers?: number
-  /** How often a `heartbeat` event goes out while this instance's own feed is proven (packages/guard/src/shared/feed.ts); it also keeps idle proxies from closing the stream. */
+  /** How often a `heartbeat` event goes out while this instance's own feed is proven (packages/protocol/src/feed.ts); it also keeps idle proxies from closing the stream. */
   heartbeatMs?: number
   /** How long a subscriber's socket may stay full before it is cut. */
   drainTimeoutMs?: number
@@ -56,7 +56,7 @@ interface Subscriber {
  * ended, for caching verifiers (the guard's HTTP mode) that cannot reach Redis.
  * The first event is `ready`; each `revoked` event carries space-separated hashes; a
  * `heartbeat` event every 200 ms carries how many more milliseconds the stream is proven
- * current (packages/guard/src/shared/feed.ts).
+ * current (packages/protocol/src/feed.ts).
  * When this instance's own feed is cut, every stream is closed, so that clients drop
  * their caches and reconnect. Hashes of ended tokens are no secret, but the feed tells
  * when people log out and holds a connection open each: it needs a key, has a cap, and

@@ -1,4 +1,4 @@
-import type { TokenRecord } from '@auth-token-service/guard/layout'
+import type { TokenRecord } from '@auth-token-service/protocol/layout'
 
 /**
  * What the token stores keep of API keys: a key's record lives where a token's does,

@@ -1,4 +1,4 @@
-import type { RevocationWatcher } from '@auth-token-service/guard/shared/feed'
+import type { RevocationWatcher } from '@auth-token-service/protocol/feed'
 
 /**
  * The ended tokens, for caches of positive answers (the guard, the revocations route): apart

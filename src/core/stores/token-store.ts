@@ -1,5 +1,5 @@
 import { UnavailableError } from '../../errors/status.js'
-import type { TokenRecord } from '@auth-token-service/guard/layout'
+import type { TokenRecord } from '@auth-token-service/protocol/layout'
 
 /**
  * Where active tokens live. Keys are SHA-256 digests of tokens, never tokens.

@@ -4,7 +4,7 @@
  * answer or a failure, and nothing here logs.
  */
 
-import { TOKEN_COOKIE } from '../token.js'
+import { TOKEN_COOKIE } from '@auth-token-service/protocol/token'
 import { addTraceContext } from './trace-context.js'
 
 export type FetchFunction = typeof globalThis.fetch

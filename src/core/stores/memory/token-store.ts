@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks'
-import { activeAt, type TokenRecord } from '@auth-token-service/guard/layout'
+import { activeAt, type TokenRecord } from '@auth-token-service/protocol/layout'
 import type { RevocationFeed } from '../revocation-feed.js'
-import type { RevocationWatcher } from '@auth-token-service/guard/shared/feed'
+import type { RevocationWatcher } from '@auth-token-service/protocol/feed'
 import type { TokenStore } from '../token-store.js'
 import type { ApiKeyRecords } from '../api-key-records.js'
 

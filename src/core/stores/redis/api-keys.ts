@@ -1,7 +1,7 @@
-import { encodeRecord } from '@auth-token-service/guard/layout'
+import { encodeRecord } from '@auth-token-service/protocol/layout'
 import type { ApiKeyRecords } from '../api-key-records.js'
-import type { RedisClient } from '@auth-token-service/guard/shared/redis-connection'
-import type { KeyLayout, Place } from '@auth-token-service/guard/layout'
+import type { RedisClient } from '@auth-token-service/protocol/redis-connection'
+import type { KeyLayout, Place } from '@auth-token-service/protocol/layout'
 import type { Replicated } from './replicated.js'
 import { pxArg, SHARED } from './scripts.js'
 

@@ -1,6 +1,6 @@
 import { serviceUnavailable, StatusError } from '../../../errors/status.js'
-import { activeAt, decodeRecord, type TokenRecord } from '@auth-token-service/guard/layout'
-import type { RedisClient } from '@auth-token-service/guard/shared/redis-connection'
+import { activeAt, decodeRecord, type TokenRecord } from '@auth-token-service/protocol/layout'
+import type { RedisClient } from '@auth-token-service/protocol/redis-connection'
 
 const MAX_FIND_BATCH = 128
 

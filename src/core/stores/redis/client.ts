@@ -1,5 +1,5 @@
 import { Cluster, Redis } from 'ioredis'
-import { failFastRedisOptions, type RedisClient } from '@auth-token-service/guard/shared/redis-connection'
+import { failFastRedisOptions, type RedisClient } from '@auth-token-service/protocol/redis-connection'
 
 export type RedisTopology =
   | { kind: 'single', url: string }

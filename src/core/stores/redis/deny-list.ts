@@ -1,6 +1,6 @@
-import { ALL_BUCKETS } from '@auth-token-service/guard/token'
-import type { RedisClient } from '@auth-token-service/guard/shared/redis-connection'
-import type { KeyLayout } from '@auth-token-service/guard/layout'
+import { ALL_BUCKETS } from '@auth-token-service/protocol/token'
+import type { RedisClient } from '@auth-token-service/protocol/redis-connection'
+import type { KeyLayout } from '@auth-token-service/protocol/layout'
 import type { ScriptCommands } from './scripts.js'
 
 /** The ended tokens' deny entries, for caches of positive answers (RevocationFeed). */

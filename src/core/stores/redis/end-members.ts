@@ -1,4 +1,4 @@
-import type { KeyLayout, Place } from '@auth-token-service/guard/layout'
+import type { KeyLayout, Place } from '@auth-token-service/protocol/layout'
 import type { ScriptCommands } from './scripts.js'
 
 /**

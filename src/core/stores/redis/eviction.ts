@@ -1,5 +1,5 @@
 import { Cluster } from 'ioredis'
-import type { RedisClient } from '@auth-token-service/guard/shared/redis-connection'
+import type { RedisClient } from '@auth-token-service/protocol/redis-connection'
 
 /**
  * The one Redis setting the service cannot run safely without: `maxmemory-policy noeviction`.

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks'
-import { activeAt, decodeRecord, idleSlackMs, type KeyLayout, type TokenRecord } from '@auth-token-service/guard/layout'
-import type { RedisClient } from '@auth-token-service/guard/shared/redis-connection'
+import { activeAt, decodeRecord, idleSlackMs, type KeyLayout, type TokenRecord } from '@auth-token-service/protocol/layout'
+import type { RedisClient } from '@auth-token-service/protocol/redis-connection'
 import { serviceUnavailable, StatusError } from '../../../errors/status.js'
 
 /*

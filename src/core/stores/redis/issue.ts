@@ -1,7 +1,7 @@
-import { encodeRecord } from '@auth-token-service/guard/layout'
-import { accountBucket } from '@auth-token-service/guard/token'
+import { encodeRecord } from '@auth-token-service/protocol/layout'
+import { accountBucket } from '@auth-token-service/protocol/token'
 import type { EndMembers } from './end-members.js'
-import type { KeyLayout, TokenRecord } from '@auth-token-service/guard/layout'
+import type { KeyLayout, TokenRecord } from '@auth-token-service/protocol/layout'
 import { epochArg, PRUNE_BATCH, pxArg, type ScriptCommands } from './scripts.js'
 
 /** Login's writes: a new token in its account's index, and a refresh of one. */

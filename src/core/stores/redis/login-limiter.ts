@@ -1,12 +1,12 @@
-import { accountBucket, sha256 } from '@auth-token-service/guard/token'
-import { DEFAULT_KEY_PREFIX, keyLayout } from '@auth-token-service/guard/layout'
-import { type RedisClient } from '@auth-token-service/guard/shared/redis-connection'
+import { accountBucket, sha256 } from '@auth-token-service/protocol/token'
+import { DEFAULT_KEY_PREFIX, keyLayout } from '@auth-token-service/protocol/layout'
+import { type RedisClient } from '@auth-token-service/protocol/redis-connection'
 import { serviceUnavailable, StatusError } from '../../../errors/status.js'
 import { accountStateTtlMs, type LimitVerdict, type LoginLimiter, type LoginLimits } from '../login-limiter.js'
 
 /*
  * Keys, account and IP hashed so any username or address is only data, each in a bucket of its
- * digest (`{atsAb}` for the default prefix, layout.ts of packages/guard), so a Cluster spreads them over every master;
+ * digest (`{atsAb}` for the default prefix, layout.ts of packages/protocol), so a Cluster spreads them over every master;
  * an account's two keys share a slot, an address's key is in its own:
  *   <b>lf:a:<sha256(username)>   hash   fails, level   (PX: accountStateTtlMs after the last failure)
  *   <b>lf:l:<sha256(username)>   string the lock; its PX is the lock's remaining time

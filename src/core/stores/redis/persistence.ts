@@ -1,5 +1,5 @@
 import { Cluster } from 'ioredis'
-import type { RedisClient } from '@auth-token-service/guard/shared/redis-connection'
+import type { RedisClient } from '@auth-token-service/protocol/redis-connection'
 
 /**
  * What the token Redis keeps across its own restart, and so what a restart can undo.

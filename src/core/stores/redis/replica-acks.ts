@@ -1,5 +1,5 @@
 import { Cluster, Redis } from 'ioredis'
-import type { RedisClient } from '@auth-token-service/guard/shared/redis-connection'
+import type { RedisClient } from '@auth-token-service/protocol/redis-connection'
 
 /*
  * How many replicas must acknowledge a revocation before it is answered `Success`. Counting only the

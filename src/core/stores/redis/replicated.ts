@@ -1,5 +1,5 @@
 import { UnavailableError } from '../../../errors/status.js'
-import type { RedisClient } from '@auth-token-service/guard/shared/redis-connection'
+import type { RedisClient } from '@auth-token-service/protocol/redis-connection'
 import type { ReplicaAcks } from './replica-acks.js'
 
 /** No replica acknowledged a revocation in time: it holds on the master, but a failover could lose it. */

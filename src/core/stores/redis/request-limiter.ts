@@ -1,12 +1,12 @@
-import { accountBucket, sha256 } from '@auth-token-service/guard/token'
-import { DEFAULT_KEY_PREFIX, keyLayout } from '@auth-token-service/guard/layout'
-import { type RedisClient } from '@auth-token-service/guard/shared/redis-connection'
+import { accountBucket, sha256 } from '@auth-token-service/protocol/token'
+import { DEFAULT_KEY_PREFIX, keyLayout } from '@auth-token-service/protocol/layout'
+import { type RedisClient } from '@auth-token-service/protocol/redis-connection'
 import { serviceUnavailable } from '../../../errors/status.js'
 import type { RequestLimiter, RequestLimits, RequestVerdict } from '../request-limiter.js'
 
 /*
  * One key a client and scope, the client hashed so that any address is only data, in the bucket
- * of its digest (as the login limiter's keys: layout.ts of packages/guard), so that a Cluster
+ * of its digest (as the login limiter's keys: layout.ts of packages/protocol), so that a Cluster
  * spreads the clients over every master and the one key of the script names its slot:
  *   <b>rl:<scope>:<sha256(client)>   string   requests in the window (PX: what is left of the window)
  * Shared by every instance on the Redis. Past the limit the script only reads: a flood's refused

@@ -1,8 +1,8 @@
-import { decodeRecord } from '@auth-token-service/guard/layout'
-import { accountBucket } from '@auth-token-service/guard/token'
-import type { RedisClient } from '@auth-token-service/guard/shared/redis-connection'
+import { decodeRecord } from '@auth-token-service/protocol/layout'
+import { accountBucket } from '@auth-token-service/protocol/token'
+import type { RedisClient } from '@auth-token-service/protocol/redis-connection'
 import type { EndMembers } from './end-members.js'
-import type { KeyLayout, Place, TokenRecord } from '@auth-token-service/guard/layout'
+import type { KeyLayout, Place, TokenRecord } from '@auth-token-service/protocol/layout'
 import type { Replicated } from './replicated.js'
 import { epochArg, REVOKE_BATCH, type ScriptCommands } from './scripts.js'
 

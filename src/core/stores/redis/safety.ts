@@ -1,5 +1,5 @@
 import { UnavailableError } from '../../../errors/status.js'
-import type { RedisClient } from '@auth-token-service/guard/shared/redis-connection'
+import type { RedisClient } from '@auth-token-service/protocol/redis-connection'
 import { evictingPolicy, EvictionPolicyError } from './eviction.js'
 import { LossyPersistenceError, readPersistence, undoesRevocations, type Persistence } from './persistence.js'
 

@@ -1,16 +1,16 @@
-import type { RedisClient } from '@auth-token-service/guard/shared/redis-connection'
+import type { RedisClient } from '@auth-token-service/protocol/redis-connection'
 
 /*
  * The token store's Lua scripts: every multi-step write is one script, so each is atomic.
  *
- * Every key a token's account touches is in its bucket (layout.ts of packages/guard), one Cluster slot.
+ * Every key a token's account touches is in its bucket (layout.ts of packages/protocol), one Cluster slot.
  * Each script declares every key it touches in KEYS (none is built inside Lua), as Redis
  * Cluster, proxies and Redis 7's script checks require, and each revocation script returns the
  * number of replicas connected to its master, so that the store can WAIT for one of them
  * (replicated.ts). The layout of before 0.2.0 (every key under the prefix itself, one slot) and
  * its scripts are gone (upgrades from before 0.2.0 go through 0.2.x first).
  *
- * Bucket layout (prefix `{atsAb}`, no separators: layout.ts of packages/guard; members are token digests, hashes
+ * Bucket layout (prefix `{atsAb}`, no separators: layout.ts of packages/protocol; members are token digests, hashes
  * are bucket + digest):
  *   <b>t<digest>         string  encodeRecord(...), PX = the token's remaining life
  *   <b>a<accountId>      zset    the account's index, in order of issue: digest scored by its key's

@@ -1,6 +1,6 @@
-import { DEFAULT_KEY_PREFIX, keyLayout, revocationChannel } from '@auth-token-service/guard/layout'
-import { createRevocationFeed } from '@auth-token-service/guard/shared/redis-feed'
-import { whenReady, type RedisClient } from '@auth-token-service/guard/shared/redis-connection'
+import { DEFAULT_KEY_PREFIX, keyLayout, revocationChannel } from '@auth-token-service/protocol/layout'
+import { createRevocationFeed } from '@auth-token-service/protocol/redis-feed'
+import { whenReady, type RedisClient } from '@auth-token-service/protocol/redis-connection'
 import { createRedisClient, type RedisTopology } from './client.js'
 import { createRedisApiKeyRecords } from './api-keys.js'
 import { createFinder } from './batched-find.js'
@@ -19,7 +19,7 @@ import { serviceUnavailable, StatusError, UnavailableError } from '../../../erro
 import type { RevocationFeed } from '../revocation-feed.js'
 import { RevocationIncomplete, type TokenStore } from '../token-store.js'
 import type { ApiKeyRecords } from '../api-key-records.js'
-import type { TokenRecord } from '@auth-token-service/guard/layout'
+import type { TokenRecord } from '@auth-token-service/protocol/layout'
 
 export { ReplicaAckTimeout } from './replicated.js'
 

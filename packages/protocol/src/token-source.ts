@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http'
-import { TOKEN_COOKIE } from '../token.js'
+import { TOKEN_COOKIE } from './token.js'
 
 /**
  * Where a request's token comes from, for every route that takes one and for the guard
