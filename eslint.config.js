@@ -18,5 +18,13 @@ export default [
       // `_` names a binding that is there only to be counted or skipped.
       '@typescript-eslint/no-unused-vars': ['error', { varsIgnorePattern: '^_', argsIgnorePattern: '^_' }]
     }
+  },
+  {
+    files: ['src/**/*.ts', 'packages/*/src/**/*.ts'],
+    rules: {
+      // A function longer than a screenful or three stops being something a reader can hold in
+      // mind: split it by what it does (a page, a step, a concern), not by line count.
+      'max-lines-per-function': ['error', { max: 150, skipBlankLines: false, skipComments: false }]
+    }
   }
 ]
