@@ -57,7 +57,10 @@ export default [
     settings: { 'import-x/extensions': ['.ts', '.js'] },
     rules: {
       'import-x/no-restricted-paths': ['error', { zones: layering }],
-      'import-x/no-cycle': ['error', { ignoreExternal: true }]
+      'import-x/no-cycle': ['error', { ignoreExternal: true }],
+      // A function longer than a screenful or three stops being something a reader can hold in
+      // mind: split it by what it does (a page, a step, a concern), not by line count.
+      'max-lines-per-function': ['error', { max: 150, skipBlankLines: false, skipComments: false }]
     }
   }
 ]

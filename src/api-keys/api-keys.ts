@@ -7,6 +7,7 @@ import { createRecoveryBudget } from './recovery-budget.js'
 import type { TokenRecord } from '@auth-token-service/protocol/layout'
 import type { UserRecord } from '../core/stores/user-store.js'
 import type { OutcomeOf } from '../core/events.js'
+import type { KeysEndedBy } from '../core/ports.js'
 import { generateApiKey, hashApiKey, isKeyIdShaped, newKeyId } from '../core/api-key-secret.js'
 
 /**
@@ -42,9 +43,6 @@ export interface CreatedKey {
   /** Shown once: nothing keeps it. */
   secret: string
 }
-
-/** Why every key of an account ended, for the audit trail's outcome. */
-export type KeysEndedBy = 'account-disabled' | 'account-deleted' | 'revoke-all'
 
 export interface ApiKeys {
   /**

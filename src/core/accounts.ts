@@ -7,8 +7,7 @@ import type { AuditLog } from './stores/audit-log.js'
 import type { LoginLimiter } from './stores/login-limiter.js'
 import { RevocationIncomplete, type TokenStore } from './stores/token-store.js'
 import type { AccountDetails, AccountKind, UserRecord, UserStore } from './stores/user-store.js'
-import type { ApiKeys } from '../api-keys/api-keys.js'
-import type { TotpStore } from '../totp/store.js'
+import type { AccountKeys, SecondFactorReset } from './ports.js'
 import type { OutcomeOf } from './events.js'
 
 /**
@@ -95,9 +94,9 @@ export interface AccountAdminDeps {
   /** What a new password must be (passwords/policy.ts); NIST SP 800-63B's defaults when absent. */
   passwordPolicy?: PasswordPolicy
   /** The accounts' API keys: disabling, revoke-all and delete end them (a new password does not). */
-  apiKeys?: Pick<ApiKeys, 'endAccount'> | undefined
+  apiKeys?: AccountKeys | undefined
   /** Second factors, for the reset; absent, an account has none to reset. */
-  totp?: Pick<TotpStore, 'remove'> | undefined
+  totp?: SecondFactorReset | undefined
 }
 
 type AdminEvent = 'user.add' | 'user.passwd' | 'user.disable' | 'user.enable' | 'sessions.revoke' | 'user.unlock' | 'user.delete'

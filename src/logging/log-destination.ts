@@ -1,6 +1,7 @@
 import fs from 'node:fs'
 import type { DestinationStream } from 'pino'
-import { jsonText, type LogBase } from './access-log.js'
+import type { LogBase } from './access-log.js'
+import { PendingLines } from './pending-lines.js'
 
 /*
  * Why not sonic-boom, pino's own destination: it was put in this module's place (behind this
@@ -60,12 +61,6 @@ export interface BatchedDestinationOptions {
 const sleeper = new Int32Array(new SharedArrayBuffer(4))
 const sleepSync = (ms: number): void => { Atomics.wait(sleeper, 0, 0, ms) }
 
-function countLines (buffer: Buffer): number {
-  let lines = 0
-  for (let at = buffer.indexOf(10); at !== -1; at = buffer.indexOf(10, at + 1)) lines++
-  return lines
-}
-
 /**
  * Log lines to a file descriptor (stdout), gathered for up to LOG_FLUSH_MS (or until
  * LOG_FLUSH_BYTES are buffered): under load the lines of hundreds of responses go out in one
@@ -81,8 +76,9 @@ function countLines (buffer: Buffer): number {
  * written as before, synchronously (a write to them waits for no other process); so is a
  * terminal, which Node keeps blocking.
  *
- * What waits is bounded (maxBufferedBytes): a line that does not fit is dropped whole and
- * counted, and once lines fit again one line says how many were lost, where they were lost.
+ * What waits is bounded (maxBufferedBytes; pending-lines.ts): a line that does not fit is
+ * dropped whole and counted, and once lines fit again one line says how many were lost, where
+ * they were lost.
  * Lines are never split or interleaved: the rest of a partial write goes out before anything
  * else (only another writer on the same descriptor, such as console.log, could cut in).
  *
@@ -93,79 +89,17 @@ function countLines (buffer: Buffer): number {
  */
 export function createBatchedDestination (options: BatchedDestinationOptions = {}): BatchedDestination {
   const fd = options.fd ?? 1
-  const base = options.base ?? { pid: process.pid, hostname: '' }
-  const noticeHead = '{"level":40,"time":'
-  const noticeTail = `,"pid":${base.pid},"hostname":${jsonText(base.hostname)},"dropped":`
-  let maxBuffered = options.maxBufferedBytes ?? DEFAULT_LOG_BUFFER_BYTES
-
-  /**
-   * Whole lines not yet handed to write(2): full batches of LOG_FLUSH_BYTES, oldest first, then
-   * the batch being filled. Kept in batches so that a backlog is encoded a batch at a time:
-   * encoding a 4 MiB backlog at once took 45 ms of the event loop when the reader came back.
-   */
-  const batches: Array<{ text: string, lines: number }> = []
-  let queued = ''
-  let queuedLines = 0
-  /** What write(2) has not taken yet of the batch handed to it: it goes first. */
-  let head: Buffer | undefined
-  /** Characters of the batches plus bytes in `head`: what the bound applies to. */
-  let buffered = 0
-  /** Lines dropped since the last line that said so; all of them since start. */
-  let lost = 0
-  let droppedTotal = 0
+  const pending = new PendingLines(LOG_FLUSH_BYTES, options.maxBufferedBytes ?? DEFAULT_LOG_BUFFER_BYTES, options.base ?? { pid: process.pid, hostname: '' })
   /** stdout took nothing at the last try: only the timer tries again, not each new line. */
   let refused = false
   let timer: NodeJS.Timeout | undefined
   let immediate: NodeJS.Immediate | undefined
-
-  const enqueue = (line: string): void => {
-    queued += line
-    queuedLines++
-    buffered += line.length
-    if (queued.length >= LOG_FLUSH_BYTES) {
-      batches.push({ text: queued, lines: queuedLines })
-      queued = ''
-      queuedLines = 0
-    }
-  }
-
-  const sayLost = (): void => {
-    if (lost === 0) return
-    enqueue(`${noticeHead}${Date.now()}${noticeTail}${lost},"msg":"log lines dropped"}\n`)
-    lost = 0
-  }
-
-  const drop = (lines: number): void => {
-    lost += lines
-    droppedTotal += lines
-  }
-
-  /** stdout failed for good (EPIPE: the reader is gone; EBADF): what waits cannot be written. */
-  const dropAll = (): void => {
-    drop(batches.reduce((lines, batch) => lines + batch.lines, queuedLines) + (head === undefined ? 0 : countLines(head)))
-    batches.length = 0
-    queued = ''
-    queuedLines = 0
-    head = undefined
-    buffered = 0
-  }
 
   const cancelRetry = (): void => {
     if (timer !== undefined) clearTimeout(timer)
     if (immediate !== undefined) clearImmediate(immediate)
     timer = undefined
     immediate = undefined
-  }
-
-  /** The oldest batch of whole lines, taken out of the queue (undefined when there is none). */
-  const nextBatch = (): string | undefined => {
-    const full = batches.shift()
-    if (full !== undefined) return full.text
-    if (queued === '') return undefined
-    const batch = queued
-    queued = ''
-    queuedLines = 0
-    return batch
   }
 
   /**
@@ -176,12 +110,11 @@ export function createBatchedDestination (options: BatchedDestinationOptions = {
   const writeSome = (): 'done' | 'partial' | 'refused' | 'failed' => {
     // A few batches a turn at most: a backlog goes out over a few turns, between requests.
     for (let batchesLeft = 4; ; batchesLeft--) {
+      let head = pending.current()
       if (head === undefined) {
-        if (batchesLeft === 0) return batches.length === 0 && queued === '' ? 'done' : 'partial'
-        const batch = nextBatch()
-        if (batch === undefined) return 'done'
-        head = Buffer.from(batch)
-        buffered += head.length - batch.length
+        if (batchesLeft === 0) return pending.queueEmpty() ? 'done' : 'partial'
+        head = pending.startBatch()
+        if (head === undefined) return 'done'
       }
       let written: number
       try {
@@ -189,17 +122,11 @@ export function createBatchedDestination (options: BatchedDestinationOptions = {
         written = fs.writeSync(fd, head)
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === 'EAGAIN') return 'refused'
-        dropAll()
+        pending.dropAll()
         return 'failed'
       }
-      buffered -= written
-      if (written < head.length) {
-        head = head.subarray(written)
-        return written > 0 ? 'partial' : 'refused'
-      }
-      head = undefined
-      // Lines fit again: the next one says how many were lost, in the place they were.
-      if (lost > 0) sayLost()
+      pending.taken(written)
+      if (written < head.length) return written > 0 ? 'partial' : 'refused'
     }
   }
 
@@ -213,7 +140,7 @@ export function createBatchedDestination (options: BatchedDestinationOptions = {
 
   const flushSync = (): void => {
     cancelRetry()
-    sayLost()
+    pending.sayLost()
     const deadline = Date.now() + LOG_EXIT_FLUSH_MS
     for (;;) {
       const outcome = writeSome()
@@ -228,22 +155,17 @@ export function createBatchedDestination (options: BatchedDestinationOptions = {
 
   return {
     write (line: string) {
-      if (buffered + line.length > maxBuffered) {
-        drop(1)
-        return
-      }
-      if (lost > 0) sayLost()
-      enqueue(line)
+      if (!pending.add(line)) return
       // A retry already due (stdout full, or more of a backlog next turn) writes this line too.
       if (refused || immediate !== undefined) return
       // A full batch goes at once; a lone line within LOG_FLUSH_MS. Unref'd: pending log lines
       // never keep the process alive (exit writes them).
-      if (batches.length > 0) flush()
+      if (pending.hasFullBatch()) flush()
       else timer ??= setTimeout(flush, LOG_FLUSH_MS).unref()
     },
     flushSync,
-    droppedLines: () => droppedTotal,
-    setMaxBufferedBytes (bytes: number) { maxBuffered = bytes }
+    droppedLines: () => pending.dropped(),
+    setMaxBufferedBytes (bytes: number) { pending.setMaxBufferedBytes(bytes) }
   }
 }
 

@@ -46,25 +46,5 @@ export interface Sessions {
   idOf (tokenHash: string): Promise<string | null>
 }
 
-/** What Login tells the sessions, after the token store took the token. */
-export interface NewSession {
-  tokenHash: string
-  accountId: string
-  /** Epoch milliseconds. */
-  created: number
-  expiresAt: number
-  client: ClientContext
-  federated: boolean
-}
-
-export interface SessionRecorder {
-  /** A new token's session. */
-  started (session: NewSession): Promise<void>
-  /**
-   * A Login refreshed the token: its session's new expiry, refreshed at `session.created`. A
-   * token with no session yet (issued before sessions were kept) gets one, begun now.
-   */
-  refreshed (session: NewSession): Promise<void>
-  /** The tokens ended (Logout, a password change): their sessions go. Never fails: a row left behind is never listed. */
-  ended (tokenHashes: readonly string[]): Promise<void>
-}
+/** What Login tells the sessions (NewSession), and how (SessionRecorder): core's port, which the SQL sessions fill. */
+export type { NewSession, SessionRecorder } from '../core/ports.js'

@@ -5,6 +5,7 @@ import type { AuditEvent, AuditLog } from '../core/stores/audit-log.js'
 import type { TotpStore } from './store.js'
 import type { UserRecord } from '../core/stores/user-store.js'
 import type { OutcomeOf } from '../core/events.js'
+import type { FactorVerdict } from '../core/ports.js'
 import { canonicalRecoveryCode, generateRecoveryCode, hashRecoveryCode, RECOVERY_CODE_COUNT } from './recovery-codes.js'
 import { base32Encode, CODE_SHAPE, matchingStep, normalizedCode, otpauthUri } from './rfc6238.js'
 import { openSecret, sealSecret, type TotpKeys } from './sealed-secret.js'
@@ -19,16 +20,6 @@ import { openSecret, sealSecret, type TotpKeys } from './sealed-secret.js'
 
 /** RFC 4226 §4 asks for at least 128 bits and recommends 160: 20 bytes, as authenticator apps expect. */
 export const TOTP_SECRET_BYTES = 20
-
-export type FactorVerdict =
-  /** No active factor: the password alone decides, as ever. */
-  | { kind: 'none' }
-  /** An active factor and no `otp`: 702. */
-  | { kind: 'missing' }
-  | { kind: 'accepted', via: 'totp' }
-  | { kind: 'accepted', via: 'recovery', remaining: number }
-  /** 701, counted as a failed Login. */
-  | { kind: 'refused', outcome: 'wrong-code' | 'reused-code' | 'secret-unreadable' }
 
 export interface Enrollment {
   /** Base32, as an authenticator app takes it typed. */

@@ -1,5 +1,6 @@
 import { isIPv4, isIPv6 } from 'node:net'
 import type { Queryable } from '../db/database.js'
+import type { LoginDevices } from '../core/ports.js'
 
 /**
  * login.new_device: a client is the pair (user-agent family, network: /24 for IPv4, /64 for
@@ -89,6 +90,19 @@ export function createSqlDeviceRecord (db: Queryable): DeviceRecord {
         [accountId, key, DEVICE_MEMORY_DAYS])
       const row = rows[0]
       return row !== undefined && row.known && !row.recent
+    }
+  }
+}
+
+/**
+ * The record as Login asks it (core's LoginDevices port): the client's device worked out here,
+ * and returned when it is new to the account.
+ */
+export function loginDevices (record: DeviceRecord): LoginDevices {
+  return {
+    async seen (accountId, ip, userAgent) {
+      const device = deviceOf(ip, userAgent)
+      return await record.seen(accountId, device) ? device : undefined
     }
   }
 }

@@ -1,0 +1,56 @@
+import type { FastifyInstance } from 'fastify'
+import type { AuthService } from '../core/auth.js'
+import { SecondFactorRequired, StatusError } from '../errors/status.js'
+import { refuseOtherMethods } from '../http/methods.js'
+import { clientOf } from '../core/routes/client-context.js'
+import { signInPage } from './pages.js'
+import { redirectParameter } from './redirect.js'
+import type { AccountPages } from './account-routes.js'
+import { doneNotice } from './account-notices.js'
+import type { CodeStep } from './code-step.js'
+import { field, MESSAGES, noticeFor, type SignInContext } from './page-context.js'
+
+export interface SignInPageDeps {
+  auth: Pick<AuthService, 'login'>
+  /** Where a right password of an account with a second factor goes next. */
+  codeStep: CodeStep
+  /** Where a browser already signed in is shown. */
+  account: AccountPages
+}
+
+/**
+ * GET/POST /auth/signin: the username and password form, and its Login. Signed in already, the
+ * browser goes straight back where it was going, or sees its account page.
+ */
+export function registerSignInPage (pages: FastifyInstance, context: SignInContext, { auth, codeStep, account }: SignInPageDeps): void {
+  const { page, brandOf, redirectOf, browserToken, signedIn, done } = context
+
+  pages.get('/auth/signin', { schema: { hide: true }, config: { ownQuery: true } }, async (request, reply) => {
+    const rd = redirectOf(request, redirectParameter(request.url))
+    const current = await signedIn(request)
+    if (current === undefined) return page(reply, 200, signInPage({ brand: brandOf(request), rd }))
+    // Already signed in: straight back where the person was going, or the account page.
+    if (rd !== undefined) return await reply.code(303).header('location', rd).send()
+    return await account.view(request, reply, current, doneNotice(request.url))
+  })
+  refuseOtherMethods(pages, '/auth/signin', ['GET', 'POST'])
+
+  pages.post('/auth/signin', { schema: { hide: true } }, async (request, reply) => {
+    const username = field(request.body, 'username')
+    const password = field(request.body, 'password')
+    const rd = redirectOf(request, field(request.body, 'rd'))
+    if (username === undefined || username === '' || password === undefined || password === '') {
+      return page(reply, 400, signInPage({ brand: brandOf(request), rd, username, message: { kind: 'error', text: MESSAGES.missing } }))
+    }
+    try {
+      const issued = await auth.login({ username, password, presentedToken: browserToken(request), client: clientOf(request) })
+      codeStep.abandon(request, reply)
+      return done(request, reply, issued, rd)
+    } catch (error) {
+      if (!(error instanceof StatusError)) throw error
+      if (error instanceof SecondFactorRequired) return await codeStep.begin(request, reply, error.held, rd)
+      reply.headers(error.headers)
+      return page(reply, error.httpStatus, signInPage({ brand: brandOf(request), rd, username, message: noticeFor(error) }))
+    }
+  })
+}
