@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { AuthService } from '../core/auth.js'
-import type { Config } from '../config/config.js'
+import type { ApiKeySettings } from '../config/parts/api-keys.js'
+import type { TotpSettings } from '../config/parts/totp.js'
 import { reasons } from '../errors/reasons.js'
 import { StatusError } from '../errors/status.js'
 import { refuseOtherMethods } from '../http/methods.js'
@@ -33,7 +34,7 @@ export interface SignedIn {
 
 export interface AccountRoutesDeps {
   auth: AuthService
-  config: Pick<Config, 'apiKeyMaxDays' | 'totpIssuer'>
+  config: Pick<ApiKeySettings, 'apiKeyMaxDays'> & Pick<TotpSettings, 'totpIssuer'>
   sessions: Sessions
   passkeys: PasskeyStore
   apiKeys: ApiKeys
