@@ -15,7 +15,7 @@ import { ConfigError } from './config-error.js'
  * - `expected`: what a good value looks like, in words; the error says "expected …, got …"
  * - `caseInsensitive`: the value is lower-cased before it is checked
  * - `verbatim`: taken as given, spaces included (a password); only '' is unset
- * - `protocols`: the URL schemes a `format: 'uri'` value may have
+ * - `protocols`: the URL schemes a `format: 'uri'` value may have (it is parsed as a URL only then)
  * - `hint`: how to make a good value, added to a too-short value's error
  * - `docDefault`: the page's words for a default worked out at start, or for what unset means
  */
@@ -96,14 +96,14 @@ function boolean (name: string, raw: string): boolean {
 /** A string value against its declaration: URL and scheme, pattern, length. Returns it as kept (lower-cased if declared so). */
 export function checkText (name: string, schema: Keywords, raw: string): string {
   const value = schema.caseInsensitive === true ? raw.toLowerCase() : raw
-  if (schema.format === 'uri') {
+  if (schema.format === 'uri' && isStrings(schema.protocols)) {
     let parsed: URL
     try {
       parsed = new URL(value)
     } catch {
       throw new ConfigError(name, 'is not a valid URL')
     }
-    if (isStrings(schema.protocols) && !schema.protocols.includes(parsed.protocol)) {
+    if (!schema.protocols.includes(parsed.protocol)) {
       throw new ConfigError(name, `must start with ${schema.protocols.map((p) => `${p}//`).join(' or ')}`)
     }
   }

@@ -4,7 +4,7 @@ import { variables, type Env } from '../variables.js'
 
 /** The directory federated accounts log in through (src/federation); how it works: docs/federation.md. */
 export const FederationSchema = Type.Object({
-  AUTH_LDAP_URL: Type.Optional(Type.String({ format: 'uri', protocols: ['ldap:', 'ldaps:'], pattern: '^ldaps?://[^\\s/]+/?$', expected: 'ldap://host[:port] or ldaps://host[:port]', docDefault: 'unset: federation off', description: 'the directory: `ldap://` or `ldaps://`, host and port' })),
+  AUTH_LDAP_URL: Type.Optional(Type.String({ format: 'uri', pattern: '^ldaps?://[^\\s/]+/?$', expected: 'ldap://host[:port] or ldaps://host[:port]', docDefault: 'unset: federation off', description: 'the directory: `ldap://` or `ldaps://`, host and port' })),
   AUTH_LDAP_BIND_DN: Type.Optional(Type.String({ description: 'a DN template with `{username}` (bind as the user), or the service account\'s DN (with `AUTH_LDAP_SEARCH_BASE`); required with `AUTH_LDAP_URL`' })),
   AUTH_LDAP_BIND_PASSWORD: Type.Optional(Type.String({ writeOnly: true, verbatim: true, description: 'the service account\'s password (search mode)' })),
   AUTH_LDAP_SEARCH_BASE: Type.Optional(Type.String({ description: 'where to find the user (search mode)' })),
