@@ -64,7 +64,7 @@ t.test('each declaration says what its variable is', async (t) => {
       const schema = keywords(variable)
       t.ok(typeof schema.description === 'string' && schema.description !== '' && !schema.description.includes('\n'), `${name}: a one-line description`)
       if (schema.type === 'integer') t.ok(typeof schema.minimum === 'number' && typeof schema.maximum === 'number', `${name}: both bounds`)
-      if (part.required.includes(name)) t.not(schema.default, undefined, `${name}: required, so a default`)
+      if ((part.required as string[] | undefined ?? []).includes(name)) t.not(schema.default, undefined, `${name}: required, so a default`)
     }
   }
 })
