@@ -1,5 +1,10 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { Config } from '../config/config.js'
+import type { LimitSettings } from '../config/parts/limits.js'
+import type { LoggingSettings } from '../config/parts/logging.js'
+import type { RedisSettings } from '../config/parts/redis.js'
+import type { TokenSettings } from '../config/parts/tokens.js'
+import type { WebhookSettings } from '../config/parts/webhooks.js'
 import { openDatabase, type OpenDatabaseOptions } from '../db/open.js'
 import { migrateOrCheck } from '../core/migrate.js'
 import type { Database } from '../db/database.js'
@@ -63,7 +68,7 @@ function throttledErrorLog (log: Log, backend: 'redis' | 'postgres', hook?: Back
   }
 }
 
-export function loginLimits (config: Config): LoginLimits {
+export function loginLimits (config: LimitSettings): LoginLimits {
   return {
     maxFailures: config.maxFailedLogins,
     lockoutMs: config.lockoutSeconds * 1000,
@@ -78,7 +83,7 @@ export function loginLimits (config: Config): LoginLimits {
  * `namespace` keeps another kind of failure (wrong admin keys) apart from failed logins: the same
  * rules, keys of its own (`<prefix><namespace>lf:…`, inside the prefix's hash tag).
  */
-export function openLoginLimiter (config: Config, tokens: ServiceTokenStore, namespace = ''): LoginLimiter {
+export function openLoginLimiter (config: LimitSettings & Pick<RedisSettings, 'redisKeyPrefix'>, tokens: ServiceTokenStore, namespace = ''): LoginLimiter {
   return tokens.kind === 'redis'
     ? createRedisLoginLimiter(tokens.redis, loginLimits(config), `${config.redisKeyPrefix}${namespace}`)
     : createMemoryLoginLimiter(loginLimits(config))
@@ -88,14 +93,14 @@ export function openLoginLimiter (config: Config, tokens: ServiceTokenStore, nam
  * The limit on the routes anyone may call before signing in, beside the token store as the login
  * limiter is: on Redis shared by every instance (`<prefix>rl:…` keys), else in-process.
  */
-export function openPreSignInLimiter (config: Config, tokens: ServiceTokenStore): RequestLimiter {
+export function openPreSignInLimiter (config: Pick<LimitSettings, 'preSignInRequestsPerIp' | 'preSignInWindowSeconds'> & Pick<RedisSettings, 'redisKeyPrefix'>, tokens: ServiceTokenStore): RequestLimiter {
   const limits = { max: config.preSignInRequestsPerIp, windowMs: config.preSignInWindowSeconds * 1000 }
   return tokens.kind === 'redis'
     ? createRedisRequestLimiter(tokens.redis, limits, config.redisKeyPrefix)
     : createMemoryRequestLimiter(limits)
 }
 
-export function openAuditLog (config: Config, database: Database, log: Log, webhookRows?: OutboxSignal): AuditLog {
+export function openAuditLog (config: Pick<LoggingSettings, 'auditBufferSize'> & WebhookSettings, database: Database, log: Log, webhookRows?: OutboxSignal): AuditLog {
   const throttled = createThrottledLog()
   return createSqlAuditLog(database, {
     maxBuffered: config.auditBufferSize,
@@ -117,7 +122,7 @@ export function canLose (tokens: ServiceTokenStore): string | undefined {
 }
 
 /** AUTH_IDLE_TIMEOUT_SECONDS in ms, or undefined (off). */
-export const idleTimeoutMs = (config: Pick<Config, 'idleTimeoutSeconds'>): number | undefined =>
+export const idleTimeoutMs = (config: Pick<TokenSettings, 'idleTimeoutSeconds'>): number | undefined =>
   config.idleTimeoutSeconds === undefined ? undefined : config.idleTimeoutSeconds * 1000
 
 /** The token store the config names: Redis when REDIS_URL is set, else the in-process one. */

@@ -1,4 +1,5 @@
-import type { Config } from '../config/config.js'
+import type { ListenerSettings } from '../config/parts/listeners.js'
+import type { TokenSettings } from '../config/parts/tokens.js'
 import { loopbackOnly } from '../http/allowed-hosts.js'
 
 /**
@@ -6,7 +7,7 @@ import { loopbackOnly } from '../http/allowed-hosts.js'
  * always on the internal listener (internal-listener.ts); on the public port only when
  * AUTH_PUBLIC_INTERNALS asks for it. NODE_ENV decides nothing here.
  */
-export function publicServesInternals (config: Pick<Config, 'publicInternals'>): boolean {
+export function publicServesInternals (config: Pick<ListenerSettings, 'publicInternals'>): boolean {
   return config.publicInternals
 }
 
@@ -15,6 +16,6 @@ export function publicServesInternals (config: Pick<Config, 'publicInternals'>):
  * while no key is set and only on a listener this machine alone reaches (the internal
  * listener's 127.0.0.1 default, for a first run). Anywhere else, no key is no feed (404).
  */
-export function revocationsOpen (config: Pick<Config, 'revocationsKey'>, boundHost: string): boolean {
+export function revocationsOpen (config: Pick<TokenSettings, 'revocationsKey'>, boundHost: string): boolean {
   return config.revocationsKey === undefined && loopbackOnly(boundHost)
 }

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { Config } from '../config/config.js'
+import type { AdminSettings } from '../config/parts/admin.js'
+import type { DatabaseSettings } from '../config/parts/database.js'
 import { readLocalAdminAccess } from '../admin/local-access.js'
 import { createAdminClient, type AdminClient } from '../admin/client.js'
 import { findDataDirOwner } from '../db/data-dir-lock.js'
@@ -10,7 +11,7 @@ import { findDataDirOwner } from '../db/data-dir-lock.js'
  * names it outright (with AUTH_ADMIN_KEY or AUTH_ADMIN_KEY_FILE); on the embedded database, the
  * service that holds the data directory left its internal URL and a key there (admin/local-access.ts).
  */
-export async function adminRoute (config: Config): Promise<AdminClient | { problem: string } | undefined> {
+export async function adminRoute (config: Pick<AdminSettings, 'adminUrl' | 'adminKey'> & Pick<DatabaseSettings, 'databaseUrl' | 'dataDir'>): Promise<AdminClient | { problem: string } | undefined> {
   if (config.adminUrl !== undefined) {
     if (config.adminKey === undefined) return { problem: 'AUTH_ADMIN_URL is set without AUTH_ADMIN_KEY or AUTH_ADMIN_KEY_FILE: the admin API needs its key' }
     return createAdminClient({ url: config.adminUrl, key: config.adminKey })

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import type { AdminClient } from '../admin/client.js'
-import type { Config } from '../config/config.js'
+import type { DatabaseSettings } from '../config/parts/database.js'
 import { Failure } from './exit-codes.js'
 
 /**
@@ -9,7 +9,7 @@ import { Failure } from './exit-codes.js'
  * admin API of a running service, Postgres (host, port and database; never a password), or the
  * embedded one with its absolute directory.
  */
-export function databaseUsed (config: Pick<Config, 'databaseUrl' | 'dataDir'>, route: AdminClient | undefined): string {
+export function databaseUsed (config: Pick<DatabaseSettings, 'databaseUrl' | 'dataDir'>, route: AdminClient | undefined): string {
   if (route !== undefined) return `the admin API of the running service at ${route.url}`
   if (config.databaseUrl !== undefined) {
     const url = new URL(config.databaseUrl)
@@ -24,7 +24,7 @@ export function databaseUsed (config: Pick<Config, 'databaseUrl' | 'dataDir'>, r
  * Only `serve` and `migrate` create one. PGlite's directory is a Postgres data directory,
  * which always holds PG_VERSION.
  */
-export function requireEmbeddedDatabase (config: Pick<Config, 'databaseUrl' | 'dataDir'>): void {
+export function requireEmbeddedDatabase (config: Pick<DatabaseSettings, 'databaseUrl' | 'dataDir'>): void {
   if (config.databaseUrl !== undefined) return
   const dir = resolve(config.dataDir)
   if (existsSync(join(dir, 'PG_VERSION'))) return

@@ -1,5 +1,5 @@
 import { AdminApiError } from '../admin/client.js'
-import { ConfigError } from '../config/config.js'
+import { ConfigError } from '../config/config-error.js'
 import { DataDirBusyError, DataDirLockError } from '../db/data-dir-lock.js'
 import { NotMigratedError } from '../db/migrate.js'
 import { StatusError } from '../errors/status.js'

@@ -1,9 +1,9 @@
-import type { Config } from '../config/config.js'
+import type { DatabaseSettings } from '../config/parts/database.js'
 import type { UsernameReport } from '../core/canonical-usernames.js'
 import { EXIT, unreachable } from './exit-codes.js'
 
 /** `migrate`: applies the SQL migrations, and says what it did on stderr. */
-export async function runMigrate (config: Config): Promise<number> {
+export async function runMigrate (config: DatabaseSettings): Promise<number> {
   const [{ openDatabase }, { migrate }] = await Promise.all([import('../db/open.js'), import('../core/migrate.js')])
   if (config.databaseUrl !== undefined) {
     // A new Postgres has no database of the URL's name: the first migrate makes it.

@@ -1,4 +1,4 @@
-import type { Config } from '../config/config.js'
+import type { DatabaseSettings } from '../config/parts/database.js'
 import { createPgliteDatabase } from './pglite.js'
 import { createPostgresDatabase } from './postgres.js'
 import type { Database } from './database.js'
@@ -11,7 +11,7 @@ export interface OpenDatabaseOptions {
 }
 
 /** The one place that picks the user database: Postgres when DATABASE_URL is set, else PGlite. */
-export async function openDatabase (config: Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'databasePool'>>, options: OpenDatabaseOptions = {}): Promise<Database> {
+export async function openDatabase (config: Pick<DatabaseSettings, 'databaseUrl' | 'dataDir'> & Partial<Pick<DatabaseSettings, 'databasePool'>>, options: OpenDatabaseOptions = {}): Promise<Database> {
   const { onPoolError } = options
   if (config.databaseUrl !== undefined) {
     const pool = config.databasePool

@@ -3,6 +3,7 @@ import { Client, InvalidCredentialsError, type Entry } from 'ldapts'
 import { escapeDnValue, escapeFilterValue, fillTemplate } from './ldap-escape.js'
 import { serviceUnavailable } from '../errors/status.js'
 import { inSpan } from '../tracing/spans.js'
+import type { LdapConfig } from '../config/parts/federation.js'
 
 /**
  * Federated accounts check their password against the provider's directory by
@@ -20,18 +21,7 @@ export interface Directory {
   identify (username: string, password: string): Promise<string | null>
 }
 
-export type LdapConfig = {
-  url: string
-  timeoutMs: number
-  /** The attribute that names the user (AUTH_LDAP_USERNAME_ATTRIBUTE); `uid` when absent. */
-  usernameAttribute?: string
-  tls: { caFile: string | undefined, rejectUnauthorized: boolean, startTls: boolean }
-} & (
-  /** Bind straight as the user: the DN comes from a template with `{username}`. */
-  | { mode: 'template', userDnTemplate: string }
-  /** Find the user's DN with a service account, then bind as the user. */
-  | { mode: 'search', bindDn: string, bindPassword: string, searchBase: string, searchFilter: string }
-)
+export type { LdapConfig }
 
 /** The password of this DN is never right: a bind as it costs what a failed real bind costs. */
 const NO_SUCH_USER_RDN = 'cn=auth-token-service-no-such-user'

@@ -1,6 +1,6 @@
 import { fastifyCookie, type CookieSerializeOptions } from '@fastify/cookie'
 import type { FastifyRequest } from 'fastify'
-import type { Config } from '../config/config.js'
+import type { CookieSettings } from '../config/parts/http.js'
 import { TOKEN_COOKIE } from '@auth-token-service/protocol/token'
 
 /**
@@ -14,7 +14,7 @@ export function tokenCookie (request: FastifyRequest): string | undefined {
 }
 
 /** Attributes shared by setting and clearing the cookie: a clear only works with the same ones. */
-export function tokenCookieOptions (config: Pick<Config, 'cookieSecure' | 'cookieDomain'>): CookieSerializeOptions {
+export function tokenCookieOptions (config: CookieSettings): CookieSerializeOptions {
   return {
     path: '/',
     httpOnly: true,

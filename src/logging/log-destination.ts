@@ -2,6 +2,7 @@ import fs from 'node:fs'
 import type { DestinationStream } from 'pino'
 import type { LogBase } from './access-log.js'
 import { PendingLines } from './pending-lines.js'
+import { DEFAULT_LOG_BUFFER_BYTES, LOG_FLUSH_BYTES } from '../config/parts/logging.js'
 
 /*
  * Why not sonic-boom, pino's own destination: it was put in this module's place (behind this
@@ -36,10 +37,9 @@ export interface BatchedDestination extends DestinationStream {
 
 /** How long a line may wait for others before it is written. */
 export const LOG_FLUSH_MS = 10
-/** Buffered text that is written at once, without waiting. */
-export const LOG_FLUSH_BYTES = 64 * 1024
-/** Text held while stdout does not take it (LOG_BUFFER_BYTES); past it, new lines are dropped and counted. */
-export const DEFAULT_LOG_BUFFER_BYTES = 4 * 1024 * 1024
+// Buffered text written at once without waiting, and the default of what is held while stdout
+// takes none: declared with LOG_BUFFER_BYTES, whose smallest value is one such batch.
+export { DEFAULT_LOG_BUFFER_BYTES, LOG_FLUSH_BYTES }
 /**
  * The longest the process waits at exit for a reader that takes nothing. A reader that reads
  * (cat, a container runtime, journald, even pino-pretty) takes the whole default buffer in far

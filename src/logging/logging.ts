@@ -2,7 +2,7 @@ import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyR
 import { hostname } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import type { Bindings, ChildLoggerOptions } from 'pino'
-import type { Config } from '../config/config.js'
+import type { LoggingSettings } from '../config/parts/logging.js'
 import { accessLineWriter, logsInfo, RequestLogger, type AccessLineWriter, type LogBase } from './access-log.js'
 import { badRequestDetail } from '../http/errors.js'
 import { batchedStdout } from './log-destination.js'
@@ -71,7 +71,7 @@ function loggedUrl (request: FastifyRequest): string {
  * pino-pretty at a developer's terminal (NODE_ENV unset or development), when it is
  * installed (a dev dependency); undefined everywhere else.
  */
-function prettyInDevelopment (config: Config): { transport: { target: string, options: Record<string, unknown> } } | undefined {
+function prettyInDevelopment (config: Pick<LoggingSettings, 'nodeEnv'>): { transport: { target: string, options: Record<string, unknown> } } | undefined {
   if (config.nodeEnv !== 'development' || process.stdout.isTTY !== true) return undefined
   try {
     return { transport: { target: fileURLToPath(import.meta.resolve('pino-pretty')), options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } }
@@ -99,7 +99,7 @@ export interface ServiceLogging {
  * writing to stdout in batches that never wait for its reader, or to `logStream`; at a
  * developer's terminal, through pino-pretty.
  */
-export function serviceLogging (config: Config, options: LoggingOptions): ServiceLogging {
+export function serviceLogging (config: LoggingSettings, options: LoggingOptions): ServiceLogging {
   const base: LogBase = { pid: process.pid, hostname: hostname() }
   const pretty = options.logger === undefined && options.logStream === undefined ? prettyInDevelopment(config) : undefined
   const ownLogger = options.logger === undefined && pretty === undefined

@@ -1,7 +1,7 @@
 import fastifyCookie from '@fastify/cookie'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { AuthService } from '../core/auth.js'
-import type { Config } from '../config/config.js'
+import type { CookieSettings } from '../config/parts/http.js'
 import { reasons } from '../errors/reasons.js'
 import { tokenCookieOptions } from '../http/cookie.js'
 import { refuseOtherMethods } from '../http/methods.js'
@@ -17,7 +17,8 @@ import { routeToken } from '../core/routes/presented-token.js'
 export interface SessionRoutesOptions {
   auth: AuthService
   sessions: Sessions
-  config: Config
+  /** The cookie's attributes, to clear it as it was set. */
+  config: CookieSettings
 }
 
 /** An unknown id and another account's alike (contract): the same status, body and work. */

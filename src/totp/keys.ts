@@ -1,4 +1,5 @@
-import type { Config } from '../config/config.js'
+import type { DatabaseSettings } from '../config/parts/database.js'
+import type { TotpSettings } from '../config/parts/totp.js'
 import { loadOrCreateKeyFile } from './key-file.js'
 import type { TotpKeys } from './sealed-secret.js'
 
@@ -8,7 +9,7 @@ type Log = { info (object: object, message: string): void }
  * The sealing keys the config names, resolved once at first use: AUTH_TOTP_KEY (or its file),
  * else a key file made in the data directory, which the log names when it is made.
  */
-export function totpKeySource (config: Pick<Config, 'totpKey' | 'totpPreviousKeys' | 'dataDir'>, log?: Log): () => Promise<TotpKeys> {
+export function totpKeySource (config: Pick<TotpSettings, 'totpKey' | 'totpPreviousKeys'> & Pick<DatabaseSettings, 'dataDir'>, log?: Log): () => Promise<TotpKeys> {
   let resolved: Promise<TotpKeys> | undefined
   return async () => {
     resolved ??= (async () => {

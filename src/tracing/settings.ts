@@ -1,4 +1,4 @@
-import { ConfigError } from '../config/config.js'
+import { ConfigError } from '../config/config-error.js'
 
 /**
  * Whether tracing is asked for, read from the standard OpenTelemetry variables without loading

@@ -14,7 +14,7 @@ import type { ClaimedDelivery, DeliveryStatus, WebhookOutbox } from './outbox.js
 export interface DelivererOptions {
   outbox: WebhookOutbox
   urls: readonly string[]
-  /** The secret's bytes (signature.ts decodeWebhookSecret). */
+  /** The secret's bytes (decoded where the configuration is read: config/parts/webhooks.ts). */
   key: Buffer
   /** One request's limit, connection included. */
   timeoutMs: number

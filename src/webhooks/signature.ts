@@ -3,23 +3,9 @@ import { createHmac } from 'node:crypto'
 /**
  * Standard Webhooks signatures (https://www.standardwebhooks.com): HMAC-SHA256 over
  * `<webhook-id>.<webhook-timestamp>.<body>` with the secret's bytes, sent as `v1,<base64>`.
- * The secret is configured as `whsec_<base64>`, the form the receivers' libraries take.
+ * The secret is configured as `whsec_<base64>` and decoded once, where it is read
+ * (config/parts/webhooks.ts decodeWebhookSecret).
  */
-
-export const SECRET_PREFIX = 'whsec_'
-
-/** Shortest secret accepted, in bytes: the spec asks for 24 to 64 (192 bits at least). */
-export const MIN_SECRET_BYTES = 24
-
-/** The secret's bytes, or a problem in words (never the secret itself). */
-export function decodeWebhookSecret (configured: string): { ok: true, key: Buffer } | { ok: false, problem: string } {
-  if (!configured.startsWith(SECRET_PREFIX)) return { ok: false, problem: `must start with ${SECRET_PREFIX}` }
-  const encoded = configured.slice(SECRET_PREFIX.length)
-  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(encoded)) return { ok: false, problem: `must be ${SECRET_PREFIX} followed by base64` }
-  const key = Buffer.from(encoded, 'base64')
-  if (key.length < MIN_SECRET_BYTES || key.length > 64) return { ok: false, problem: `must hold 24 to 64 bytes (openssl rand -base64 32), got ${key.length}` }
-  return { ok: true, key }
-}
 
 export interface SignedHeaders {
   'webhook-id': string

@@ -1,6 +1,7 @@
 // The fast suite's part: API keys, webhooks, federation, TOTP parts, configuration, and the check of these groups, in one process (test/suites/README.md says why).
 import { release } from './hold.js'
 import '../config.test.js'
+import '../config-docs.test.js'
 import '../credentials.test.js'
 import '../docs-agree.test.js'
 import '../docs-links.test.js'

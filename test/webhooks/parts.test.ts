@@ -3,7 +3,8 @@ import { Webhook } from 'standardwebhooks'
 import { loadConfig } from '../../src/config/config.js'
 import { backoffDelay } from '../../src/webhooks/deliverer.js'
 import { clientNetwork, createSqlDeviceRecord, userAgentFamily } from '../../src/webhooks/devices.js'
-import { decodeWebhookSecret, signWebhook } from '../../src/webhooks/signature.js'
+import { decodeWebhookSecret } from '../../src/config/parts/webhooks.js'
+import { signWebhook } from '../../src/webhooks/signature.js'
 import { WEBHOOK_EVENT_TYPES, webhookMessage } from '../../src/core/events.js'
 import { freshPglite } from '../support/pglite.js'
 import { CHROME, FIREFOX, newWebhookSecret } from './support.js'
@@ -88,6 +89,7 @@ t.test('configuration: URLs and secret together, each checked', async (t) => {
   const secret = newWebhookSecret()
   const config = loadConfig({ AUTH_WEBHOOK_URL: 'http://127.0.0.1:9000/a, https://hooks.example.org/b', AUTH_WEBHOOK_SECRET: secret })
   t.same(config.webhooks?.urls, ['http://127.0.0.1:9000/a', 'https://hooks.example.org/b'])
+  t.same(config.webhooks?.key, Buffer.from(secret.slice('whsec_'.length), 'base64'), 'the secret is decoded once, where it is read')
   t.equal(config.webhooks?.timeoutMs, 10_000)
   t.equal(config.webhooks?.retryWindowMs, 86_400_000)
   t.equal(loadConfig({}).webhooks, undefined)

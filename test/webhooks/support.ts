@@ -1,13 +1,15 @@
 import { randomBytes } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
-import type { WebhookConfig } from '../../src/config/config.js'
+import { decodeWebhookSecret, type WebhookConfig } from '../../src/config/parts/webhooks.js'
 
 /** A fresh Standard Webhooks secret: whsec_ and 32 random bytes in base64. */
 export const newWebhookSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`
 
 /** Webhooks to `urls` at test speed: a 50 ms poll and first retry, a 2 s request timeout. */
 export function fastWebhooks (urls: string[], secret: string, overrides: Partial<WebhookConfig> = {}): WebhookConfig {
-  return { urls, secret, timeoutMs: 2000, backoffMs: 50, retryWindowMs: 86_400_000, pollMs: 50, ...overrides }
+  const decoded = decodeWebhookSecret(secret)
+  if (!decoded.ok) throw new Error(`a test's webhook secret ${decoded.problem}`)
+  return { urls, key: decoded.key, timeoutMs: 2000, backoffMs: 50, retryWindowMs: 86_400_000, pollMs: 50, ...overrides }
 }
 
 export const FORM = { 'content-type': 'application/x-www-form-urlencoded' }

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { lifetimeSeconds, type AuthService } from '../auth.js'
-import type { Config, IntrospectionClient } from '../../config/config.js'
+import type { IntrospectionClient, TokenSettings } from '../../config/parts/tokens.js'
 import { reasons } from '../../errors/reasons.js'
 import { badRequest, notFound, StatusError } from '../../errors/status.js'
 import { countWrongCredentials } from './wrong-credentials.js'
@@ -20,7 +20,7 @@ import { refuseOtherMethods } from '../../http/methods.js'
 
 export interface IntrospectRoutesOptions {
   auth: AuthService
-  config: Pick<Config, 'introspectionClients' | 'tokenTtlSeconds' | 'federatedTokenTtlSeconds'>
+  config: Pick<TokenSettings, 'introspectionClients' | 'tokenTtlSeconds' | 'federatedTokenTtlSeconds'>
   /** Failed client authentications, counted per client address as wrong admin keys are (a namespace of their own). */
   limiter: LoginLimiter
   audit: AuditLog

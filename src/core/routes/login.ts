@@ -2,7 +2,8 @@ import fastifyCookie from '@fastify/cookie'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AuthService } from '../auth.js'
-import type { Config } from '../../config/config.js'
+import type { CookieSettings } from '../../config/parts/http.js'
+import type { TokenSettings } from '../../config/parts/tokens.js'
 import { reasons } from '../../errors/reasons.js'
 import { badRequest } from '../../errors/status.js'
 import { formatExpirationDate } from '../time.js'
@@ -15,7 +16,7 @@ import { routeToken } from './presented-token.js'
 
 export interface LoginRoutesOptions {
   auth: AuthService
-  config: Config
+  config: CookieSettings & Pick<TokenSettings, 'legacyPathLogin'>
 }
 
 /** POST /auth/Login: username and password from the query, a form or JSON body, or (legacy) the path. */

@@ -2,7 +2,7 @@ import fastifyCookie from '@fastify/cookie'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AuthService } from '../auth.js'
-import type { Config } from '../../config/config.js'
+import type { CookieSettings } from '../../config/parts/http.js'
 import { reasons } from '../../errors/reasons.js'
 import { SUCCESS } from '../../errors/status.js'
 import { errorResponses, SuccessSchema, TokenParamsSchema, TokenPathSchema } from '../schemas.js'
@@ -15,7 +15,8 @@ import { routeToken } from './presented-token.js'
 
 export interface LogoutRoutesOptions {
   auth: AuthService
-  config: Config
+  /** The cookie's attributes, to clear it as it was set. */
+  config: CookieSettings
 }
 
 /** POST /auth/Logout[/{token}]: ends an active token at once. */

@@ -1,10 +1,9 @@
 import { Cluster, Redis } from 'ioredis'
 import { failFastRedisOptions, type RedisClient } from '@auth-token-service/protocol/redis-connection'
 
-export type RedisTopology =
-  | { kind: 'single', url: string }
-  | { kind: 'sentinel', sentinels: Array<{ host: string, port: number }>, name: string }
-  | { kind: 'cluster', nodes: Array<{ host: string, port: number }> }
+import type { RedisTopology } from '../../../config/parts/redis.js'
+
+export type { RedisTopology }
 
 /** The one place a client is made from the configured topology, with fail-fast options for each kind. */
 export function createRedisClient (topology: RedisTopology, commandTimeoutMs: number): RedisClient {

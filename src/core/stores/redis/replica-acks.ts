@@ -1,5 +1,6 @@
 import { Cluster, Redis } from 'ioredis'
 import type { RedisClient } from '@auth-token-service/protocol/redis-connection'
+import type { MinReplicaAcks } from '../../../config/parts/redis.js'
 
 /*
  * How many replicas must acknowledge a revocation before it is answered `Success`. Counting only the
@@ -29,8 +30,7 @@ import type { RedisClient } from '@auth-token-service/protocol/redis-connection'
  * `refreshMs` of the last view could be missed.
  */
 
-/** A number of acknowledgements every master must give, or 'auto': from the topology. */
-export type MinReplicaAcks = number | 'auto'
+export type { MinReplicaAcks }
 
 export interface ReplicaAcks {
   /**
