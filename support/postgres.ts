@@ -14,13 +14,21 @@ import { freePort, reachable, run, type Scope, spawnTracked, stopChild, tempDir,
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 
-/** The running Postgres (TEST_DATABASE_URL); when it is absent the run fails with the command that starts it. */
+let postgresSeen: Promise<string> | undefined
+
+/**
+ * The running Postgres (TEST_DATABASE_URL); when it is absent the run fails with the command that
+ * starts it. Asked once per process, as Redis is (redis.ts, requireRedis).
+ */
 export async function requirePostgres (): Promise<string> {
-  if (!await reachable(TEST_DATABASE_URL)) {
-    throw new Error(`Postgres is required at ${TEST_DATABASE_URL}: start one with \`pg_ctlcluster 15 main start\` ` +
+  postgresSeen ??= reachable(TEST_DATABASE_URL).then((answer) => {
+    if (answer === true) return TEST_DATABASE_URL
+    postgresSeen = undefined
+    if (answer === 'timeout') throw new Error(`Postgres at ${TEST_DATABASE_URL} neither took nor refused a connect within 30 s: is the machine overloaded?`)
+    throw new Error(`Postgres is required at ${TEST_DATABASE_URL} (${answer}): start one with \`pg_ctlcluster 15 main start\` ` +
       '(Debian: apt-get install postgresql), or set TEST_DATABASE_URL; `bash .ci/run` does both')
-  }
-  return TEST_DATABASE_URL
+  })
+  return await postgresSeen
 }
 
 /**

@@ -148,20 +148,24 @@ export function uniqueName (prefix: string): string {
 }
 
 /**
- * True when something accepts TCP connections at the URL's host and port. A server that is not
- * there refuses at once (loopback); only a refusal or another socket error says "absent". A
- * connect is waited for up to 30 s: a test process on a
- * loaded machine can take longer than a second to see the answer, and reporting a running
- * server as missing sent people to start one that was already up.
+ * Whether something accepts TCP connections at the URL's host and port: `true`, or why not. A
+ * server that is not there refuses at once (loopback): only that, or another socket error, says
+ * "absent". A connect is waited for up to 30 s: a test process on a loaded machine can take
+ * longer than a second to see the answer, and reporting a running server as missing sent people
+ * to start one that was already up. Why not: a socket error's code (`ECONNREFUSED`: nothing
+ * listens there), or `timeout` when `patienceMs` passed without an answer.
  */
-export async function reachable (url: string, patienceMs = 30_000): Promise<boolean> {
-  const { hostname, port } = new URL(url)
+export async function reachable (url: string, patienceMs = 30_000): Promise<true | string> {
+  const { hostname, port, protocol } = new URL(url)
   return await new Promise((resolve) => {
     const socket = new Socket()
     socket.setTimeout(patienceMs)
     socket.once('connect', () => { socket.destroy(); resolve(true) })
-    socket.once('timeout', () => { socket.destroy(); resolve(false) })
-    socket.once('error', () => { resolve(false) })
-    socket.connect(Number(port), hostname)
+    socket.once('timeout', () => { socket.destroy(); resolve('timeout') })
+    socket.once('error', (error: NodeJS.ErrnoException) => { resolve(error.code ?? error.message) })
+    socket.connect(port === '' ? DEFAULT_PORTS[protocol] ?? 0 : Number(port), hostname)
   })
 }
+
+/** The port a URL without one means. */
+const DEFAULT_PORTS: Partial<Record<string, number>> = { 'redis:': 6379, 'rediss:': 6379, 'postgres:': 5432, 'postgresql:': 5432 }

@@ -22,13 +22,23 @@ export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6
  */
 export const TEST_REDIS_COMMAND_TIMEOUT_MS = 5000
 
-/** The running Redis (TEST_REDIS_URL); when it is absent the run fails with the command that starts it. */
+let redisSeen: Promise<string> | undefined
+
+/**
+ * The running Redis (TEST_REDIS_URL); when it is absent the run fails with the command that starts
+ * it on that URL's port. Asked once per process: a later test's slow connect is no news of a
+ * missing Redis, and the store's own commands say when it went away.
+ */
 export async function requireRedis (): Promise<string> {
-  if (!await reachable(TEST_REDIS_URL)) {
-    throw new Error(`Redis is required at ${TEST_REDIS_URL}: start one with \`redis-server --daemonize yes --port 6379 --save "" --appendonly no\` ` +
+  redisSeen ??= reachable(TEST_REDIS_URL).then((answer) => {
+    if (answer === true) return TEST_REDIS_URL
+    redisSeen = undefined
+    const { port } = new URL(TEST_REDIS_URL)
+    if (answer === 'timeout') throw new Error(`Redis at ${TEST_REDIS_URL} neither took nor refused a connect within 30 s: is the machine overloaded?`)
+    throw new Error(`Redis is required at ${TEST_REDIS_URL} (${answer}): start one with \`redis-server --daemonize yes --port ${port === '' ? 6379 : port} --save "" --appendonly no\` ` +
       '(Debian: apt-get install redis-server), or set TEST_REDIS_URL; `bash .ci/run` does both')
-  }
-  return TEST_REDIS_URL
+  })
+  return await redisSeen
 }
 
 /** Every key under `prefix` and its buckets' prefixes (`{tagAb}:`), by SCAN (never KEYS: the Redis is shared), sorted. */

@@ -7,7 +7,7 @@ import { startThrowawayRedis, type ThrowawayRedis } from './redis.js'
 /**
  * A Sentinel-managed Redis of the scope's own, as production runs one: a master, one replica
  * linked to it, and three sentinels (quorum 2) watching it as `mymaster`, which fail it over
- * a second after it stops answering. Used by the failover tests (test/cluster/cut-replica-sentinel.test.ts).
+ * a second after it stops answering. Used by the failover tests (test/integration/cluster/cut-replica-sentinel.test.ts).
  */
 
 export interface SentinelSet {

@@ -47,8 +47,12 @@ export interface AdminEvent {
 export type AdminSession = SessionItem
 
 export class AdminApiError extends Error {
-  constructor (readonly status: number, message: string, readonly detail: string | undefined) {
+  readonly status: number
+  readonly detail: string | undefined
+  constructor (status: number, message: string, detail: string | undefined) {
     super(detail ?? message)
+    this.status = status
+    this.detail = detail
     this.name = 'AdminApiError'
   }
 }

@@ -70,8 +70,10 @@ export interface HeldSignIn {
 
 /** The password was right, the account has an active second factor, and no `otp` came (api-contract, Second factor). */
 export class SecondFactorRequired extends StatusError {
-  constructor (readonly held: HeldSignIn) {
+  readonly held: HeldSignIn
+  constructor (held: HeldSignIn) {
     super(702, 'Second Factor Required', 401)
+    this.held = held
   }
 }
 export const secondFactorRequired = (held: HeldSignIn): StatusError => new SecondFactorRequired(held)
@@ -99,8 +101,10 @@ export type Unavailable = 'redis' | 'database' | 'directory' | 'hash-queue' | 'h
  * naming `unavailable`, not a stack.
  */
 export class UnavailableError extends StatusError {
-  constructor (readonly unavailable: Unavailable, cause?: unknown, headers: Record<string, string> = {}) {
+  readonly unavailable: Unavailable
+  constructor (unavailable: Unavailable, cause?: unknown, headers: Record<string, string> = {}) {
     super(503, 'Service Unavailable', 503, headers, { cause })
+    this.unavailable = unavailable
   }
 }
 

@@ -8,12 +8,14 @@
 export type FormParams = Record<string, string | string[]>
 
 export class MalformedFormError extends Error {
-  /**
-   * @param problem undecodable percent-encoding, or a `__proto__` key
-   * @param parameter the (decoded) name whose value could not be decoded; absent when the name itself could not be
-   */
-  constructor (readonly problem: 'percent-encoding' | 'proto', readonly parameter?: string) {
+  /** Undecodable percent-encoding, or a `__proto__` key. */
+  readonly problem: 'percent-encoding' | 'proto'
+  /** The (decoded) name whose value could not be decoded; absent when the name itself could not be. */
+  readonly parameter: string | undefined
+  constructor (problem: MalformedFormError['problem'], parameter?: string) {
     super('malformed form encoding')
+    this.problem = problem
+    this.parameter = parameter
     this.name = 'MalformedFormError'
   }
 }

@@ -3,8 +3,10 @@ import { reasons, type Reason } from '../errors/reasons.js'
 
 /** A refusal of the service's own (verify.ts's query token), with the reason it words. */
 export class WordedRefusal extends TokenRefusal {
-  constructor (problem: TokenRefusal['problem'], readonly reason: Reason) {
+  readonly reason: Reason
+  constructor (problem: TokenRefusal['problem'], reason: Reason) {
     super(problem)
+    this.reason = reason
   }
 }
 

@@ -74,11 +74,15 @@ type LogMethod = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'sile
 export class RequestLogger implements FastifyBaseLogger {
   #child: FastifyBaseLogger | undefined
 
-  constructor (
-    private readonly parent: FastifyBaseLogger,
-    private readonly bindings: Bindings,
-    private readonly options: ChildLoggerOptions
-  ) {}
+  private readonly parent: FastifyBaseLogger
+  private readonly bindings: Bindings
+  private readonly options: ChildLoggerOptions
+
+  constructor (parent: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions) {
+    this.parent = parent
+    this.bindings = bindings
+    this.options = options
+  }
 
   private logger (): FastifyBaseLogger {
     this.#child ??= this.parent.child(this.bindings, this.options)

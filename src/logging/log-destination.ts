@@ -13,7 +13,7 @@ import { DEFAULT_LOG_BUFFER_BYTES, LOG_FLUSH_BYTES } from '../config/parts/loggi
  * - Its asynchronous mode does not stall the loop. In 4.2, the version pino ships, flushSync
  *   at exit skips the write waiting for its EAGAIN retry: at SIGTERM behind a stopped reader
  *   4 of 400 access lines never arrived, and none was counted as dropped
- *   (test/operations/log-pipe.test.ts). 5.0 takes over that write, and passes both log-pipe
+ *   (test/integration/timing/log-pipe.test.ts). 5.0 takes over that write, and passes both log-pipe
  *   tests, but still not a write in flight on libuv's thread pool (its own flushSync says so):
  *   lines written after it go first, and it would be lost if the reader refused it (one line out of
  *   order in four trial exits behind a stopped reader). Its retry interval is fixed at 100 ms.

@@ -26,8 +26,13 @@ export type RequestObserver = (route: string, method: string, status: number, se
  * metrics need no onResponse hook of their own (a hook run per request; bench/README.md).
  */
 class OneLinePerRequest extends LogController {
-  constructor (private readonly writeLine: AccessLineWriter | undefined, private readonly observe: RequestObserver) {
+  private readonly writeLine: AccessLineWriter | undefined
+  private readonly observe: RequestObserver
+
+  constructor (writeLine: AccessLineWriter | undefined, observe: RequestObserver) {
     super()
+    this.writeLine = writeLine
+    this.observe = observe
   }
 
   override incomingRequest (): void {}

@@ -33,7 +33,12 @@ export class PendingLines {
    * waiting lines (bytes, for the usual ASCII line). `base`: pid and hostname for the line that
    * says how many were lost.
    */
-  constructor (private readonly batchBytes: number, private maxBuffered: number, base: LogBase) {
+  private readonly batchBytes: number
+  private maxBuffered: number
+
+  constructor (batchBytes: number, maxBuffered: number, base: LogBase) {
+    this.batchBytes = batchBytes
+    this.maxBuffered = maxBuffered
     this.noticeTail = `,"pid":${base.pid},"hostname":${jsonText(base.hostname)},"dropped":`
   }
 

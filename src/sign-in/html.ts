@@ -5,7 +5,8 @@ export function escapeHtml (text: string): string {
 
 /** A template tag whose interpolations are escaped unless they are already-built markup (`Markup`). */
 export class Markup {
-  constructor (readonly html: string) {}
+  readonly html: string
+  constructor (html: string) { this.html = html }
   toString (): string { return this.html }
 }
 

@@ -9,7 +9,7 @@ import { FORM, form } from './support.js'
  * without JavaScript sends them: form bodies, 303 back to the page (Post/Redirect/Get) or a page
  * that shows a secret once. Each action: its happy path, a cross-site post refused, and, where it
  * asks for the password again, a wrong one refused and counted as Login counts it. In Chromium:
- * test/gateways/browser-account.test.ts.
+ * test/integration/gateways/browser-account.test.ts.
  */
 
 const HOST = 'auth.example.org'

@@ -198,7 +198,7 @@ function countHashing (t: Test): { verify: number, dummy: number } {
 }
 
 t.test('a failed Login checks a password hash for an unknown user as for a known one', async (t) => {
-  // Whether the two take the same *time* is test/security/timing.test.ts's claim, judged there by
+  // Whether the two take the same *time* is test/integration/timing/timing.test.ts's claim, judged there by
   // paired ratios; no test here asserts a duration (a busy CI machine made that one flake). What
   // this checks is the cause of equal times: one argon2id verify either way, the dummy one for an
   // account that does not exist.

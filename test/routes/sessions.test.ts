@@ -184,7 +184,7 @@ for (const kind of ['real', 'embedded'] as BackendKind[]) {
         }
       }
       const [a, b] = [quartile(other), quartile(unknown)]
-      // Printed, not judged: a duration is no pass condition outside test/security/timing.test.ts,
+      // Printed, not judged: a duration is no pass condition outside test/integration/timing/timing.test.ts,
       // where a busy machine cannot break it.
       t.comment(`${kind}: lower quartile ${a.toFixed(2)} ms for another account's id, ${b.toFixed(2)} ms for an unknown one (100 each; the same work: within a factor of ${(Math.max(a, b) / Math.min(a, b)).toFixed(2)})`)
       t.equal((await authenticate(app, bobs)).statusCode, 200, 'bob\'s token survived it all')

@@ -7,7 +7,7 @@ import { createSoftPasskey, type SoftPasskey } from '../signin/soft-authenticato
  * Passkeys through inject with a software authenticator: registered by a signed-in browser,
  * a sign-in that is a Login (cookie, audit, limits), each challenge answered once, a counter
  * that goes back, no user verification, another origin or RP, a removed passkey, a disabled
- * account: all refused. The same in Chromium: test/gateways/browser-sign-in.test.ts.
+ * account: all refused. The same in Chromium: test/integration/gateways/browser-sign-in.test.ts.
  */
 
 const HOST = 'auth.example.org'

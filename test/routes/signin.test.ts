@@ -6,7 +6,7 @@ import { FORM, form } from './support.js'
  * The browser sign-in through inject: the pages, their headers, a sign-in that goes
  * back where the person was going (or to the signed-in page), failures as pages with a message
  * and no cookie, sign-out, and the passkey endpoints' refusals. In Chromium through real
- * gateways: test/gateways/browser-sign-in.test.ts.
+ * gateways: test/integration/gateways/browser-sign-in.test.ts.
  */
 
 const HOST = 'auth.example.org'

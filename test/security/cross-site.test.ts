@@ -4,7 +4,7 @@ import { buildTestApp } from '../support/app.js'
 /*
  * Login CSRF, with the headers a browser sends (Chromium 13x): a cross-site form
  * POST to Login got 200 and a Set-Cookie, signing the victim's browser in as the attacker.
- * The same in a real headless Chromium: test/security/cross-site-browser.test.ts.
+ * The same in a real headless Chromium: test/integration/browser/cross-site-browser.test.ts.
  */
 
 const PASSWORD = 'correct horse battery staple'

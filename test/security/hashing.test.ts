@@ -154,7 +154,7 @@ t.test('passwords are checked exactly as sent, after NFC', async (t) => {
     const verified = performance.now() - started
     t.equal(hashing.count(), 1, 'a normal login does verify (the counter works)')
     // The count above is the claim; the times are printed, not judged (no duration
-    // is a pass condition outside test/security/timing.test.ts).
+    // is a pass condition outside test/integration/timing/timing.test.ts).
     t.comment(`the refusal costs no hash: fastest ${Math.min(...times).toFixed(1)} ms against ${verified.toFixed(1)} ms for a login with a verify`)
   })
 

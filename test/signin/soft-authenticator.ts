@@ -5,7 +5,7 @@ import { isoCBOR } from '@simplewebauthn/server/helpers'
  * A software passkey for the fast suite: a P-256 key that answers the service's WebAuthn
  * options as a platform authenticator would (attestation "none", user present and verified),
  * so the ceremonies run through inject. Chromium's virtual authenticator does the same in the
- * browser test (test/gateways/browser-sign-in.test.ts).
+ * browser test (test/integration/gateways/browser-sign-in.test.ts).
  */
 
 const b64url = (bytes: Uint8Array): string => Buffer.from(bytes).toString('base64url')

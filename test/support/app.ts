@@ -24,7 +24,7 @@ const FIXTURE_PASSWORDS: PasswordPolicy = { minLength: 1, blocklist: false, refu
 
 /**
  * The app's account admin with fixture passwords allowed ('pw', 'right'): for tests whose
- * subject is not the password policy (test/passwords/policy.test.ts is).
+ * subject is not the password policy (test/integration/passwords/policy.test.ts is).
  */
 export function fixtureAccounts (app: FastifyInstance): AccountAdmin {
   // Observed as the app's own admin is (app.ts), so that metrics count what it does.
@@ -100,7 +100,7 @@ export async function buildTestApp (t: Test, kind: BackendKind = 'real', overrid
     redisPrefix,
     async addUser (username, password, federated = false) {
       // Fixtures use short, made-up passwords ('pw', 'right'): the password policy has tests of
-      // its own (test/passwords/policy.test.ts), and Login checks any stored hash alike.
+      // its own (test/integration/passwords/policy.test.ts), and Login checks any stored hash alike.
       await fixtureAccounts(app).add(username, password, federated)
     }
   }

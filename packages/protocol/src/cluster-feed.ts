@@ -21,7 +21,7 @@ interface Round {
  * and only when all of them have come back on the subscribed connection is every revocation
  * published before the round known to be delivered (a master's messages keep their order on
  * the bus). A master that cannot answer (dead, before its failover) proves nothing: the
- * watchers' trust lapses, so a guard's cache goes cold, never wrong (test/cluster/failover.test.ts).
+ * watchers' trust lapses, so a guard's cache goes cold, never wrong (test/integration/cluster/failover.test.ts).
  *
  * The subscription is a plain connection to one node of the cluster, picked afresh at each
  * (re)connection from the nodes the cluster client knows, and never silently moved: ioredis's

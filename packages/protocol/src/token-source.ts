@@ -14,9 +14,10 @@ import { TOKEN_COOKIE } from './token.js'
  * (the service words it for its access log and a 400's detail: errors/reasons.ts, refusalReason).
  */
 export class TokenRefusal {
-  constructor (
-    readonly problem: 'malformed-authorization' | 'ambiguous-cookie' | 'malformed-parameter'
-  ) {}
+  readonly problem: 'malformed-authorization' | 'ambiguous-cookie' | 'malformed-parameter'
+  constructor (problem: TokenRefusal['problem']) {
+    this.problem = problem
+  }
 }
 
 /** `Authorization: Bearer` with no credential, two, or characters no token68 has (RFC 6750 §2.1). */

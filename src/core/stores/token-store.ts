@@ -57,7 +57,9 @@ export interface TokenStore {
  * the others stay set aside and the next revoke-all of the account ends them. A 503.
  */
 export class RevocationIncomplete extends UnavailableError {
-  constructor (readonly ended: number, cause?: unknown) {
+  readonly ended: number
+  constructor (ended: number, cause?: unknown) {
     super('redis', cause)
+    this.ended = ended
   }
 }

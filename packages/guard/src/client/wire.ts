@@ -43,8 +43,10 @@ export const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024
 
 /** A body over the bound: the read was cut there. */
 class ResponseTooLarge extends Error {
-  constructor (readonly limit: number) {
+  readonly limit: number
+  constructor (limit: number) {
     super(`response body larger than ${limit} bytes`)
+    this.limit = limit
     this.name = 'ResponseTooLarge'
   }
 }

@@ -6,7 +6,13 @@
 export class DenySet {
   private readonly until = new Map<string, number>()
 
-  constructor (private readonly now: () => number, private readonly ttlMs: number) {}
+  private readonly now: () => number
+  private readonly ttlMs: number
+
+  constructor (now: () => number, ttlMs: number) {
+    this.now = now
+    this.ttlMs = ttlMs
+  }
 
   add (hash: string): void {
     const t = this.now()

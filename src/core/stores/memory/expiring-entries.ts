@@ -31,8 +31,11 @@ export class ExpiringEntries<V> {
   private count = 0
   private looked = 0
 
-  constructor (readonly capacity: number) {
+  readonly capacity: number
+
+  constructor (capacity: number) {
     if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError(`capacity must be a positive integer, got ${capacity}`)
+    this.capacity = capacity
     this.ring = new Array<Slot<V> | undefined>(capacity)
   }
 

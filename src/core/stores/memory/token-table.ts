@@ -22,7 +22,11 @@ export class TokenTable {
   private readonly entries = new Map<string, Entry>()
   private readonly accounts = new Map<string, Set<string>>()
 
-  constructor (private readonly now: () => number) {}
+  private readonly now: () => number
+
+  constructor (now: () => number) {
+    this.now = now
+  }
 
   /** The entry under this hash, expired or not (an API key ends whatever its state). */
   get (hash: string): Entry | undefined {

@@ -16,10 +16,12 @@ export const REQUIRED_POLICY = 'noeviction'
 
 /** A Redis that may evict keys: the service refuses to serve on it. */
 export class EvictionPolicyError extends Error {
-  constructor (readonly policy: string) {
+  readonly policy: string
+  constructor (policy: string) {
     super(`Redis maxmemory-policy is "${policy}": it may evict account indexes, revocation epochs and lockout counters, ` +
       `so revocations and lockouts could be lost silently; refusing to serve until it is "${REQUIRED_POLICY}" ` +
       `(redis-cli CONFIG SET maxmemory-policy ${REQUIRED_POLICY}, and in redis.conf)`)
+    this.policy = policy
     this.name = 'EvictionPolicyError'
   }
 }

@@ -35,10 +35,12 @@ const FIX = 'set appendonly yes and appendfsync always (redis-cli CONFIG SET app
 
 /** Redis persistence that can undo an acknowledged revocation: the service refuses to serve on it. */
 export class LossyPersistenceError extends Error {
-  constructor (readonly persistence: Persistence) {
+  readonly persistence: Persistence
+  constructor (persistence: Persistence) {
     super(persistence.durability === 'unknown'
       ? `Redis persistence cannot be read (${persistence.settings}), so a Redis restart might bring logged-out tokens back; ${FIX}`
       : `Redis persistence (${persistence.settings}) can lose ${persistence.canLose}, so a Redis restart can bring logged-out tokens back; ${FIX}`)
+    this.persistence = persistence
     this.name = 'LossyPersistenceError'
   }
 }

@@ -4,8 +4,10 @@ import type { ReplicaAcks } from './replica-acks.js'
 
 /** No replica acknowledged a revocation in time: it holds on the master, but a failover could lose it. */
 export class ReplicaAckTimeout extends Error {
-  constructor (readonly timeoutMs: number) {
+  readonly timeoutMs: number
+  constructor (timeoutMs: number) {
     super(`no replica acknowledged the revocation within ${timeoutMs} ms`)
+    this.timeoutMs = timeoutMs
     this.name = 'ReplicaAckTimeout'
   }
 }
