@@ -10,7 +10,7 @@
 // only them. CI runs the rest of the set on Node 24 (the project's), then on Node 22, with nothing
 // CPU-bound beside it (its fault tests count requests and bound latency under a fault), then these.
 //
-//   node .ci/integration.mjs [--cluster-only | --no-cluster] [--timing-only | --no-timing] [--no-browser] [tap options...]
+//   node .ci/integration.mjs [--cluster-only | --no-cluster] [--timing-only | --no-timing] [--no-browser] [--no-faults] [tap options...]
 import { spawnSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 
@@ -27,6 +27,13 @@ const TIMING = `${INTEGRATION}/timing/`
  * files (Chromium), and CI stays under 20 minutes.
  */
 const BROWSER = [`${INTEGRATION}/browser/`, `${INTEGRATION}/gateways/`]
+/**
+ * Files whose subject is a backend's failure (Redis killed, paused, full or restarted, Postgres
+ * stopped, a revocation racing Logins): `--no-faults` leaves them out. CI runs them on Node 24
+ * only: what they judge is the service's answer to its backends, the same code on either runtime,
+ * and they are the set's longest files after the browser's.
+ */
+const FAULTS = [`${INTEGRATION}/faults/`]
 
 const { tap } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
 if (JSON.stringify(tap.exclude) !== JSON.stringify([`${INTEGRATION}/**`])) {
@@ -39,13 +46,14 @@ const files = readdirSync(INTEGRATION, { recursive: true })
   .sort()
 const under = (dirs) => (path) => [dirs].flat().some((dir) => path.startsWith(dir))
 
-const FLAGS = ['--cluster-only', '--no-cluster', '--timing-only', '--no-timing', '--no-browser']
+const FLAGS = ['--cluster-only', '--no-cluster', '--timing-only', '--no-timing', '--no-browser', '--no-faults']
 const args = process.argv.slice(2)
 const only = args.includes('--cluster-only')
 const noCluster = args.includes('--no-cluster')
 const timingOnly = args.includes('--timing-only')
 const noTiming = args.includes('--no-timing')
 const noBrowser = args.includes('--no-browser')
+const noFaults = args.includes('--no-faults')
 const passed = args.filter((arg) => !FLAGS.includes(arg))
 
 /** tap from this checkout, on whatever `node` is first on PATH (the project's Node 24 under npm run; the Node 22 step puts its own first). */
@@ -58,7 +66,7 @@ function run (tapArgs) {
 
 const cluster = files.filter(under(CLUSTER))
 const timing = files.filter(under(TIMING))
-const rest = files.filter((path) => !under([CLUSTER, TIMING])(path) && !(noBrowser && under(BROWSER)(path)))
+const rest = files.filter((path) => !under([CLUSTER, TIMING])(path) && !(noBrowser && under(BROWSER)(path)) && !(noFaults && under(FAULTS)(path)))
 // Ten minutes a file, not the fast suite's five: revocation-race took 224-305 s at a load of 13-17.
 // Three files at a time, not the fast suite's four (package.json): the fault tests count requests
 // and bound Logins' latency under a fault.
