@@ -1,10 +1,10 @@
 // How a test process runs the TypeScript sources as they are (package.json, tap's `node-arg`):
-// Node strips the types itself (tsconfig's `erasableSyntaxOnly` keeps the code strippable), and
-// this hook maps what the sources import, `./x.js` (the name tsc gives the output under NodeNext),
-// to `./x.ts` when no `./x.js` is there. One synchronous hook in the loading thread, in place of
-// tap's TypeScript plugin (ts-node with swc, its module hooks in a thread of their own): a test
-// process that imports the app reached its first test with 0.6 CPU-s instead of 1.5
-// (docs/development.md, "Running the tests").
+// Node strips the types itself (tap's TypeScript plugin in its `type-strip-only` mode, which
+// leaves ts-node out; tsconfig's `erasableSyntaxOnly` keeps the code strippable), and this hook
+// maps what the sources import, `./x.js` (the name tsc gives the output under NodeNext), to
+// `./x.ts` when no `./x.js` is there. One synchronous hook in the loading thread, where ts-node's
+// ran in a thread of their own: a test process that imports the app reached its first test with
+// 0.6 CPU-s instead of 1.5 (docs/development.md, "Running the tests").
 import { enableCompileCache, registerHooks } from 'node:module'
 
 // Node's compile cache keeps the stripped and compiled modules between processes (in the temp
