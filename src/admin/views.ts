@@ -6,7 +6,8 @@ import { formatExpirationDate } from '../core/time.js'
 
 /** What the admin API answers, from what the stores hold (api-contract.md, "Admin API"). */
 
-const date = (at: Date | null): string | null => at === null ? null : formatExpirationDate(at.getTime())
+/** A stored instant as the admin API writes it, or null. */
+export const dateOrNull = (at: Date | null): string | null => at === null ? null : formatExpirationDate(at.getTime())
 
 export function userView (account: AccountView) {
   return {
@@ -15,9 +16,9 @@ export function userView (account: AccountView) {
     totp: account.totp,
     federated: account.federated,
     disabled: account.disabled,
-    locked_until: date(account.lockedUntil),
+    locked_until: dateOrNull(account.lockedUntil),
     created: formatExpirationDate(account.createdAt.getTime()),
-    last_login: date(account.lastLoginAt)
+    last_login: dateOrNull(account.lastLoginAt)
   }
 }
 

@@ -1,11 +1,9 @@
 import type { ApiKeyRow } from './store.js'
 import { isKeyIdShaped } from '../core/api-key-secret.js'
 import { formatExpirationDate } from '../core/time.js'
-import { invalid } from '../admin/views.js'
+import { dateOrNull, invalid } from '../admin/views.js'
 
 /** A key as the self-service list and the admin API show it (api-contract.md, "API keys"). */
-
-const date = (at: Date | null): string | null => at === null ? null : formatExpirationDate(at.getTime())
 
 export function keyView (key: ApiKeyRow) {
   return {
@@ -13,7 +11,7 @@ export function keyView (key: ApiKeyRow) {
     name: key.name,
     created: formatExpirationDate(key.createdAt.getTime()),
     expiration_date: formatExpirationDate(key.expiresAt.getTime()),
-    last_used: date(key.lastUsedAt)
+    last_used: dateOrNull(key.lastUsedAt)
   }
 }
 

@@ -5,7 +5,7 @@ import type { AuditEvent, AuditLog } from '../core/stores/audit-log.js'
 import type { TotpStore } from './store.js'
 import type { UserRecord } from '../core/stores/user-store.js'
 import type { OutcomeOf } from '../core/events.js'
-import type { FactorVerdict } from '../core/ports.js'
+import type { AuditActor, FactorVerdict } from '../core/ports.js'
 import { canonicalRecoveryCode, generateRecoveryCode, hashRecoveryCode, RECOVERY_CODE_COUNT } from './recovery-codes.js'
 import { base32Encode, CODE_SHAPE, matchingStep, normalizedCode, otpauthUri } from './rfc6238.js'
 import { openSecret, sealSecret, type TotpKeys } from './sealed-secret.js'
@@ -29,19 +29,18 @@ export interface Enrollment {
 }
 
 /** Who acts, for the audit trail. */
-export type FactorActor = Pick<AuditEvent, 'clientIp' | 'userAgent' | 'credential'>
 
 export interface SecondFactor {
   /** Login's check after the right password: the verdict for `otp` (a TOTP code or a recovery code). */
-  verify (account: UserRecord, otp: string | undefined, actor: FactorActor): Promise<FactorVerdict>
+  verify (account: UserRecord, otp: string | undefined, actor: AuditActor): Promise<FactorVerdict>
   /** Whether the account has an active factor (the admin view's `totp`). */
   isActive (accountId: string): Promise<boolean>
   /** A new secret and recovery codes, waiting for confirmation; 409 while a factor is active. */
-  begin (account: UserRecord, actor: FactorActor): Promise<Enrollment>
+  begin (account: UserRecord, actor: AuditActor): Promise<Enrollment>
   /** Activates the waiting enrollment with a code of its secret; 400 when none waits or the code does not match. */
-  confirm (account: UserRecord, code: string, actor: FactorActor): Promise<void>
+  confirm (account: UserRecord, code: string, actor: AuditActor): Promise<void>
   /** Removes the factor, active or waiting; false when there was none. */
-  remove (account: Pick<UserRecord, 'id' | 'username'>, actor: FactorActor, outcome: 'removed' | 'reset'): Promise<boolean>
+  remove (account: Pick<UserRecord, 'id' | 'username'>, actor: AuditActor, outcome: 'removed' | 'reset'): Promise<boolean>
 }
 
 export interface SecondFactorDeps {
@@ -62,7 +61,7 @@ const conflict = (): StatusError => new StatusError(409, 'Conflict', 409, {}, { 
 export function createSecondFactor (deps: SecondFactorDeps): SecondFactor {
   const { store, audit, keys, issuer } = deps
   const now = deps.now ?? Date.now
-  const record = (account: Pick<UserRecord, 'id' | 'username'>, actor: FactorActor, event: AuditEvent['event'], outcome: string): void => {
+  const record = (account: Pick<UserRecord, 'id' | 'username'>, actor: AuditActor, event: AuditEvent['event'], outcome: string): void => {
     audit.record({ event, username: account.username, accountId: account.id, ...actor, outcome })
   }
 
