@@ -8,7 +8,8 @@ import { TOKEN_DIGEST_LENGTH } from './token.js'
  *
  *   token key        <bucket prefix>t<digest>   value: the record (encodeRecord), PX = the token's life
  *   record           `expiresAt|federated|accountId|username` (epoch ms, 1/0, username last);
- *                    an API key's record has `k<keyId>` for 1/0, at its hash's token key
+ *                    an API key's record has `k<keyId>` for 1/0, at its hash's token key; an account
+ *                    in groups has them after that field: `1;ops,dev` (sorted, comma-separated)
  *   revocation feed  PUBLISH <prefix>revoked "<hash> <hash> …" (space-separated token hashes)
  *   idle key         <bucket prefix>i<digest>   value `1`, PX = idle timeout + idleSlackMs: only while the
  *                    service runs with AUTH_IDLE_TIMEOUT_SECONDS; a Login token whose idle key is gone has
@@ -27,7 +28,13 @@ import { TOKEN_DIGEST_LENGTH } from './token.js'
  * is on, and a reader of before it (which does not look for it) only misses that timeout, as a
  * reader of this version given no `idleTimeout` does.
  */
-export const KEY_LAYOUT_VERSION = 2
+export const KEY_LAYOUT_VERSION = 3
+/*
+ * 3 adds the account's groups to the record's second field (`0;ops,dev`). A record of an account
+ * in no group is byte for byte a record of 2, so a reader of 2 reads it as ever; a reader of 2
+ * reads a grouped account's record as not federated (and an API key's id with the groups after
+ * it), and knows no groups: upgrade guards with the service before accounts get groups.
+ */
 
 /**
  * Every key starts with this (the service's AUTH_REDIS_KEY_PREFIX default). The braces are a
@@ -148,6 +155,12 @@ export interface TokenRecord {
   expiresAt: number
   /** Set for an API key's record: the key's public id. Absent: a Login token. */
   keyId?: string
+  /**
+   * The account's groups when the record was written (sorted; names of `a-z 0-9 . _ -`, so no
+   * `|`, `;` or `,`). Absent or empty: none. The service rewrites a live record when the account's
+   * groups change, so a read always carries the current set.
+   */
+  groups?: readonly string[]
 }
 
 /**
@@ -160,13 +173,25 @@ export function activeAt (record: TokenRecord | null, nowMs: number): TokenRecor
   return record !== null && nowMs < record.expiresAt ? record : null
 }
 
+/** The record's second field without its groups: `1`/`0`, or an API key's `k<keyId>`. */
+function kindField (record: TokenRecord): string {
+  return record.keyId === undefined ? (record.federated ? '1' : '0') : `k${record.keyId}`
+}
+
+/** The groups as the record's second field carries them after `;` ('' for none). */
+export function groupsField (groups: readonly string[] | undefined): string {
+  return groups === undefined || groups.length === 0 ? '' : groups.join(',')
+}
+
 /**
  * Compact, order-fixed value: `expiresAt|federated|accountId|username` (username last: it may hold
  * `|`). An API key's record has `k<keyId>` in the federated field: a reader that knows only tokens
- * still finds its account and username (and federated false), so the record stays in layout 2.
+ * still finds its account and username (and federated false). The account's groups follow the
+ * second field after a `;` (layout 3), never present when there are none.
  */
 export function encodeRecord (record: TokenRecord): string {
-  const second = record.keyId === undefined ? (record.federated ? '1' : '0') : `k${record.keyId}`
+  const groups = groupsField(record.groups)
+  const second = groups === '' ? kindField(record) : `${kindField(record)};${groups}`
   return `${record.expiresAt}|${second}|${record.accountId}|${record.username}`
 }
 
@@ -177,7 +202,13 @@ export function decodeRecord (value: string): TokenRecord | null {
   if (first < 0 || second < 0 || third < 0) return null
   const expiresAt = Number(value.slice(0, first))
   if (!Number.isFinite(expiresAt)) return null
-  const flag = value.slice(first + 1, second)
+  let flag = value.slice(first + 1, second)
+  const semicolon = flag.indexOf(';')
+  let groups: string[] | undefined
+  if (semicolon >= 0) {
+    groups = flag.slice(semicolon + 1).split(',')
+    flag = flag.slice(0, semicolon)
+  }
   const record: TokenRecord = {
     expiresAt,
     federated: flag === '1',
@@ -185,5 +216,6 @@ export function decodeRecord (value: string): TokenRecord | null {
     username: value.slice(third + 1)
   }
   if (flag.startsWith('k') && flag.length > 1) record.keyId = flag.slice(1)
+  if (groups !== undefined) record.groups = groups
   return record
 }
