@@ -23,7 +23,8 @@ export function isGroupName (name: string): boolean {
  * says so in its log, never drops it silently.
  */
 export function mappedGroupName (directoryName: string): string | undefined {
-  const mapped = directoryName.normalize('NFKD').toLowerCase()
+  // Accents go with their marks (`Développeurs` → `developpeurs`), then the rest of the mapping.
+  const mapped = directoryName.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase()
     .replace(/[^a-z0-9._-]+/g, '-')
     .replace(/^[._-]+/, '')
     .slice(0, 64)
