@@ -56,7 +56,7 @@ try {
          SELECT id, $1, 'bench', hash, $4 FROM unnest($2::text[], $3::text[]) AS k (id, hash)`,
         [account.id, secrets.map(() => newKeyId()), secrets.map(hashApiKey), expiresAt.toISOString()])
       const seeded = await Promise.all(secrets.map(async (secret) => await tokens.seedKey(hashApiKey(secret),
-        keyRecord({ id: 'x', accountId: account.id, username: account.username, name: 'bench', keyHash: hashApiKey(secret), createdAt: new Date(), expiresAt, lastUsedAt: null, endedAt: null }), 3_600_000)))
+        keyRecord({ id: 'x', accountId: account.id, username: account.username, name: 'bench', keyHash: hashApiKey(secret), createdAt: new Date(), expiresAt, lastUsedAt: null, endedAt: null, groups: [], groupsVersion: 0 }), 3_600_000)))
       if (!seeded.every(Boolean)) throw new Error('a key was not seeded')
       const started = performance.now()
       const ended = await apiKeys.endAccount(account, { userAgent: 'bench' }, 'revoke-all')

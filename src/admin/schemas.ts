@@ -10,8 +10,8 @@ const NULLABLE_DATE = (description: string) => Type.Union([DATE(description), Ty
 export const MAX_PAGE = 1000
 export const DEFAULT_PAGE = 100
 
-const Limit = Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, description: `Items per page (1-${MAX_PAGE}, default ${DEFAULT_PAGE})` }))
-const Cursor = Type.Optional(Type.String({ maxLength: 2048, description: 'The next_cursor of the previous page' }))
+export const Limit = Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, description: `Items per page (1-${MAX_PAGE}, default ${DEFAULT_PAGE})` }))
+export const Cursor = Type.Optional(Type.String({ maxLength: 2048, description: 'The next_cursor of the previous page' }))
 
 export const UsernamePathSchema = Type.Object({ username: Type.String({ minLength: 1, maxLength: 1024 }) })
 export const SessionPathSchema = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) })
@@ -49,7 +49,9 @@ export const UserSchema = Type.Object({
   disabled: Type.Boolean(),
   locked_until: NULLABLE_DATE('Until when failed logins lock the account; null when not locked'),
   created: DATE('When the account was created'),
-  last_login: NULLABLE_DATE('The last successful Login; null when none is known')
+  last_login: NULLABLE_DATE('The last successful Login; null when none is known'),
+  groups: Type.Array(Type.String(), { description: 'Every group the account is in, sorted: its local groups and, for a federated account, those its directory named at its last Login' }),
+  directory_groups: Type.Array(Type.String(), { description: 'Of those, the ones its directory named (set at each Login; always [] for a local account)' })
 })
 
 export const EventSchema = Type.Object({
@@ -76,10 +78,10 @@ export const SessionSchema = Type.Object({
   current: Type.Boolean({ description: 'Always false here (the admin presents no token)' })
 })
 
-const success = <P extends TProperties>(properties: P, description: string) =>
+export const success = <P extends TProperties>(properties: P, description: string) =>
   Type.Object({ status: Type.Literal(0), message: Type.Literal('Success'), ...properties }, { description })
 
-const NextCursor = Type.Union([Type.String(), Type.Null()], { description: 'Where the next page starts; null on the last page' })
+export const NextCursor = Type.Union([Type.String(), Type.Null()], { description: 'Where the next page starts; null on the last page' })
 
 export const UserListAnswerSchema = success({ users: Type.Array(UserSchema), next_cursor: NextCursor }, 'A page of accounts, in username order')
 export const UserAnswerSchema = success({ user: UserSchema }, 'The account')

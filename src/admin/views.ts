@@ -18,7 +18,9 @@ export function userView (account: AccountView) {
     disabled: account.disabled,
     locked_until: dateOrNull(account.lockedUntil),
     created: formatExpirationDate(account.createdAt.getTime()),
-    last_login: dateOrNull(account.lastLoginAt)
+    last_login: dateOrNull(account.lastLoginAt),
+    groups: account.groups,
+    directory_groups: account.directoryGroups
   }
 }
 

@@ -72,6 +72,8 @@ export interface ApiKeys {
    * key may exist.
    */
   recover (keyHash: string, client: string): Promise<TokenRecord | null>
+  /** The hashes of the account's live keys: a change of its groups rewrites their records (core/groups.ts). */
+  liveKeyHashes (accountId: string): Promise<string[]>
   /** A key was used: noted in memory, written at most once a minute per key (last_used). */
   used (keyId: string): void
   /** Writes the uses noted so far. */
@@ -112,7 +114,9 @@ function checkedName (name: string): string {
 
 /** The record a key's row stands for (what the token store keeps for it). */
 export function keyRecord (row: ApiKeyRow): TokenRecord {
-  return { accountId: row.accountId, username: row.username, federated: false, expiresAt: row.expiresAt.getTime(), keyId: row.id }
+  const record: TokenRecord = { accountId: row.accountId, username: row.username, federated: false, expiresAt: row.expiresAt.getTime(), keyId: row.id }
+  if (row.groups.length > 0) record.groups = row.groups
+  return record
 }
 
 const NEGATIVE_MAX = 10_000
@@ -162,7 +166,7 @@ export function createApiKeys ({
     if (ttlMs <= 0) return null
     const seeded = keyRecord(row)
     // Denied (ended meanwhile): not seeded, and not answered either.
-    return await tokens.seedKey(keyHash, seeded, ttlMs) ? seeded : null
+    return await tokens.seedKey(keyHash, seeded, ttlMs, row.groupsVersion) ? seeded : null
   }
 
   const uses = new Set<string>()
@@ -190,7 +194,7 @@ export function createApiKeys ({
       if (!created.ok) throw created.refused === 'full' ? badRequest(reasons.apiKeysPerAccountReached(maxPerAccount)) : accountDisabled()
       const { row } = created
       try {
-        if (!await tokens.seedKey(keyHash, keyRecord(row), expiresAt - now())) throw new UnavailableError('redis')
+        if (!await tokens.seedKey(keyHash, keyRecord(row), expiresAt - now(), row.groupsVersion)) throw new UnavailableError('redis')
       } catch (error) {
         // No key handed out that Redis does not hold: the row ends with it (a re-seed never revives it).
         await store.end(row.id).catch(() => {})
@@ -230,6 +234,7 @@ export function createApiKeys ({
       for (const row of ended) record('key.revoked', row, actor, why)
       return ended.length
     },
+    liveKeyHashes: async (accountId) => await store.liveHashes(accountId),
     recover (keyHash, client) {
       if (knownUnknown(keyHash)) return Promise.resolve(null)
       const pending = inFlight.get(keyHash)

@@ -13,6 +13,9 @@ export interface ApiKeyRow {
   expiresAt: Date
   lastUsedAt: Date | null
   endedAt: Date | null
+  /** The account's groups now (joined), for the key's record, and their version (core/groups.ts). */
+  groups: readonly string[]
+  groupsVersion: number
 }
 
 export interface NewApiKey {
@@ -52,6 +55,8 @@ export interface ApiKeyStore {
   endAccount (accountId: string, recentMs: number): Promise<{ ended: ApiKeyRow[], endedBefore: ApiKeyRow[] }>
   /** The live key with this hash whose account is enabled (what a lost Redis record is re-seeded from), or null. */
   liveByHash (keyHash: string): Promise<ApiKeyRow | null>
+  /** The hashes of the account's live keys (their records carry its groups). */
+  liveHashes (accountId: string): Promise<string[]>
   /** Records a use of each key at `at` (coarse: last_used). */
   touch (ids: readonly string[], at: Date): Promise<void>
   /** Live keys expiring within `withinMs` from now. */
@@ -68,6 +73,8 @@ interface Row {
   expires_at: Date | string
   last_used_at: Date | string | null
   ended_at: Date | string | null
+  groups: string[] | null
+  groups_version: string | number | bigint
 }
 
 const toRow = (row: Row): ApiKeyRow => ({
@@ -79,10 +86,13 @@ const toRow = (row: Row): ApiKeyRow => ({
   createdAt: new Date(row.created_at),
   expiresAt: new Date(row.expires_at),
   lastUsedAt: row.last_used_at === null ? null : new Date(row.last_used_at),
-  endedAt: row.ended_at === null ? null : new Date(row.ended_at)
+  endedAt: row.ended_at === null ? null : new Date(row.ended_at),
+  groups: row.groups ?? [],
+  groupsVersion: Number(row.groups_version)
 })
 
-const COLUMNS = 'k.id, k.account_id::text AS account_id, u.username, k.name, k.key_hash, k.created_at, k.expires_at, k.last_used_at, k.ended_at'
+const COLUMNS = `k.id, k.account_id::text AS account_id, u.username, k.name, k.key_hash, k.created_at, k.expires_at, k.last_used_at, k.ended_at,
+  u.groups_version, ARRAY(SELECT DISTINCT g.name COLLATE "C" FROM account_groups g WHERE g.account_id = u.id ORDER BY 1) AS groups`
 const LIVE = 'k.ended_at IS NULL AND k.expires_at > now()'
 /** The most keys ended before that a revoke-all ends again (the latest): a bound on one step's work. */
 const ENDED_AGAIN_MAX = 1000
@@ -133,6 +143,10 @@ export function createSqlApiKeyStore (db: Pick<Database, 'query' | 'transaction'
         ended: found.rows.filter((row) => row.ended_now).map(toRow),
         endedBefore: found.rows.filter((row) => !row.ended_now).map(toRow)
       }
+    }),
+    liveHashes: async (accountId) => await guarded(async () => {
+      const { rows: found } = await db.query<{ key_hash: string }>(`SELECT k.key_hash FROM api_keys k WHERE k.account_id = $1 AND ${LIVE}`, [accountId])
+      return found.map((row) => row.key_hash)
     }),
     liveByHash: async (keyHash) => await guarded(async () => await first(
       `SELECT ${COLUMNS} FROM api_keys k JOIN users u ON u.id = k.account_id WHERE k.key_hash = $1 AND ${LIVE} AND NOT u.disabled`, [keyHash])),

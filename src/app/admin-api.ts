@@ -15,6 +15,7 @@ import { createAdminDocument } from '../admin/openapi.js'
 import { sessionRoutes, type SessionRoutesOptions } from '../sessions/admin-routes.js'
 import { userRoutes } from '../admin/user-routes.js'
 import { totpAdminRoutes } from '../totp/admin-routes.js'
+import { groupAdminRoutes } from '../groups/index.js'
 import { keyRoutes } from '../api-keys/admin-routes.js'
 import type { ApiKeys } from '../api-keys/api-keys.js'
 
@@ -90,6 +91,7 @@ export const adminApi: FastifyPluginAsyncTypebox<AdminApiOptions> = async (app, 
   app.get('/openapi.json', { schema: { hide: true } }, async () => doc.document())
   await app.register(userRoutes, { accounts })
   await app.register(totpAdminRoutes, { accounts })
+  await app.register(groupAdminRoutes, { accounts })
   await app.register(eventRoutes, { audit })
   if (apiKeys !== undefined) await app.register(keyRoutes, { accounts, apiKeys, actorOf: (request) => actors.get(request) ?? {} })
   if (webhooks !== undefined) await app.register(webhookRoutes, { outbox: webhooks })

@@ -128,7 +128,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   }
   app.decorate('backends', backends)
   app.decorate('auth', auth)
-  app.decorate('accounts', createAccountAdmin({ ...observed, passwordPolicy, apiKeys }))
+  app.decorate('accounts', createAccountAdmin({ ...observed, passwordPolicy, apiKeys, keyHashes: apiKeys }))
   app.decorate('apiKeys', apiKeys)
   app.decorate('secondFactor', secondFactor)
   app.decorate('sessions', sessions)

@@ -22,6 +22,7 @@ import { createRedisRequestLimiter } from '../core/stores/redis/request-limiter.
 import { createRedisTokenStore, type RedisTokenStore } from '../core/stores/redis/token-store.js'
 import type { RevocationFeed } from '../core/stores/revocation-feed.js'
 import { createSqlUserStore, type UserStore } from '../core/stores/user-store.js'
+import { createSqlGroupStore, type GroupStore } from '../core/stores/group-store.js'
 import { createSqlApiKeyStore, type ApiKeyStore } from '../api-keys/store.js'
 import { createSqlTotpStore, type TotpStore } from '../totp/store.js'
 import { withTimeout } from '@auth-token-service/protocol/time-limit'
@@ -33,6 +34,8 @@ export type ServiceTokenStore = RedisTokenStore | MemoryTokenStore
 export interface Backends {
   database: Database
   users: UserStore
+  /** Group membership (local and directory); the accounts' reads carry their groups. */
+  groupStore: GroupStore
   /** API keys' rows; their records live in `tokens`. */
   apiKeyStore: ApiKeyStore
   /** Second factors: the sealed TOTP secrets and recovery codes' hashes. */
@@ -207,6 +210,7 @@ export function assembleBackends (config: Config, parts: { database: Database, t
   return {
     database,
     users: createSqlUserStore(database, () => { hook?.('postgres') }),
+    groupStore: createSqlGroupStore(database, () => { hook?.('postgres') }),
     apiKeyStore: createSqlApiKeyStore(database, () => { hook?.('postgres') }),
     totp: createSqlTotpStore(database, () => { hook?.('postgres') }),
     tokens,

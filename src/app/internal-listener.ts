@@ -92,7 +92,7 @@ export async function buildInternalApp (app: FastifyInstance, config: Config, op
   await internal.register(adminApi, {
     prefix: '/admin',
     keys,
-    accountsFor: (actor) => createAccountAdmin({ ...observed, actor, passwordPolicy, apiKeys: app.apiKeys }),
+    accountsFor: (actor) => createAccountAdmin({ ...observed, actor, passwordPolicy, apiKeys: app.apiKeys, keyHashes: app.apiKeys }),
     apiKeys: app.apiKeys,
     webhooks: app.webhookOutbox,
     audit: backends.audit,

@@ -9,6 +9,9 @@ import { RevocationIncomplete, type TokenStore } from './stores/token-store.js'
 import type { AccountDetails, AccountKind, UserRecord, UserStore } from './stores/user-store.js'
 import type { AccountKeys, SecondFactorReset } from './ports.js'
 import type { OutcomeOf } from './events.js'
+import { createGroupChanges, type AccountKeyHashes } from './groups.js'
+import { isGroupName } from './group-names.js'
+import type { GroupCount, GroupStore } from './stores/group-store.js'
 
 /**
  * Account administration shared by the command line and the start-up bootstrap.
@@ -16,6 +19,8 @@ import type { OutcomeOf } from './events.js'
  */
 
 export const unknownUser = (): StatusError => new StatusError(404, 'Unknown User', 404)
+/** A group no account is in: groups exist only through their members. */
+export const unknownGroup = (): StatusError => new StatusError(404, 'Not Found', 404, undefined, { detail: reasons.unknownGroup() })
 
 /** An account as the admin API and `user list` show it: its details and its brute-force lock. */
 export interface AccountView extends AccountDetails {
@@ -48,6 +53,15 @@ export interface AccountAdmin {
   revokeSessions (username: string): Promise<{ account: UserRecord, ended: number }>
   /** Removes the account's second factor (a lost phone and no recovery code): it logs in with its password alone until it enrolls again. */
   resetSecondFactor (username: string): Promise<AccountView>
+  /**
+   * Makes `groups` the account's whole set of local groups (a federated account's directory groups
+   * stand beside them); its live tokens carry the change at once (core/groups.ts). 400 for a bad name.
+   */
+  setGroups (username: string, groups: readonly string[]): Promise<AccountView>
+  /** Every group with a member, by name, with its number of members. */
+  groups (): Promise<GroupCount[]>
+  /** Up to `limit` usernames of the group's members after `after`, in username order; 404 for a group with none. */
+  groupMembers (group: string, after: string | undefined, limit: number): Promise<{ members: string[], next: string | undefined }>
   /**
    * The bootstrap account: created when missing, otherwise left as it is (its password may
    * have been changed since); with `reset`, given this password again, which ends its tokens.
@@ -97,11 +111,16 @@ export interface AccountAdminDeps {
   apiKeys?: AccountKeys | undefined
   /** Second factors, for the reset; absent, an account has none to reset. */
   totp?: SecondFactorReset | undefined
+  /** Group membership: its reads, and its changes (which reach the live tokens). */
+  groupStore: GroupStore
+  /** The account's live API keys by hash, for their records to carry a change of groups. */
+  keyHashes?: AccountKeyHashes | undefined
 }
 
 type AdminEvent = 'user.add' | 'user.passwd' | 'user.disable' | 'user.enable' | 'sessions.revoke' | 'user.unlock' | 'user.delete'
 
-export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now = Date.now, actor = { userAgent: 'admin' }, passwordPolicy = DEFAULT_PASSWORD_POLICY, apiKeys, totp }: AccountAdminDeps): AccountAdmin {
+export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now = Date.now, actor = { userAgent: 'admin' }, passwordPolicy = DEFAULT_PASSWORD_POLICY, apiKeys, totp, groupStore, keyHashes }: AccountAdminDeps): AccountAdmin {
+  const groupChanges = createGroupChanges({ store: groupStore, tokens, audit, keys: keyHashes })
   const by = { clientIp: actor.clientIp, userAgent: actor.userAgent, credential: actor.credential }
   const outcomes: Partial<Record<AdminEvent, string>> = { 'user.add': 'created', 'user.unlock': 'unlocked' }
   const record = (event: AdminEvent, account: UserRecord, ended: number): void => {
@@ -187,6 +206,21 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now
       // The audit name the account's own removal has (totp/second-factor.ts), with the admin's credential.
       if (await totp?.remove(account.id) === true) audit.record({ event: 'totp.disabled', username: account.username, accountId: account.id, ...by, outcome: 'reset' satisfies OutcomeOf<'totp.disabled'> })
       return await view({ ...account, totp: false })
+    },
+    async setGroups (username, groups) {
+      const checked = checkedUsername(username)
+      const set = await groupChanges.set(checked, 'local', groups, by)
+      if (set === null) throw unknownUser()
+      return await view(await details(checked))
+    },
+    groups: async () => await groupStore.list(),
+    async groupMembers (group, after, limit) {
+      if (!isGroupName(group)) throw unknownGroup()
+      // One more than asked: whether a next page exists without a second query.
+      const found = await groupStore.members(group, after, limit + 1)
+      if (found.length === 0 && after === undefined) throw unknownGroup()
+      const members = found.slice(0, limit)
+      return { members, next: found.length > limit ? members.at(-1) : undefined }
     },
     async unlock (username) {
       const account = await details(username)

@@ -5,7 +5,7 @@ import type { AuditEvent, AuditEventName } from './stores/audit-log.js'
 export const WEBHOOK_EVENT_TYPES = [
   'login.success', 'login.failure', 'login.new_device', 'logout', 'session.ended',
   'account.revoked', 'account.disabled', 'account.enabled', 'account.locked', 'password.changed',
-  'key.created', 'key.revoked', 'totp.enabled', 'totp.disabled'
+  'key.created', 'key.revoked', 'totp.enabled', 'totp.disabled', 'account.groups_changed'
 ] as const
 
 export type WebhookEventType = typeof WEBHOOK_EVENT_TYPES[number]
@@ -32,7 +32,8 @@ export const WEBHOOK_OUTCOMES = {
   'key.revoked': ['revoked:<key id>', 'already-ended:<key id>', 'account-disabled:<key id>', 'account-deleted:<key id>', 'revoke-all:<key id>',
     'account-disabled-incomplete:<key id>', 'account-deleted-incomplete:<key id>', 'revoke-all-incomplete:<key id>'],
   'totp.enabled': ['confirmed'],
-  'totp.disabled': ['removed', 'reset']
+  'totp.disabled': ['removed', 'reset'],
+  'account.groups_changed': ['set:<groups>', 'directory:<groups>']
 } as const satisfies Record<WebhookEventType, readonly string[]>
 
 /** An outcome pattern as a type: each `<…>` part any text. */
@@ -68,7 +69,8 @@ const TYPE_OF_AUDIT_EVENT: Partial<Record<AuditEventName | SecondFactorAuditEven
   'key.created': 'key.created',
   'key.revoked': 'key.revoked',
   'totp.enabled': 'totp.enabled',
-  'totp.disabled': 'totp.disabled'
+  'totp.disabled': 'totp.disabled',
+  'groups.change': 'account.groups_changed'
 }
 
 export function webhookTypeOf (event: AuditEventName): WebhookEventType | undefined {
@@ -98,6 +100,7 @@ export function webhookMessage (event: AuditEvent, at: Date): WebhookMessage | u
     outcome: event.outcome
   }
   if (event.tokensEnded !== undefined) data.tokens_ended = event.tokensEnded
+  if (event.groups !== undefined) data.groups = event.groups
   if (event.device !== undefined) data.device = { user_agent_family: event.device.userAgentFamily, network: event.device.network }
   return {
     id: `msg_${randomBytes(16).toString('base64url')}`,

@@ -109,6 +109,12 @@ export const LoginSuccessSchema = Type.Object({
 })
 
 /** Beyond the contract's two fields: who the token belongs to, for verifiers that act on it (the guard). */
+/** An account's groups in an answer: sorted, each once, `[]` for none (api-contract, Groups and access rules). */
+export const GROUPS = Type.Array(Type.String(), { description: 'The account\'s groups, sorted; [] when none' })
+
+/** The groups of a record that has none: one shared array, not one a request. */
+export const NO_GROUPS: readonly string[] = Object.freeze([])
+
 export const AuthenticateSuccessSchema = Type.Object({
   status: Type.Literal(0),
   message: Type.Literal('Success'),
@@ -117,10 +123,11 @@ export const AuthenticateSuccessSchema = Type.Object({
   username: Type.String(),
   federated: Type.Boolean(),
   kind: Type.Optional(Type.Union([Type.Literal('token'), Type.Literal('api_key')], { description: 'A Login token or an API key' })),
-  key_id: Type.Optional(Type.String({ description: 'The API key\'s id (kind api_key only)' }))
+  key_id: Type.Optional(Type.String({ description: 'The API key\'s id (kind api_key only)' })),
+  groups: GROUPS
 }, {
   description: 'Success: status 0, the token (or API key) is active',
-  examples: [{ status: 0, message: 'Success', expiration_date: EXAMPLE_EXPIRATION, account_id: '1', username: EXAMPLE_USERNAME, federated: false }]
+  examples: [{ status: 0, message: 'Success', expiration_date: EXAMPLE_EXPIRATION, account_id: '1', username: EXAMPLE_USERNAME, federated: false, kind: 'token', groups: ['ops'] }]
 })
 
 /** One error answer as /docs shows it: what it means, an example body, the headers it carries. */

@@ -109,6 +109,10 @@ export const reasons = {
   serviceAccountPassword: () => reason('a service account has no password (it authenticates with API keys)'),
   serviceAccountFederated: () => reason('a service account cannot be federated'),
   apiKeyDaysOutOfRange: (max: number) => reason(`expires_in_days must be a whole number from 1 to ${max}`),
+  unknownGroup: () => reason('no account is in this group'),
+  groupNameNotValid: (name: string) => reason(`group ${JSON.stringify(name.length > 70 ? `${name.slice(0, 64)}…` : name)} is not a group name: 1 to 64 characters of a-z, 0-9, ".", "_" and "-", starting with a letter or a digit`),
+  tooManyGroups: (max: number) => reason(`an account may be in at most ${max} groups`),
+  groupsNotAList: () => reason('groups must be a list of group names'),
   apiKeyNameNotValid: () => reason('name must be 1 to 128 characters, without control characters'),
   apiKeysPerAccountReached: (max: number) => reason(`the account holds ${max} live API keys, the most it may (AUTH_API_KEYS_PER_ACCOUNT)`),
   adminKeyRequired: () => reason('Authorization: Bearer with the admin key is required'),
@@ -121,6 +125,7 @@ export const reasons = {
   usernameTaken: () => reason('username is taken'),
   // Log-only reasons of refusals whose answer carries no detail (a 403 or 401 is byte-identical).
   cookieGivenMoreThanOnce: () => reason('AuthToken1 cookie given more than once'),
+  notInGroups: () => reason('the account is in none of the groups the group parameter names'),
   originalUriNotTrusted: () => reason('X-Forwarded-Uri or X-Original-URI sent by an untrusted client, ignored'),
   originalUrisDiffer: () => reason('X-Forwarded-Uri and X-Original-URI differ: no query token')
 } as const

@@ -29,7 +29,7 @@ const FIXTURE_PASSWORDS: PasswordPolicy = { minLength: 1, blocklist: false, refu
 export function fixtureAccounts (app: FastifyInstance): AccountAdmin {
   // Observed as the app's own admin is (app.ts), so that metrics count what it does.
   const { metrics, backends } = app
-  return createAccountAdmin({ ...backends, audit: metrics.countEvents(backends.audit), hasher: metrics.timeHashing(backends.hasher), passwordPolicy: FIXTURE_PASSWORDS })
+  return createAccountAdmin({ ...backends, audit: metrics.countEvents(backends.audit), hasher: metrics.timeHashing(backends.hasher), passwordPolicy: FIXTURE_PASSWORDS, keyHashes: app.apiKeys })
 }
 
 export interface TestApp {

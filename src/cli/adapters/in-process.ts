@@ -74,7 +74,7 @@ async function withAccounts<T> (config: Config, command: string, endsTokens: boo
     const { audit } = backends
     try {
       const apiKeys = createApiKeys({ store: backends.apiKeyStore, tokens: backends.tokens, audit, maxDays: config.apiKeyMaxDays, maxPerAccount: config.apiKeysPerAccount, flushEveryMs: 0 })
-      return await work(createAccountAdmin({ ...backends, actor: LOCAL_CLI_ACTOR, passwordPolicy: configuredPasswordPolicy(config.passwordMinLength), apiKeys }), backends, apiKeys)
+      return await work(createAccountAdmin({ ...backends, actor: LOCAL_CLI_ACTOR, passwordPolicy: configuredPasswordPolicy(config.passwordMinLength), apiKeys, keyHashes: apiKeys }), backends, apiKeys)
     } finally {
       await audit.close()
     }

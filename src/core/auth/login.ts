@@ -53,10 +53,11 @@ export function createLogin ({ users, tokens, audit, config, gate, sessions, dev
     // Relative to the instant the date was computed from (PX): Redis's clock cannot change it.
     const ttlMs = expiresAt - issuedAt
     const record: TokenRecord = { accountId: account.id, username: account.username, federated: account.federated, expiresAt }
+    if (account.groups.length > 0) record.groups = account.groups
     const session = (tokenHash: string) => ({ tokenHash, accountId: account.id, created: issuedAt, expiresAt, client, federated: account.federated })
     if (presentedToken !== undefined && isTokenShaped(presentedToken)) {
       const presentedHash = hashToken(presentedToken)
-      if (await tokens.refresh(presentedHash, record, ttlMs, account.tokenEpoch)) {
+      if (await tokens.refresh(presentedHash, record, ttlMs, account.tokenEpoch, account.groupsVersion)) {
         // The token's life is already reset: a session row that lags says less, it decides nothing.
         await sessions?.refreshed(session(presentedHash)).catch(() => {})
         return { token: presentedToken, expiresAt, refreshed: true, account }
@@ -64,7 +65,7 @@ export function createLogin ({ users, tokens, audit, config, gate, sessions, dev
     }
     const token = generateToken(account.id)
     const tokenHash = hashToken(token)
-    if (!await tokens.issue(tokenHash, record, ttlMs, account.tokenEpoch)) return undefined
+    if (!await tokens.issue(tokenHash, record, ttlMs, account.tokenEpoch, account.groupsVersion)) return undefined
     if (sessions !== undefined) {
       try {
         await sessions.started(session(tokenHash))

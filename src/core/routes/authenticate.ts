@@ -5,7 +5,7 @@ import type { TokenRecord } from '@auth-token-service/protocol/layout'
 import { reasons } from '../../errors/reasons.js'
 import { badRequest, StatusError, SUCCESS, type StatusBody } from '../../errors/status.js'
 import { formatExpirationDate } from '../time.js'
-import { AuthenticateParamsSchema, AuthenticateSuccessSchema, errorResponses, PADDING_PARAMETER_NAMES, TokenPathSchema, type AuthenticateParams } from '../schemas.js'
+import { AuthenticateParamsSchema, AuthenticateSuccessSchema, errorResponses, NO_GROUPS, PADDING_PARAMETER_NAMES, TokenPathSchema, type AuthenticateParams } from '../schemas.js'
 import { EMPTY_BODY } from '../../http/parsing.js'
 import { refuseOtherMethods } from '../../http/methods.js'
 import { paddingNameRefusal } from '../../http/padding-names.js'
@@ -70,7 +70,8 @@ export const authenticateRoutes: FastifyPluginAsyncTypebox<AuthenticateRoutesOpt
         account_id: record.accountId,
         username: record.username,
         federated: record.federated,
-        kind: 'token' as const
+        kind: 'token' as const,
+        groups: record.groups ?? NO_GROUPS
       }
     : {
         status: 0 as const,
@@ -80,7 +81,8 @@ export const authenticateRoutes: FastifyPluginAsyncTypebox<AuthenticateRoutesOpt
         username: record.username,
         federated: record.federated,
         kind: 'api_key' as const,
-        key_id: record.keyId
+        key_id: record.keyId,
+        groups: record.groups ?? NO_GROUPS
       }
 
   // Not async: the hot path returns the store's promise chained once, no frame awaiting it.

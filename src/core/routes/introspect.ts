@@ -9,7 +9,7 @@ import { badRequest, notFound, StatusError } from '../../errors/status.js'
 import { countWrongCredentials } from './wrong-credentials.js'
 import type { AuditLog } from '../stores/audit-log.js'
 import type { LoginLimiter } from '../stores/login-limiter.js'
-import { ERROR_ANSWERS, EXAMPLE_TOKEN, EXAMPLE_USERNAME } from '../schemas.js'
+import { ERROR_ANSWERS, EXAMPLE_TOKEN, EXAMPLE_USERNAME, GROUPS, NO_GROUPS } from '../schemas.js'
 import { refuseOtherMethods } from '../../http/methods.js'
 
 /**
@@ -96,10 +96,11 @@ export const introspectRoutes: FastifyPluginAsyncTypebox<IntrospectRoutesOptions
     iat: Type.Optional(Type.Integer({ description: 'When the token was issued or last refreshed (its expiry less its lifetime), seconds since the epoch' })),
     token_type: Type.Optional(Type.Literal('Bearer')),
     kind: Type.Optional(Type.Union([Type.Literal('token'), Type.Literal('api_key')], { description: 'A Login token or an API key' })),
-    key_id: Type.Optional(Type.String({ description: 'The API key\'s id (kind api_key only)' }))
+    key_id: Type.Optional(Type.String({ description: 'The API key\'s id (kind api_key only)' })),
+    groups: Type.Optional(GROUPS)
   }, {
     description: 'The token\'s state (RFC 7662 §2.2)',
-    examples: [{ active: true, sub: '1', username: EXAMPLE_USERNAME, exp: 1795394508, iat: 1795351308, token_type: 'Bearer' }, { active: false }]
+    examples: [{ active: true, sub: '1', username: EXAMPLE_USERNAME, exp: 1795394508, iat: 1795351308, token_type: 'Bearer', groups: ['ops'] }, { active: false }]
   })
   const BodySchema = Type.Object({
     token: Type.Unknown({ description: 'The token to introspect (required)', examples: [EXAMPLE_TOKEN] }),
@@ -144,8 +145,9 @@ export const introspectRoutes: FastifyPluginAsyncTypebox<IntrospectRoutesOptions
       const record = await auth.authenticateCredential(token, request)
       const exp = Math.floor(record.expiresAt / 1000)
       // A key's issue time is not in its record (its life is its own): no iat.
-      if (record.keyId !== undefined) return { active: true, sub: record.accountId, username: record.username, exp, token_type: 'Bearer' as const, kind: 'api_key' as const, key_id: record.keyId }
-      return { active: true, sub: record.accountId, username: record.username, exp, iat: exp - lifetimeSeconds(config, record.federated), token_type: 'Bearer' as const }
+      const groups = [...record.groups ?? NO_GROUPS]
+      if (record.keyId !== undefined) return { active: true, sub: record.accountId, username: record.username, exp, token_type: 'Bearer' as const, kind: 'api_key' as const, key_id: record.keyId, groups }
+      return { active: true, sub: record.accountId, username: record.username, exp, iat: exp - lifetimeSeconds(config, record.federated), token_type: 'Bearer' as const, groups }
     } catch (error) {
       // Unknown, expired or ended: inactive. A store that cannot answer is a 503, never a false answer either way.
       if (error instanceof StatusError && error.httpStatus === 403) return INACTIVE

@@ -85,6 +85,31 @@ function header (request: FastifyRequest, name: OriginalUriHeader): string | und
   return typeof value === 'string' && value !== '' ? value : undefined
 }
 
+/**
+ * The access rule of the URL the gateway calls (api-contract: `/auth/verify?group=a,b`): each
+ * `group` parameter a list of names, at least one of which the account must be in. Read from this
+ * request's own URL only, never the original URI (the client's). Several `group` parameters must
+ * each be met: a gateway that appends the client's query to the URL (Envoy's path prefix) gives the
+ * client a way to add a rule, never to widen one. Undefined: no rule.
+ */
+export function groupRule (url: string): string[][] | undefined {
+  const q = url.indexOf('?')
+  if (q < 0) return undefined
+  let rule: string[][] | undefined
+  for (const piece of url.slice(q + 1).split('&')) {
+    const equals = piece.indexOf('=')
+    if (equals < 0 || formDecoded(piece.slice(0, equals)) !== 'group') continue
+    const names = (formDecoded(piece.slice(equals + 1)) ?? '').split(',').map((name) => name.trim()).filter((name) => name !== '')
+    ;(rule ??= []).push(names)
+  }
+  return rule
+}
+
+/** Whether groups (sorted, possibly none) meet every list of the rule (one name of each). */
+export function meetsRule (groups: readonly string[] | undefined, rule: readonly string[][]): boolean {
+  return rule.every((names) => names.some((name) => groups?.includes(name) === true))
+}
+
 /** A username as a header value: percent-encoded UTF-8, so any name is one line of ASCII (plain names are unchanged). */
 export function userHeaderValue (username: string): string {
   return encodeURIComponent(username)
@@ -142,6 +167,14 @@ export const verifyRoutes: FastifyPluginAsyncTypebox<VerifyRoutesOptions> = asyn
       return
     }
     auth.authenticateCredential(token, request).then((record) => {
+      const rule = groupRule(request.url)
+      if (rule !== undefined && !meetsRule(record.groups, rule)) {
+        // Active but outside the groups: a sign-in would not help, so no 401 (the gateway would send the person to sign in again).
+        noteRefusal(request, reasons.notInGroups())
+        reply.code(403).header('cache-control', 'no-store').send()
+        return
+      }
+      if (record.groups !== undefined && record.groups.length > 0) reply.header('x-auth-groups', record.groups.join(','))
       reply.code(200)
         .header('x-auth-kind', record.keyId === undefined ? 'token' : 'api_key')
         .header('x-auth-user', userHeaderValue(record.username))
@@ -165,7 +198,8 @@ export const verifyRoutes: FastifyPluginAsyncTypebox<VerifyRoutesOptions> = asyn
       'Authorization: Bearer, then the AuthToken1 cookie, then the token query parameter of the original URL ' +
       '(X-Forwarded-Uri, or X-Original-URI when AUTH_ORIGINAL_URI_HEADER names it, from a trusted proxy; else this request\'s own query). Active: 200, empty body, ' +
       'the identity in X-Auth-* headers for the gateway to pass upstream. Anything else: 401 with WWW-Authenticate: Bearer. ' +
-      'Never a redirect.',
+      'With `group=a,b` in this URL (the one the gateway calls, never the original URI), an active token whose account is in none of ' +
+      'those groups gets 403 with an empty body. Never a redirect.',
     response: {
       200: Type.Null({
         description: 'Active: an empty body and the identity in headers',
@@ -173,8 +207,13 @@ export const verifyRoutes: FastifyPluginAsyncTypebox<VerifyRoutesOptions> = asyn
           'X-Auth-User': identity('The username, percent-encoded UTF-8 (a plain name is unchanged)', EXAMPLE_USERNAME),
           'X-Auth-Account-Id': identity('The account id', '1'),
           'X-Auth-Federated': identity('true for a directory account, else false', 'false'),
-          'X-Auth-Expires': identity('The token\'s expiration_date (UTC, YYYY-MM-DDTHH:MM:SS)', EXAMPLE_EXPIRATION)
+          'X-Auth-Expires': identity('The token\'s expiration_date (UTC, YYYY-MM-DDTHH:MM:SS)', EXAMPLE_EXPIRATION),
+          'X-Auth-Groups': identity('The account\'s groups, sorted, comma-separated; absent when it is in none', 'dev,ops')
         }
+      }),
+      403: Type.Null({
+        description: 'Active, but the account is in none of the groups `group` names: an empty body, Cache-Control: no-store (never a 401: signing in again would not help)',
+        headers: { 'Cache-Control': { type: 'string', description: 'no-store' } }
       }),
       401: Type.Object({ status: Type.Integer(), message: Type.String() }, {
         description: 'No token, or one that is unknown, expired, ended, ambiguous (two cookies) or malformed: the same answer',

@@ -11,9 +11,10 @@ export interface ApiKeyRecords {
   /**
    * Stores a key's record for `ttlMs`. False, and nothing stored, while the hash is denied (the
    * key was ended within the deny time): a re-seed that read Postgres before a revocation cannot
-   * bring the key back after it.
+   * bring the key back after it. `groupsVersion`: the account's, read with the record's groups
+   * (a later change's groups are written instead, as for a token's issue).
    */
-  seedKey (keyHash: string, record: TokenRecord, ttlMs: number): Promise<boolean>
+  seedKey (keyHash: string, record: TokenRecord, ttlMs: number, groupsVersion?: number): Promise<boolean>
   /**
    * Ends a key whether its record is held or not: deleted, denied and announced on the revocation
    * feed in one step, acknowledged as a Logout is (replicated; refused while Redis may lose it).

@@ -8,13 +8,14 @@ export type AuditEventName =
   | 'user.unlock' | 'user.delete' | 'admin.unauthorized' | 'introspect.unauthorized'
   | 'key.created' | 'key.revoked' | 'login.new_device'
   | 'totp.enrolled' | 'totp.enabled' | 'totp.disabled' | 'totp.recovery_used'
+  | 'groups.change'
 
 /** Every event name, for filters that must name one (the admin API's `event`). */
 export const AUDIT_EVENT_NAMES: readonly AuditEventName[] = [
   'login.success', 'login.failure', 'login.refused', 'login.lockout', 'logout', 'sessions.revoke',
   'user.add', 'user.passwd', 'user.disable', 'user.enable', 'session.end', 'sessions.end', 'password.change',
   'user.unlock', 'user.delete', 'admin.unauthorized', 'introspect.unauthorized', 'key.created', 'key.revoked',
-  'totp.enrolled', 'totp.enabled', 'totp.disabled', 'totp.recovery_used', 'login.new_device'
+  'totp.enrolled', 'totp.enabled', 'totp.disabled', 'totp.recovery_used', 'login.new_device', 'groups.change'
 ]
 
 export interface AuditEvent {
@@ -31,6 +32,8 @@ export interface AuditEvent {
   tokensEnded?: number
   /** login.new_device: the client the account had not used (sent in the webhook, not stored in the trail). */
   device?: { userAgentFamily: string, network: string } | undefined
+  /** groups.change: the account's groups after it, every source (sent in the webhook as `data.groups`). */
+  groups?: readonly string[] | undefined
 }
 
 export interface StoredAuditEvent extends AuditEvent {

@@ -14,11 +14,12 @@ export interface TokenStore {
   ready (): Promise<void>
   /**
    * Stores a new token for `ttlMs` milliseconds and adds it to its account's index: true.
+   * `groupsVersion`: the account's, read with the record's groups (regroup).
    * With `epoch` (the account's revocation epoch, read before its password was checked),
    * false and nothing stored when a revocation of the account has passed that epoch since
    * (terminateAccount): the Login was overtaken and must not get a token.
    */
-  issue (tokenHash: string, record: TokenRecord, ttlMs: number, epoch?: number): Promise<boolean>
+  issue (tokenHash: string, record: TokenRecord, ttlMs: number, epoch?: number, groupsVersion?: number): Promise<boolean>
   /**
    * The active token's record, or null for unknown, expired, terminated or idle. One round trip.
    * A find is a presentation of the token (it keeps it from going idle: AUTH_IDLE_TIMEOUT_SECONDS)
@@ -30,7 +31,16 @@ export interface TokenStore {
    * expiry. False when the token is not active or belongs to another account: a
    * terminated token is never brought back; false too when `epoch` is stale, as for issue.
    */
-  refresh (tokenHash: string, record: TokenRecord, ttlMs: number, epoch?: number): Promise<boolean>
+  refresh (tokenHash: string, record: TokenRecord, ttlMs: number, epoch?: number, groupsVersion?: number): Promise<boolean>
+  /**
+   * The account's groups changed (to `groups`, at `version`, its groups version after the
+   * change): every live record of the account (its Login tokens, and its API keys by `keyHashes`)
+   * carries them from the return on, each rewritten in place (its expiry kept) and announced on
+   * the revocation feed so that caches read it again; an issue, refresh or key seed that read an
+   * older version writes these groups instead (`groupsVersion` of those). A later change already
+   * applied wins. Acknowledged as a revocation is (replicated). Returns the records rewritten.
+   */
+  regroup (accountId: string, groups: readonly string[], version: number, keyHashes: readonly string[]): Promise<number>
   /**
    * Ends an active token at once and records its hash in the deny set. Returns the
    * ended token's record to the one caller that ended it; null to everyone else.

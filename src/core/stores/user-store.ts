@@ -19,6 +19,13 @@ export interface UserRecord {
    * revocation overtook the Login (core/stores/token-store.ts).
    */
   tokenEpoch: number
+  /** Every group the account is in, local and directory alike (sorted, each once): what its tokens carry. */
+  groups: readonly string[]
+  /**
+   * One more at every change of the account's groups, in the same statement: a token written
+   * with an older set than one a change already pushed is written with that change's set instead.
+   */
+  groupsVersion: number
   /**
    * Whether the account had an active second factor when it was read: set by `findByUsername`
    * (Login's read), absent from the other reads. Login asks for a code only when this is not
@@ -34,6 +41,8 @@ export interface AccountDetails extends UserRecord {
   lastLoginAt: Date | null
   /** It has an active second factor (TOTP). */
   totp: boolean
+  /** Of its groups, those its directory named at its last Login (a federated account's). */
+  directoryGroups: readonly string[]
 }
 
 export interface NewUser {
@@ -84,6 +93,8 @@ interface UserRow {
   federated: boolean
   disabled: boolean
   token_epoch: string | number | bigint
+  groups: string[] | null
+  groups_version: string | number | bigint
 }
 
 /** Login's row: the account and whether it has an active second factor. */
@@ -94,9 +105,12 @@ interface LoginRow extends UserRow {
 interface DetailsRow extends LoginRow {
   created_at: Date | string
   last_login_at: Date | string | null
+  directory_groups: string[] | null
 }
 
-const COLUMNS = 'id::text AS id, username, kind, password_hash, federated, disabled, token_epoch'
+/** The account's groups, sorted as every answer gives them (code-unit order: COLLATE "C"). */
+export const GROUPS_OF_USERS = 'ARRAY(SELECT DISTINCT g.name COLLATE "C" FROM account_groups g WHERE g.account_id = users.id ORDER BY 1) AS groups'
+const COLUMNS = `id::text AS id, username, kind, password_hash, federated, disabled, token_epoch, groups_version, ${GROUPS_OF_USERS}`
 
 function toRecord (row: UserRow): UserRecord {
   return {
@@ -106,17 +120,26 @@ function toRecord (row: UserRow): UserRecord {
     passwordHash: row.password_hash,
     federated: row.federated,
     disabled: row.disabled,
-    tokenEpoch: Number(row.token_epoch)
+    tokenEpoch: Number(row.token_epoch),
+    groups: row.groups ?? [],
+    groupsVersion: Number(row.groups_version)
   }
 }
 
 const ACTIVE_FACTOR = 'EXISTS (SELECT 1 FROM totp_factors f WHERE f.account_id = users.id AND f.active) AS totp'
 /** Login's read: the record and whether a second factor is active, in one statement (one primary-key probe more). */
 const LOGIN_COLUMNS = `${COLUMNS}, ${ACTIVE_FACTOR}`
-const DETAILS = `${COLUMNS}, created_at, last_login_at, ${ACTIVE_FACTOR}`
+const DETAILS = `${COLUMNS}, created_at, last_login_at, ${ACTIVE_FACTOR},
+  ARRAY(SELECT g.name FROM account_groups g WHERE g.account_id = users.id AND g.source = 'directory' ORDER BY g.name COLLATE "C") AS directory_groups`
 
 function toDetails (row: DetailsRow): AccountDetails {
-  return { ...toRecord(row), createdAt: new Date(row.created_at), lastLoginAt: row.last_login_at === null ? null : new Date(row.last_login_at), totp: row.totp }
+  return {
+    ...toRecord(row),
+    createdAt: new Date(row.created_at),
+    lastLoginAt: row.last_login_at === null ? null : new Date(row.last_login_at),
+    totp: row.totp,
+    directoryGroups: row.directory_groups ?? []
+  }
 }
 
 function isUniqueViolation (error: unknown): boolean {
@@ -175,7 +198,8 @@ export function createSqlUserStore (db: Queryable, onError?: (error: unknown) =>
       return row === undefined ? null : toDetails(row)
     }),
     remove: async (username) => await guarded(async () =>
-      await one('DELETE FROM users WHERE username = $1 RETURNING id::text AS id, username, kind, password_hash, federated, disabled, token_epoch + 1 AS token_epoch', [username])),
+      await one(`DELETE FROM users WHERE username = $1 RETURNING id::text AS id, username, kind, password_hash, federated, disabled, token_epoch + 1 AS token_epoch,
+        groups_version, ARRAY[]::text[] AS groups`, [username])),
     recordLogin: async (accountId) => {
       await guarded(async () => await db.query('UPDATE users SET last_login_at = now() WHERE id = $1', [accountId]))
     }

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks'
-import { activeAt } from '@auth-token-service/protocol/layout'
+import { activeAt, type TokenRecord } from '@auth-token-service/protocol/layout'
 import type { RevocationFeed } from '../revocation-feed.js'
 import type { RevocationWatcher } from '@auth-token-service/protocol/feed'
 import type { TokenStore } from '../token-store.js'
@@ -25,6 +25,12 @@ export interface MemoryTokenStoreOptions {
  */
 export interface MemoryTokenStore extends TokenStore, ApiKeyRecords, RevocationFeed {
   readonly kind: 'in-process'
+}
+
+/** The record with no groups (as a Redis record of an account in none: no field at all). */
+function withoutGroups (record: TokenRecord): TokenRecord {
+  const { groups: _groups, ...rest } = record
+  return rest
 }
 
 /** Who hears of ended tokens (the guard's revocation feed): one process, so nothing is missed and the feed is live at once. */
@@ -59,6 +65,13 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Memor
   const epochs = new Map<string, number>()
   const stale = (accountId: string, epoch: number | undefined): boolean =>
     epoch !== undefined && (epochs.get(accountId) ?? -Infinity) > epoch
+  /** accountId -> its last groups change (regroup): a write that read an older version takes these groups. */
+  const groupChanges = new Map<string, { version: number, groups: readonly string[] }>()
+  const withCurrentGroups = (record: TokenRecord, groupsVersion: number | undefined): TokenRecord => {
+    const change = groupsVersion === undefined ? undefined : groupChanges.get(record.accountId)
+    if (change === undefined || change.version <= (groupsVersion ?? 0)) return record
+    return change.groups.length === 0 ? withoutGroups(record) : { ...record, groups: change.groups }
+  }
 
   /** Not presented for the idle timeout (a Login token's only): refused, as on Redis. */
   const idle = (entry: Entry): boolean =>
@@ -74,9 +87,9 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Memor
     kind: 'in-process',
     // Nothing to connect to.
     async ready () {},
-    async issue (tokenHash, record, ttlMs, epoch) {
+    async issue (tokenHash, record, ttlMs, epoch, groupsVersion) {
       if (stale(record.accountId, epoch)) return false
-      const index = table.addToken(tokenHash, record, ttlMs)
+      const index = table.addToken(tokenHash, withCurrentGroups(record, groupsVersion), ttlMs)
       // The cap: the index is in order of issue (a refresh re-inserts), so its first entries are the
       // oldest-issued, and the one just added is last: never ended while the cap is at least 1.
       const ended: string[] = []
@@ -98,12 +111,26 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Memor
       if (!peek && idleTimeoutMs !== undefined) entry.seen = now()
       return activeAt({ ...entry.record }, wallNow())
     },
-    async refresh (tokenHash, record, ttlMs, epoch) {
+    async refresh (tokenHash, record, ttlMs, epoch, groupsVersion) {
       const entry = table.live(tokenHash)
       // An idle token is not brought back: the Login gets a new one.
       if (entry === undefined || idle(entry) || entry.record.accountId !== record.accountId || stale(record.accountId, epoch)) return false
-      table.renew(tokenHash, record, ttlMs)
+      table.renew(tokenHash, withCurrentGroups(record, groupsVersion), ttlMs)
       return true
+    },
+    async regroup (accountId, groups, version, keyHashes) {
+      const last = groupChanges.get(accountId)
+      if (last !== undefined && last.version > version) return 0
+      groupChanges.set(accountId, { version, groups: [...groups] })
+      const rewritten: string[] = []
+      for (const hash of [...table.tokensOf(accountId) ?? [], ...keyHashes]) {
+        const entry = table.live(hash)
+        if (entry === undefined || entry.record.accountId !== accountId) continue
+        entry.record = groups.length === 0 ? withoutGroups(entry.record) : { ...entry.record, groups: [...groups] }
+        rewritten.push(hash)
+      }
+      feed.announce(rewritten)
+      return rewritten.length
     },
     async terminate (tokenHash) {
       const entry = table.live(tokenHash)
@@ -112,9 +139,9 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Memor
       feed.announce([tokenHash])
       return { ...entry.record }
     },
-    async seedKey (keyHash, record, ttlMs) {
+    async seedKey (keyHash, record, ttlMs, groupsVersion) {
       if (denied.has(keyHash)) return false
-      table.addKey(keyHash, record, ttlMs)
+      table.addKey(keyHash, withCurrentGroups(record, groupsVersion), ttlMs)
       return true
     },
     async endKey (keyHash) {
@@ -163,6 +190,7 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Memor
       table.clear()
       denied.clear()
       epochs.clear()
+      groupChanges.clear()
     }
   }
 }

@@ -3,7 +3,8 @@ import type { ApiKeyRecords } from '../api-key-records.js'
 import type { RedisClient } from '@auth-token-service/protocol/redis-connection'
 import type { KeyLayout, Place } from '@auth-token-service/protocol/layout'
 import type { Replicated } from './replicated.js'
-import { pxArg, SHARED } from './scripts.js'
+import { epochArg, pxArg, SHARED } from './scripts.js'
+import { GROUPS_SHARED } from './regroup-lua.js'
 
 /*
  * API keys' records in the token layout: `<b>t<digest>` as a token's, with the same
@@ -22,13 +23,13 @@ import { pxArg, SHARED } from './scripts.js'
 export const END_KEYS_BATCH = 256
 
 const SCRIPTS = {
-  // KEYS: token, deny   ARGV: value, ttlMs, member  -> 1 stored, 0 denied
+  // KEYS: token, deny, groups change (regroup.ts)   ARGV: value, ttlMs, member, groups version ('' : none)  -> 1 stored, 0 denied
   atsSeedKey: {
-    numberOfKeys: 2,
-    lua: `${SHARED}
+    numberOfKeys: 3,
+    lua: `${SHARED}${GROUPS_SHARED}
 local score = redis.call('ZSCORE', KEYS[2], ARGV[3])
 if score and tonumber(score) > nowMs() then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', tonumber(ARGV[2]))
+redis.call('SET', KEYS[1], currentGroups(KEYS[3], ARGV[4], ARGV[1]), 'PX', tonumber(ARGV[2]))
 return 1`
   },
   // KEYS: token, deny   ARGV: member, denyTtlMs, channel, hash  -> replicas
@@ -55,7 +56,7 @@ return replicas()`
 } as const
 
 interface KeyScripts {
-  atsSeedKey (token: string, deny: string, value: string, ttlMs: number, member: string): Promise<number>
+  atsSeedKey (token: string, deny: string, groupsKey: string, value: string, ttlMs: number, member: string, groupsVersion: string): Promise<number>
   atsEndKey (token: string, deny: string, member: string, denyTtlMs: number, channel: string, hash: string): Promise<number>
   atsEndKeys (numberOfKeys: number, deny: string, ...rest: Array<string | number>): Promise<number>
 }
@@ -72,10 +73,11 @@ export function createRedisApiKeyRecords ({ redis, keys, replicated, denyTtlMs, 
   for (const [name, script] of Object.entries(SCRIPTS)) redis.defineCommand(name, script)
   const commands = redis as unknown as KeyScripts
   return {
-    async seedKey (keyHash, record, ttlMs) {
+    async seedKey (keyHash, record, ttlMs, groupsVersion) {
       const place = keys.placeOf(keyHash)
       if (place === undefined) return false
-      return await commands.atsSeedKey(`${place.prefix}t${place.member}`, `${place.prefix}deny`, encodeRecord(record), pxArg(ttlMs), place.member) === 1
+      return await commands.atsSeedKey(`${place.prefix}t${place.member}`, `${place.prefix}deny`, `${place.prefix}g${record.accountId}`,
+        encodeRecord(record), pxArg(ttlMs), place.member, epochArg(groupsVersion)) === 1
     },
     async endKey (keyHash) {
       const place = keys.placeOf(keyHash)

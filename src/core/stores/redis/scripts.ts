@@ -1,4 +1,5 @@
 import type { RedisClient } from '@auth-token-service/protocol/redis-connection'
+import { GROUPS_SHARED } from './regroup-lua.js'
 
 /*
  * The token store's Lua scripts: every multi-step write is one script, so each is atomic.
@@ -19,6 +20,7 @@ import type { RedisClient } from '@auth-token-service/protocol/redis-connection'
  *   <b>r<accountId>      zset    an index a revoke-all has set aside and is draining
  *   <b>e<accountId>      string  the account's revocation epoch, set by terminateAccount; an issue or
  *                                refresh carrying an older one is refused (PX: the longest token lifetime)
+ *   <b>g<accountId>      string  the account's last groups change, `<version>;<groups>` (regroup.ts)
  *   <b>deny              zset    digest scored by the Redis-clock ms until which it is denied
  *   <b>lf:...                    the login limiter's counters (login-limiter.ts)
  * The revocation channel is `<p>revoked` (classic PUBLISH: a Cluster delivers it to the
@@ -73,16 +75,17 @@ end
 `
 
 export const SCRIPTS = {
-  // KEYS: token, index, epoch   ARGV: value, ttlMs, member, epoch ('' : none), maxTokens, batch
+  // KEYS: token, index, epoch, groups change (regroup.ts)
+  // ARGV: value, ttlMs, member, epoch ('' : none), maxTokens, batch, groups version ('' : none)
   // -> {0} overtaken; {1, members over the cap...}: the caller ends those with atsEnd.
   atsIssue: {
-    numberOfKeys: 3,
-    lua: `${SHARED}
+    numberOfKeys: 4,
+    lua: `${SHARED}${GROUPS_SHARED}
 if overtaken(KEYS[3], ARGV[4]) then return {0} end
 local now = nowMs()
 local ttl = tonumber(ARGV[2])
 local batch = tonumber(ARGV[6])
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
+redis.call('SET', KEYS[1], currentGroups(KEYS[4], ARGV[7], ARGV[1]), 'PX', ttl)
 redis.call('ZADD', KEYS[2], issueScore(KEYS[2], now + ttl), ARGV[3])
 local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, batch)
 if #expired > 0 then redis.call('ZREM', KEYS[2], unpack(expired)) end
@@ -94,17 +97,17 @@ if over > 0 then
 end
 return result`
   },
-  // KEYS: token, index, epoch   ARGV: value, ttlMs, member, accountId, epoch ('' : none)
+  // KEYS: token, index, epoch, groups change   ARGV: value, ttlMs, member, accountId, epoch ('' : none), groups version ('' : none)
   atsRefresh: {
-    numberOfKeys: 3,
-    lua: `${SHARED}
+    numberOfKeys: 4,
+    lua: `${SHARED}${GROUPS_SHARED}
 if overtaken(KEYS[3], ARGV[5]) then return 0 end
 local current = redis.call('GET', KEYS[1])
 if not current then return 0 end
 local _, _, account = string.find(current, '^[^|]*|[^|]*|([^|]*)|')
 if account ~= ARGV[4] then return 0 end
 local ttl = tonumber(ARGV[2])
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
+redis.call('SET', KEYS[1], currentGroups(KEYS[4], ARGV[6], ARGV[1]), 'PX', ttl)
 redis.call('ZADD', KEYS[2], issueScore(KEYS[2], nowMs() + ttl), ARGV[3])
 extendKey(KEYS[2], ttl)
 return 1`
@@ -192,8 +195,8 @@ return 0`
 } as const
 
 export interface ScriptCommands {
-  atsIssue (token: string, index: string, epochKey: string, value: string, ttlMs: number, member: string, epoch: string, maxTokens: number, batch: number): Promise<[number, ...string[]]>
-  atsRefresh (token: string, index: string, epochKey: string, value: string, ttlMs: number, member: string, accountId: string, epoch: string): Promise<number>
+  atsIssue (token: string, index: string, epochKey: string, groupsKey: string, value: string, ttlMs: number, member: string, epoch: string, maxTokens: number, batch: number, groupsVersion: string): Promise<[number, ...string[]]>
+  atsRefresh (token: string, index: string, epochKey: string, groupsKey: string, value: string, ttlMs: number, member: string, accountId: string, epoch: string, groupsVersion: string): Promise<number>
   atsTerminate (token: string, index: string, deny: string, member: string, accountId: string, denyTtlMs: number, channel: string, hash: string): Promise<[string, number]>
   atsRevokeBegin (index: string, epochKey: string, drain: string, epoch: string, epochTtlMs: number, batch: number, except: string): Promise<[string[], number]>
   /** numberOfKeys 0 in the definition: the key count is the first argument (2 + members). */

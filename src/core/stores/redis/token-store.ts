@@ -15,6 +15,7 @@ import { createRevoking } from './revoke.js'
 import { createSafety } from './safety.js'
 import { defineScripts } from './scripts.js'
 import { createIdleTracking } from './idle.js'
+import { createRegroup } from './regroup.js'
 import { serviceUnavailable, StatusError, UnavailableError } from '../../../errors/status.js'
 import type { RevocationFeed } from '../revocation-feed.js'
 import { RevocationIncomplete, type TokenStore } from '../token-store.js'
@@ -32,6 +33,7 @@ export { ReplicaAckTimeout } from './replicated.js'
  *   batched-find.ts Authenticate's read: GETs batched into MGETs
  *   revoke.ts       Logout and revoke-all, each acknowledged once replicated (replicated.ts,
  *                   replica-acks.ts); end-members.ts ends a batch of an account's tokens
+ *   regroup.ts      an account's groups changed: its live records rewritten, caches told
  *   deny-list.ts    the ended tokens, for caches; the guard package's shared/redis-feed.ts follows them as they end
  *   safety.ts       refusing to serve from an evicting or lossy Redis (eviction.ts, persistence.ts)
  * This file holds the options, the connection's life, and the mapping of every failure to a 503.
@@ -127,6 +129,7 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
     redis, commands, keys, endMembers, replicated, denyTtlMs, epochTtlMs: options.epochTtlMs ?? 86_400_000, channel
   })
   const apiKeys = createRedisApiKeyRecords({ redis, keys, replicated, denyTtlMs, channel })
+  const regroup = createRegroup({ redis, keys, replicated, channel, changeTtlMs: options.epochTtlMs ?? 86_400_000 })
   const denyList = createDenyList(redis, commands, keys)
   const requireNoEviction = options.requireNoEviction ?? true
   const safety = createSafety(redis, {
@@ -161,10 +164,10 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
     persistence: async () => await guarded(safety.checkPersistence),
     get lastPersistence () { return safety.lastPersistence },
     ready: async () => { await whenReady(redis) },
-    issue: async (tokenHash, record, ttlMs, epoch) => await guarded(async () => {
+    issue: async (tokenHash, record, ttlMs, epoch, groupsVersion) => await guarded(async () => {
       safety.refuseWhileUnsafe()
       await idle?.arm(tokenHash)
-      return await issuing.issue(tokenHash, record, ttlMs, epoch)
+      return await issuing.issue(tokenHash, record, ttlMs, epoch, groupsVersion)
     }),
     find: requireNoEviction
       ? (tokenHash, peek) => {
@@ -172,22 +175,26 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
           return refused === undefined ? finder(tokenHash, peek) : Promise.reject(new UnavailableError('redis', refused))
         }
       : finder,
-    refresh: async (tokenHash, record, ttlMs, epoch) => await guarded(async () => {
+    refresh: async (tokenHash, record, ttlMs, epoch, groupsVersion) => await guarded(async () => {
       safety.refuseWhileUnsafe()
       if (idle !== undefined) {
         // An idle token is not brought back: the Login gets a new one.
         if (!await idle.alive(tokenHash)) return false
         await idle.arm(tokenHash)
       }
-      return await issuing.refresh(tokenHash, record, ttlMs, epoch)
+      return await issuing.refresh(tokenHash, record, ttlMs, epoch, groupsVersion)
+    }),
+    regroup: async (accountId, groups, version, keyHashes) => await guarded(async () => {
+      refuseWhileLossy()
+      return await regroup(accountId, groups, version, keyHashes)
     }),
     terminate: async (tokenHash) => await guarded(async () => {
       refuseWhileLossy()
       return await revoking.terminate(tokenHash)
     }),
-    seedKey: async (keyHash, record, ttlMs) => await guarded(async () => {
+    seedKey: async (keyHash, record, ttlMs, groupsVersion) => await guarded(async () => {
       safety.refuseWhileUnsafe()
-      return await apiKeys.seedKey(keyHash, record, ttlMs)
+      return await apiKeys.seedKey(keyHash, record, ttlMs, groupsVersion)
     }),
     endKey: async (keyHash) => await guarded(async () => {
       refuseWhileLossy()
