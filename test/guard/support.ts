@@ -106,9 +106,10 @@ export interface GuardedApp {
 
 /**
  * A small service: `/open` outside the guard; in the guarded scope `/whoami` (returns
- * request.auth), `/things/:token` (a path parameter) and `POST /things` (a body schema).
+ * request.auth), `/things/:token` (a path parameter), `POST /things` (a body schema) and
+ * whatever `routes` adds there.
  */
-export async function buildGuardedApp (t: Test, options: AuthTokenGuardOptions): Promise<GuardedApp> {
+export async function buildGuardedApp (t: Test, options: AuthTokenGuardOptions, routes?: (scope: FastifyInstance) => void): Promise<GuardedApp> {
   const app = Fastify({ logger: false })
   await app.register(fastifyFormbody)
   app.get('/open', async (request) => ({ open: true, auth: request.auth ?? null }))
@@ -125,6 +126,7 @@ export async function buildGuardedApp (t: Test, options: AuthTokenGuardOptions):
         }
       }
     }, async (request) => ({ auth: request.auth }))
+    routes?.(scope)
   })
   t.teardown(async () => { await app.close() })
   await app.ready()
