@@ -2,15 +2,12 @@ import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
-import { Redis, type RedisKey } from 'ioredis'
 import t, { type Test } from 'tap'
 import { authTokenGuard } from '@auth-token-service/guard'
-import { encodeRecord, keyLayout, revocationChannel, type TokenRecord } from '@auth-token-service/protocol/layout'
 import { generateToken, hashToken } from '@auth-token-service/protocol/token'
 import Fastify from 'fastify'
 import { formatExpirationDate } from '../../src/core/time.js'
-import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
-import { buildGuardedApp, FEED_NOT_TTL_MS, guardOptions, MODES, startTokenService, warm, type GuardedApp, type VerificationCounter } from './support.js'
+import { buildGuardedApp, FEED_NOT_TTL_MS, guardOptions, MODES, seededRedis, startTokenService, untilGroups, warm, whoami, type GuardedApp, type VerificationCounter } from './support.js'
 
 /*
  * Groups in the guard: `request.auth.groups` in both modes, the per-route rule
@@ -36,79 +33,8 @@ function opsRoutes (ranOwnHook: string[]): (scope: FastifyInstance) => void {
   }
 }
 
-async function whoami (guarded: GuardedApp, token: string): Promise<{ status: number, groups: unknown }> {
-  const answer = await guarded.app.inject({ method: 'GET', url: '/whoami', headers: { authorization: `Bearer ${token}` } })
-  return { status: answer.statusCode, groups: answer.statusCode === 200 ? answer.json<{ auth: { groups: unknown } }>().auth.groups : undefined }
-}
-
 async function opsStatus (guarded: GuardedApp, token: string): Promise<number> {
   return (await guarded.app.inject({ method: 'GET', url: '/ops', headers: { authorization: `Bearer ${token}` } })).statusCode
-}
-
-interface Seeded {
-  redis: Redis
-  keyPrefix: string
-  verifications: VerificationCounter
-  /** Writes the token's record as the service would (encodeRecord, PX its life). */
-  seed (token: string, record: Partial<TokenRecord>): Promise<void>
-  /** Rewrites a live record keeping its expiry, and publishes its hash: what the service does on a membership change. */
-  regroup (token: string, groups: readonly string[]): Promise<void>
-}
-
-/** A key prefix of the test's own on the shared Redis, and a counted client for a direct-mode guard. */
-async function seededRedis (t: Test): Promise<Seeded> {
-  const url = await requireRedis()
-  const keyPrefix = await freshRedisPrefix(t)
-  let count = 0
-  const redis = new Redis(url)
-  t.teardown(() => { redis.disconnect() })
-  const get = redis.get.bind(redis)
-  redis.get = (async (key: RedisKey) => { count++; return await get(key) }) as unknown as Redis['get']
-  const writer = new Redis(url)
-  t.teardown(() => { writer.disconnect() })
-  const layout = keyLayout(keyPrefix)
-  const records = new Map<string, TokenRecord>()
-  return {
-    redis,
-    keyPrefix,
-    verifications: { count: () => count },
-    async seed (token, fields) {
-      const record: TokenRecord = { accountId: '7', username: 'ann', federated: false, expiresAt: Date.now() + HOUR_MS, ...fields }
-      records.set(token, record)
-      await writer.set(layout.tokenKey(hashToken(token)), encodeRecord(record), 'PX', HOUR_MS)
-    },
-    async regroup (token, groups) {
-      const record = records.get(token)
-      if (record === undefined) throw new Error('not seeded')
-      const next = { ...record, groups }
-      records.set(token, next)
-      t.equal(await writer.set(layout.tokenKey(hashToken(token)), encodeRecord(next), 'KEEPTTL', 'XX'), 'OK', 'the live record rewritten')
-      await writer.publish(revocationChannel(keyPrefix), hashToken(token))
-    }
-  }
-}
-
-/**
- * Asks until `/whoami` shows `groups`; every answer on the way must be a pass (the published hash
- * is no refusal) and, once the new set is seen, no answer may show an older one.
- */
-async function untilGroups (t: Test, guarded: GuardedApp, token: string, groups: readonly string[], since: number): Promise<number> {
-  let seenAt: number | undefined
-  const refusals: number[] = []
-  for (;;) {
-    const answer = await whoami(guarded, token)
-    if (answer.status !== 200) refusals.push(answer.status)
-    const fresh = JSON.stringify(answer.groups) === JSON.stringify(groups)
-    if (fresh) seenAt ??= performance.now() - since
-    else if (seenAt !== undefined) t.fail(`an older set came back after the new one: ${JSON.stringify(answer.groups)}`)
-    // A few more asks after the first fresh answer: the cache must now hold the new set.
-    if (seenAt !== undefined && performance.now() - since > seenAt + 50) break
-    if (performance.now() - since > FEED_NOT_TTL_MS) throw new Error(`still ${JSON.stringify(answer.groups)} after ${FEED_NOT_TTL_MS} ms`)
-    // inject() never waits on I/O: without a pause the feed's socket would not be read.
-    await sleep(2)
-  }
-  t.same(refusals, [], 'never refused on the way: a published hash drops the cached answer, nothing more')
-  return seenAt
 }
 
 t.test('direct mode: request.auth.groups comes from the record', async (t) => {
