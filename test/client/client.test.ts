@@ -45,8 +45,8 @@ t.test('against the real service', async (t) => {
 
     const account = (await service.app.accounts.list())[0]
     t.same(await client.authenticate(login.token), {
-      ok: true, token: login.token, expiresAt: login.expiresAt, accountId: account?.id, username: USER.username, federated: false
-    })
+      ok: true, token: login.token, expiresAt: login.expiresAt, accountId: account?.id, username: USER.username, federated: false, groups: []
+    }, 'an account in no group: groups []')
     t.same(await client.logout(login.token), { ok: true, setCookie: undefined }, 'no cookie was sent, none is cleared')
     t.same(await client.authenticate(login.token), { ok: false, error: { kind: 'status', status: 403, message: 'Unauthorized', httpStatus: 403 } })
     t.same(await client.logout(login.token), { ok: false, error: { kind: 'status', status: 403, message: 'Unauthorized', httpStatus: 403 } })
@@ -135,6 +135,33 @@ t.test('answers off the contract', async (t) => {
   t.same(await client.authenticate('t'), { ok: false, error: { kind: 'protocol', message: 'unexpected success body', httpStatus: 200 } })
   t.match(await client.login('a', 'b'), { ok: false, error: { kind: 'protocol', httpStatus: 200 } }, 'a success without a token')
   t.same(await client.logout('t'), { ok: false, error: { kind: 'status', status: 503, message: 'Service Unavailable', httpStatus: 503, retryAfterSeconds: 7 } })
+})
+
+t.test('Authenticate\'s groups: as answered, [] when absent (a service of before groups), a protocol error when not a list of names', async (t) => {
+  const success = { status: 0, message: 'Success', expiration_date: '2031-01-02T03:04:05', account_id: '7', username: 'ann', federated: false }
+  const bodies: unknown[] = [
+    { ...success, groups: ['dev', 'ops'] },
+    { ...success, groups: [] },
+    success,
+    { ...success, kind: 'api_key', key_id: 'k1', groups: ['ops'] },
+    { ...success, groups: 'ops' },
+    { ...success, groups: ['ops', 7] }
+  ]
+  let next = 0
+  const { url } = await fakeServer(t, (response) => {
+    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(bodies[next++]))
+  })
+  const client = createAuthClient({ baseUrl: url })
+  const expiresAt = new Date('2031-01-02T03:04:05Z')
+  const grouped = await client.authenticate('t')
+  t.same(grouped, { ok: true, token: 't', expiresAt, accountId: '7', username: 'ann', federated: false, groups: ['dev', 'ops'] })
+  if (grouped.ok) t.ok(Object.isFrozen(grouped.groups), 'frozen: a guard\'s cache shares it between requests')
+  t.same(await client.authenticate('t'), { ok: true, token: 't', expiresAt, accountId: '7', username: 'ann', federated: false, groups: [] })
+  t.same(await client.authenticate('t'), { ok: true, token: 't', expiresAt, accountId: '7', username: 'ann', federated: false, groups: [] }, 'no groups field: none')
+  t.same(await client.authenticate('t'), { ok: true, token: 't', expiresAt, accountId: '7', username: 'ann', federated: false, keyId: 'k1', groups: ['ops'] }, 'an API key carries its account\'s groups too')
+  const protocol = { ok: false, error: { kind: 'protocol', message: 'Authenticate success whose groups are not a list of names', httpStatus: 200 } }
+  t.same(await client.authenticate('t'), protocol, 'a string')
+  t.same(await client.authenticate('t'), protocol, 'a list with a number')
 })
 
 t.test('the password goes only in a form body, to the path under baseUrl, and never follows a redirect', async (t) => {

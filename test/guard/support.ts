@@ -1,5 +1,5 @@
 import fastifyFormbody from '@fastify/formbody'
-import { keyLayout } from '@auth-token-service/protocol/layout'
+import { encodeRecord, keyLayout, revocationChannel, type TokenRecord } from '@auth-token-service/protocol/layout'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { Redis, type RedisKey } from 'ioredis'
 import type { AddressInfo } from 'node:net'
@@ -12,7 +12,7 @@ import type { RedisTopology } from '../../src/core/stores/redis/client.js'
 import { hashToken } from '@auth-token-service/protocol/token'
 import { buildTestApp, type TestApp } from '../support/app.js'
 import { waitFor } from '../../support/processes.js'
-import { requireRedis } from '../../support/redis.js'
+import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
 
 /**
  * A real token service listening on a port (Postgres + a Redis prefix of its own),
@@ -106,9 +106,10 @@ export interface GuardedApp {
 
 /**
  * A small service: `/open` outside the guard; in the guarded scope `/whoami` (returns
- * request.auth), `/things/:token` (a path parameter) and `POST /things` (a body schema).
+ * request.auth), `/things/:token` (a path parameter), `POST /things` (a body schema) and
+ * whatever `routes` adds there.
  */
-export async function buildGuardedApp (t: Test, options: AuthTokenGuardOptions): Promise<GuardedApp> {
+export async function buildGuardedApp (t: Test, options: AuthTokenGuardOptions, routes?: (scope: FastifyInstance) => void): Promise<GuardedApp> {
   const app = Fastify({ logger: false })
   await app.register(fastifyFormbody)
   app.get('/open', async (request) => ({ open: true, auth: request.auth ?? null }))
@@ -125,6 +126,7 @@ export async function buildGuardedApp (t: Test, options: AuthTokenGuardOptions):
         }
       }
     }, async (request) => ({ auth: request.auth }))
+    routes?.(scope)
   })
   t.teardown(async () => { await app.close() })
   await app.ready()
@@ -185,4 +187,80 @@ export async function warm (guarded: GuardedApp, verifications: VerificationCoun
 /** The token's key in the service's Redis. */
 export function tokenKey (service: RunningService, token: string): string {
   return keyLayout(service.keyPrefix).tokenKey(hashToken(token))
+}
+
+/** GET /whoami with the token as Bearer: the status and, on a pass, request.auth.groups. */
+export async function whoami (guarded: GuardedApp, token: string): Promise<{ status: number, groups: unknown }> {
+  const answer = await guarded.app.inject({ method: 'GET', url: '/whoami', headers: { authorization: `Bearer ${token}` } })
+  return { status: answer.statusCode, groups: answer.statusCode === 200 ? answer.json<{ auth: { groups: unknown } }>().auth.groups : undefined }
+}
+
+export interface SeededRedis {
+  redis: Redis
+  keyPrefix: string
+  verifications: VerificationCounter
+  /** Writes the token's record as the service would (encodeRecord, PX its life). */
+  seed (token: string, record: Partial<TokenRecord>): Promise<void>
+  /** Rewrites a live record keeping its expiry, and publishes its hash: what the service does on a membership change. */
+  regroup (token: string, groups: readonly string[]): Promise<void>
+}
+
+/**
+ * Direct mode without the service: a key prefix of the test's own on the shared Redis, a counted
+ * client to hand the guard, and records written as the service writes them.
+ */
+export async function seededRedis (t: Test): Promise<SeededRedis> {
+  const url = await requireRedis()
+  const keyPrefix = await freshRedisPrefix(t)
+  let count = 0
+  const redis = new Redis(url)
+  t.teardown(() => { redis.disconnect() })
+  const get = redis.get.bind(redis)
+  redis.get = (async (key: RedisKey) => { count++; return await get(key) }) as unknown as Redis['get']
+  const writer = new Redis(url)
+  t.teardown(() => { writer.disconnect() })
+  const layout = keyLayout(keyPrefix)
+  const records = new Map<string, TokenRecord>()
+  return {
+    redis,
+    keyPrefix,
+    verifications: { count: () => count },
+    async seed (token, fields) {
+      const record: TokenRecord = { accountId: '7', username: 'ann', federated: false, expiresAt: Date.now() + 3600_000, ...fields }
+      records.set(token, record)
+      await writer.set(layout.tokenKey(hashToken(token)), encodeRecord(record), 'PX', 3600_000)
+    },
+    async regroup (token, groups) {
+      const record = records.get(token)
+      if (record === undefined) throw new Error('not seeded')
+      const next = { ...record, groups }
+      records.set(token, next)
+      t.equal(await writer.set(layout.tokenKey(hashToken(token)), encodeRecord(next), 'KEEPTTL', 'XX'), 'OK', 'the live record rewritten')
+      await writer.publish(revocationChannel(keyPrefix), hashToken(token))
+    }
+  }
+}
+
+/**
+ * Asks until `/whoami` shows `groups` (a membership change, announced as the service does); returns
+ * the milliseconds from `since`. Every answer on the way must be a pass (the published hash
+ * is no refusal) and, once the new set is seen, no answer may show an older one.
+ */
+export async function untilGroups (t: Test, guarded: GuardedApp, token: string, groups: readonly string[], since: number, limitMs = FEED_NOT_TTL_MS): Promise<number> {
+  let seenAt: number | undefined
+  const refusals: number[] = []
+  for (;;) {
+    const answer = await whoami(guarded, token)
+    if (answer.status !== 200) refusals.push(answer.status)
+    const fresh = JSON.stringify(answer.groups) === JSON.stringify(groups)
+    if (fresh) seenAt ??= performance.now() - since
+    else if (seenAt !== undefined) t.fail(`an older set came back after the new one: ${JSON.stringify(answer.groups)}`)
+    // A few more asks after the first fresh answer: the cache must now hold the new set.
+    if (seenAt !== undefined && performance.now() - since > seenAt + 50) break
+    if (performance.now() - since > limitMs) throw new Error(`still ${JSON.stringify(answer.groups)} after ${limitMs} ms`)
+    // inject() never waits on I/O: without a pause the feed's socket would not be read.
+    await sleep(2)
+  }
+  t.same(refusals, [], 'never refused on the way: a published hash drops the cached answer, nothing more')
+  return seenAt
 }

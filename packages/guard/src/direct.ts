@@ -20,6 +20,16 @@ export interface DirectVerifierOptions {
   idleTimeout?: boolean | undefined
 }
 
+/**
+ * The record with its groups frozen: a cache hands the same array to every request it answers,
+ * and no handler may change what the next one sees.
+ */
+function decoded (value: string): TokenRecord | null {
+  const record = decodeRecord(value)
+  if (record?.groups !== undefined) Object.freeze(record.groups)
+  return record
+}
+
 /** A client of our own for `url`, failing fast (no queue while Redis is away). */
 async function connect (url: string, timeoutMs: number, onError: (error: Error) => void): Promise<RedisClient> {
   let Redis: typeof import('ioredis').Redis
@@ -56,10 +66,10 @@ export async function directVerifier (options: DirectVerifierOptions): Promise<V
   const read = async (key: string, hash: string): Promise<TokenRecord | null> => {
     if (!idleTimeout) {
       const value = await redis.get(key)
-      return value === null ? null : decodeRecord(value)
+      return value === null ? null : decoded(value)
     }
     const [value, idle] = await redis.mget(key, keys.idleKeyOf(hash) ?? key)
-    const record = value === null || value === undefined ? null : decodeRecord(value)
+    const record = value === null || value === undefined ? null : decoded(value)
     return record !== null && record.keyId === undefined && (idle === null || idle === undefined) ? null : record
   }
   const find = async (key: string, hash: string): Promise<Verified | null> => {

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import { endpoint } from './client/index.js'
 import type { FetchFunction } from './client/wire.js'
@@ -26,6 +26,23 @@ export interface AuthInfo {
   expiresAt: Date
   /** Set when the credential is an API key (`atsk_…`): the key's public id. Absent for a Login token. */
   keyId?: string
+  /**
+   * The account's groups (sorted; `[]` when none), as of the token's last verification: a
+   * membership change reaches a cached answer as a revocation does, through the feed. Frozen.
+   */
+  groups: readonly string[]
+}
+
+/**
+ * A route's own rule, in its options' `config` under `authTokenGuard` (Fastify's per-route
+ * settings, as @fastify/rate-limit's `config.rateLimit`): `{ config: { authTokenGuard: { groups: ['ops'] } } }`.
+ */
+export interface RouteGuardConfig {
+  /**
+   * Only an account in at least one of these groups passes; any other active token is answered
+   * 403 (a sign-in would not help, so never 401). At least one valid group name.
+   */
+  groups?: readonly string[]
 }
 
 declare module 'fastify' {
@@ -35,6 +52,10 @@ declare module 'fastify' {
      * scope with no guard at all (the decorator lives in the scopes that register it).
      */
     auth: AuthInfo | null
+  }
+  interface FastifyContextConfig {
+    /** The guard's rule for this route (RouteGuardConfig); read where the route is added. */
+    authTokenGuard?: RouteGuardConfig
   }
 }
 
@@ -108,15 +129,48 @@ function refuse (reply: FastifyReply, httpStatus: keyof typeof BODIES): FastifyR
   return reply.send(BODIES[httpStatus])
 }
 
+const NO_GROUPS: readonly string[] = Object.freeze([])
+
 const toAuth = (record: TokenRecord): AuthInfo => {
   const auth: AuthInfo = {
     accountId: record.accountId,
     username: record.username,
     federated: record.federated,
-    expiresAt: new Date(record.expiresAt)
+    expiresAt: new Date(record.expiresAt),
+    // Frozen where the verifier made them (direct.ts, client/wire.ts): shared by cached answers.
+    groups: record.groups ?? NO_GROUPS
   }
   if (record.keyId !== undefined) auth.keyId = record.keyId
   return auth
+}
+
+/** The contract's group name: 1–64 of `a-z 0-9 . _ -`, starting with a letter or digit. */
+const GROUP_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/
+
+type PreValidationHooks = RouteOptions['preValidation']
+
+/**
+ * The route's `groups` rule as a preValidation hook of its own, or undefined when it has none. A
+ * rule no account could meet (empty, or a name that is no group's) is a mistake in the host's
+ * code: it stops the start rather than refuse everyone, or pass anyone, quietly.
+ */
+function groupRule (config: RouteGuardConfig | undefined, where: string): ((request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => void) | undefined {
+  if (config?.groups === undefined) return undefined
+  const { groups } = config
+  if (!Array.isArray(groups) || groups.length === 0) throw new TypeError(`auth-token-guard: ${where}: groups must name at least one group`)
+  for (const group of groups) {
+    if (typeof group !== 'string' || !GROUP_NAME.test(group)) throw new TypeError(`auth-token-guard: ${where}: ${JSON.stringify(group)} is no group name (1-64 of a-z 0-9 . _ -)`)
+  }
+  const allowed = new Set(groups)
+  return (request, reply, done) => {
+    // The guard's own hook ran first and either refused or set auth; null here fails closed all the same.
+    const member = request.auth?.groups.some((group) => allowed.has(group)) === true
+    if (!member) {
+      refuse(reply, 403)
+      return
+    }
+    done()
+  }
 }
 
 function positiveNumber (value: unknown, name: string): number {
@@ -178,6 +232,16 @@ const guard: FastifyPluginAsync<AuthTokenGuardOptions> = async (fastify, options
   await verifier.settle(2000)
 
   if (!fastify.hasRequestDecorator('auth')) fastify.decorateRequest('auth', null)
+
+  // A route with a `groups` rule gets the check as the first of its own preValidation hooks: it runs
+  // after the scope's (this guard's verification among them) and before the route's schema, and a
+  // route without one pays nothing. Only routes added after the guard in its scope are seen.
+  fastify.addHook('onRoute', (route) => {
+    const check = groupRule(route.config?.authTokenGuard, `${route.method.toString()} ${route.url}`)
+    if (check === undefined) return
+    const own: PreValidationHooks = route.preValidation
+    route.preValidation = own === undefined ? [check] : [check, ...(Array.isArray(own) ? own : [own])]
+  })
 
   // Callback-style, so a cached answer costs no promise and no microtask turn.
   const verifyAndSet = (request: FastifyRequest, reply: FastifyReply, token: string, hash: string, done: (error?: Error) => void): void => {

@@ -63,7 +63,7 @@ export function httpVerifier (options: HttpVerifierOptions): Verifier {
         // By the service's clock: its `Date` names the second it answered in (the instant may be up
         // to 1 s later, hence the second taken off); no Date, nothing is cached.
         const remainingMs = serverNow === undefined || Number.isNaN(serverNow) ? 0 : Math.max(0, expiresAt - serverNow - 1000)
-        const record: TokenRecord = { accountId: result.accountId, username: result.username, federated: result.federated, expiresAt }
+        const record: TokenRecord = { accountId: result.accountId, username: result.username, federated: result.federated, expiresAt, groups: result.groups }
         if (result.keyId !== undefined) record.keyId = result.keyId
         return { record, remainingMs }
       }

@@ -192,6 +192,21 @@ export interface AuthenticatedToken {
   federated: boolean
   /** Set when the credential is an API key (the answer's `kind` api_key): the key's public id. */
   keyId?: string
+  /** The account's groups, sorted, as the service answered them; `[]` when none (or from a service of before groups). */
+  groups: readonly string[]
+}
+
+const NO_GROUPS: readonly string[] = Object.freeze([])
+
+/**
+ * The answer's `groups`: absent (a service of before groups) is none; anything but an array of
+ * strings is off the contract (undefined). Frozen: a guard hands the same array to every request
+ * its cache answers, and no handler may change what the next one sees.
+ */
+function groupsOf (value: unknown): readonly string[] | undefined {
+  if (value === undefined) return NO_GROUPS
+  if (!Array.isArray(value) || !value.every((group) => typeof group === 'string')) return undefined
+  return value.length === 0 ? NO_GROUPS : Object.freeze(value as string[])
 }
 
 /** POST <authenticateUrl> with the token in a form body (or, asked to, as the cookie). */
@@ -221,7 +236,9 @@ export async function authenticateAt (
   if (expiresAt === undefined || typeof body.account_id !== 'string' || typeof body.username !== 'string' || typeof body.federated !== 'boolean') {
     return protocolError(answer, 'Authenticate success without the token\'s account')
   }
-  const authenticated: AuthenticatedToken = { ok: true, token, expiresAt, accountId: body.account_id, username: body.username, federated: body.federated }
+  const groups = groupsOf(body.groups)
+  if (groups === undefined) return protocolError(answer, 'Authenticate success whose groups are not a list of names')
+  const authenticated: AuthenticatedToken = { ok: true, token, expiresAt, accountId: body.account_id, username: body.username, federated: body.federated, groups }
   if (body.kind === 'api_key' && typeof body.key_id === 'string') authenticated.keyId = body.key_id
   return authenticated
 }
