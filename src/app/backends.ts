@@ -193,16 +193,17 @@ export async function openBackends (config: Config, log: Log, hook?: BackendErro
     ? 'running on the embedded default: no DATABASE_URL or REDIS_URL set'
     : 'backends chosen')
   const webhookRows = createOutboxSignal()
-  return assembleBackends(config, { database, tokens, audit: openAuditLog(config, database, log, webhookRows), webhookRows, hook })
+  return assembleBackends(config, { database, tokens, audit: openAuditLog(config, database, log, webhookRows), webhookRows, hook, log })
 }
 
 /**
  * The backends over a database and a token store that are already open: the one
  * place the stores, the hasher (at the configured argon2 policy and limits), the limiter
  * and the directory are put together, for the service (openBackends), the command line
- * and the tests, which hand in their own parts. `close` closes all of it.
+ * and the tests, which hand in their own parts. `close` closes all of it. `log` hears the
+ * directory's warnings (a group it names that has no name here).
  */
-export function assembleBackends (config: Config, parts: { database: Database, tokens: ServiceTokenStore, audit?: AuditLog, webhookRows?: OutboxSignal, hook?: BackendErrorHook }): Backends {
+export function assembleBackends (config: Config, parts: { database: Database, tokens: ServiceTokenStore, audit?: AuditLog, webhookRows?: OutboxSignal, hook?: BackendErrorHook, log?: Log }): Backends {
   const { database, tokens, hook } = parts
   const webhookRows = parts.webhookRows ?? createOutboxSignal()
   const audit = parts.audit ?? createSqlAuditLog(database, { webhookUrls: config.webhooks?.urls, onWebhookRows: webhookRows.notify })
@@ -219,7 +220,7 @@ export function assembleBackends (config: Config, parts: { database: Database, t
     limiter: openLoginLimiter(config, tokens),
     audit,
     webhookRows,
-    directory: config.ldap === undefined ? undefined : createLdapDirectory(config.ldap),
+    directory: config.ldap === undefined ? undefined : createLdapDirectory(config.ldap, { log: parts.log }),
     ready: async (timeoutMs) => await withTimeout(tokens.ready().then(() => true, () => false), timeoutMs, () => false),
     async close () {
       await audit.close().catch(() => {})

@@ -37,14 +37,25 @@ export interface SessionRecorder {
   ended (tokenHashes: readonly string[]): Promise<void>
 }
 
+/** Who the directory says a person is, and the groups it puts them in, as of this Login. */
+export interface DirectoryIdentity {
+  /** The entry's username attribute as read back after the bind, never the name typed. */
+  username: string
+  /**
+   * The directory's groups as group names here (group-names.ts: mapped, each once, sorted); empty
+   * when the directory reads none (AUTH_LDAP_GROUP_SEARCH_MODE=none) or the person is in none.
+   */
+  groups: readonly string[]
+}
+
 /** The directory federated accounts log in through (src/federation). */
 export interface AccountDirectory {
   /**
-   * Who the directory says this is, when it accepts the password: the entry's username
-   * attribute as read back after the bind, never the name typed. Null for a wrong password, an
-   * unknown user, or an entry without the attribute. 503 when it cannot be asked.
+   * Who the directory says this is, when it accepts the password, with their groups. Null for a
+   * wrong password, an unknown user, or an entry without the username attribute. 503 when it
+   * cannot be asked, groups included: a Login never goes on with groups it could not read.
    */
-  identify (username: string, password: string): Promise<string | null>
+  identify (username: string, password: string): Promise<DirectoryIdentity | null>
 }
 
 /** API keys as Authenticate meets them (src/api-keys). */

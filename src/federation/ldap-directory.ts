@@ -1,27 +1,41 @@
 import { readFileSync } from 'node:fs'
 import { Client, InvalidCredentialsError, type Entry } from 'ldapts'
 import { escapeDnValue, escapeFilterValue, fillTemplate } from './ldap-escape.js'
+import { attributeValues } from './ldap-entry.js'
+import { MEMBER_OF, readDirectoryGroups, type DirectoryLog } from './ldap-groups.js'
 import { serviceUnavailable } from '../errors/status.js'
 import { inSpan } from '../tracing/spans.js'
 import type { LdapConfig } from '../config/parts/federation.js'
+import type { AccountDirectory, DirectoryIdentity } from '../core/ports.js'
 
 /**
  * Federated accounts check their password against the provider's directory by
  * binding to it as the user. Their passwords never reach our database.
  */
-export interface Directory {
+export interface Directory extends AccountDirectory {
   /** True when the directory accepts this user's password; false for a wrong password or an unknown user. 503 when it cannot be asked. */
   verify (username: string, password: string): Promise<boolean>
   /**
    * Who the directory says this is, when it accepts the password: the entry's username
    * attribute (uid) as read back after the bind, never the name typed (directories match
-   * names ignoring case and surrounding spaces). Null for a wrong password, an unknown user,
-   * or an entry without the attribute. 503 when it cannot be asked.
+   * names ignoring case and surrounding spaces), and the groups it puts them in
+   * (AUTH_LDAP_GROUP_SEARCH_MODE; ldap-groups.ts). Null for a wrong password, an unknown user,
+   * or an entry without the attribute. 503 when it cannot be asked, groups included.
    */
-  identify (username: string, password: string): Promise<string | null>
+  identify (username: string, password: string): Promise<DirectoryIdentity | null>
 }
 
-export type { LdapConfig }
+export type { LdapConfig, DirectoryLog }
+
+export interface LdapDirectoryOptions {
+  /** Where a directory group left out of a Login (its name maps to nothing here) is told; absent: a process warning. */
+  log?: DirectoryLog | undefined
+}
+
+/** Without the service's log, a left-out group still reaches stderr: it is never dropped silently. */
+const processWarnings: DirectoryLog = {
+  warn: (object, message) => { process.emitWarning(`${message} ${JSON.stringify(object)}`, 'DirectoryGroupWarning') }
+}
 
 /** The password of this DN is never right: a bind as it costs what a failed real bind costs. */
 const NO_SUCH_USER_RDN = 'cn=auth-token-service-no-such-user'
@@ -35,7 +49,7 @@ function hostOf (url: string): string {
   }
 }
 
-export function createLdapDirectory (config: LdapConfig): Directory {
+export function createLdapDirectory (config: LdapConfig, options: LdapDirectoryOptions = {}): Directory {
   const tlsOptions = {
     rejectUnauthorized: config.tls.rejectUnauthorized,
     ...(config.tls.caFile === undefined ? {} : { ca: readFileSync(config.tls.caFile) })
@@ -71,6 +85,10 @@ export function createLdapDirectory (config: LdapConfig): Directory {
     })
 
   const attribute = config.usernameAttribute ?? 'uid'
+  const groups = config.groups ?? { mode: 'none' }
+  const log = options.log ?? processWarnings
+  /** What the person's entry is read with: in `memberof` mode its groups come along, at no extra request. */
+  const personAttributes = groups.mode === 'memberof' ? [attribute, MEMBER_OF] : [attribute]
 
   /** The user's entry: its DN, and (search mode) its names as the service account read them. */
   const userEntry = async (client: Client, username: string): Promise<Entry | undefined> => {
@@ -79,26 +97,38 @@ export function createLdapDirectory (config: LdapConfig): Directory {
     const { searchEntries } = await client.search(config.searchBase, {
       scope: 'sub',
       filter: fillTemplate(config.searchFilter, escapeFilterValue(username)),
-      attributes: [attribute],
+      attributes: personAttributes,
       sizeLimit: 2
     })
     // Zero or several matches: no such user (a filter that matches two people names nobody).
     return searchEntries.length === 1 ? searchEntries[0] : undefined
   }
 
-  /** The entry's names, read back as the user now bound when the search did not bring them (template mode). */
-  const namesOf = async (client: Client, entry: Entry): Promise<string[]> => {
-    let found = entry[attribute]
-    if (found === undefined) {
-      const { searchEntries } = await client.search(entry.dn, { scope: 'base', attributes: [attribute], sizeLimit: 1 })
-      found = searchEntries[0]?.[attribute]
-    }
-    const values = found === undefined ? [] : Array.isArray(found) ? found : [found]
-    // uid may hold several values: the first in code-point order, so the key never depends on which one was typed.
-    return values.map((value) => typeof value === 'string' ? value : value.toString('utf8')).sort()
+  /** The entry with its names, read back as the user now bound when the search did not bring them (template mode). */
+  const readBack = async (client: Client, entry: Entry): Promise<Entry> => {
+    if (attributeValues(entry, attribute).length > 0) return entry
+    const { searchEntries } = await client.search(entry.dn, { scope: 'base', attributes: personAttributes, sizeLimit: 1 })
+    return searchEntries[0] ?? entry
   }
 
-  const identify = async (username: string, password: string): Promise<string | null> => {
+  /**
+   * The person's groups, on this connection after their bind. Template mode reads them as the
+   * person (the only identity it has); search mode as the service account, bound again, since
+   * directories commonly let a reader see groups that a person may not.
+   */
+  const groupsOf = async (client: Client, person: Entry, username: string): Promise<string[]> => {
+    if (groups.mode === 'none') return []
+    let asService = false
+    const asReader = async (): Promise<void> => {
+      if (config.mode !== 'search' || asService) return
+      if (!await bindAs(client, config.bindDn, config.bindPassword, 'service')) throw new Error('the directory refused the service account (AUTH_LDAP_BIND_DN) reading groups')
+      asService = true
+    }
+    return await inSpan('ldap.groups', { 'ldap.groups.mode': groups.mode, 'server.address': serverHost }, async () =>
+      await readDirectoryGroups(client, { dn: person.dn, username, entry: person }, { config: groups, log, asReader }))
+  }
+
+  const identify = async (username: string, password: string): Promise<DirectoryIdentity | null> => {
     // An empty password would be an "unauthenticated bind", which many directories accept.
     if (password.length === 0) return null
     let client: Client | undefined
@@ -108,7 +138,11 @@ export function createLdapDirectory (config: LdapConfig): Directory {
       // Unknown user: the same bind work as a wrong password, against a DN that cannot match.
       const bound = await bindAs(client, entry?.dn ?? `${NO_SUCH_USER_RDN},${config.mode === 'search' ? config.searchBase : 'dc=invalid'}`, password, 'user')
       if (!bound || entry === undefined) return null
-      return (await namesOf(client, entry))[0] ?? null
+      const person = await readBack(client, entry)
+      // uid may hold several values: the first in code-point order, so the key never depends on which one was typed.
+      const name = attributeValues(person, attribute).sort()[0]
+      if (name === undefined) return null
+      return { username: name, groups: await groupsOf(client, person, name) }
     } catch (error) {
       throw serviceUnavailable('directory', error)
     } finally {

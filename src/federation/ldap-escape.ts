@@ -25,3 +25,11 @@ export function escapeDnValue (value: string): string {
 export function fillTemplate (template: string, escapedUsername: string): string {
   return template.replaceAll('{username}', escapedUsername)
 }
+
+/**
+ * The group filter (AUTH_LDAP_GROUP_FILTER) for one person: `{dn}` and `{username}` become their
+ * values escaped for a filter, in one pass, so that a value holding `{dn}` stays text.
+ */
+export function fillGroupFilter (template: string, person: { dn: string, username: string }): string {
+  return template.replace(/\{(dn|username)\}/g, (_, name: 'dn' | 'username') => escapeFilterValue(person[name]))
+}

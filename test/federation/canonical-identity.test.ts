@@ -25,9 +25,9 @@ t.test('against a real slapd', async (t) => {
   for (const [mode, ldap] of modes(directory)) {
     t.test(`${mode} mode: the directory's uid is the identity`, async (t) => {
       const dir = createLdapDirectory(ldap)
-      t.equal(await dir.identify('CAROL', 'carol-directory-pw'), 'carol', 'read back from the entry, not the name typed')
+      t.same(await dir.identify('CAROL', 'carol-directory-pw'), { username: 'carol', groups: [] }, 'read back from the entry, not the name typed')
       t.equal(await dir.identify('carol', 'wrong'), null)
-      if (mode === 'search') t.equal(await dir.identify('singer', 'carol-directory-pw'), 'carol', 'found by surname, named by uid')
+      if (mode === 'search') t.same(await dir.identify('singer', 'carol-directory-pw'), { username: 'carol', groups: [] }, 'found by surname, named by uid')
     })
 
     t.test(`${mode} mode: a disabled directory user stays disabled under every variant, with no new account`, async (t) => {

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { escapeDnValue, escapeFilterValue, fillTemplate } from '../../src/federation/ldap-escape.js'
+import { escapeDnValue, escapeFilterValue, fillGroupFilter, fillTemplate } from '../../src/federation/ldap-escape.js'
 
 t.test('filter values (RFC 4515): the five specials become hex escapes', async (t) => {
   t.equal(escapeFilterValue('alice'), 'alice')
@@ -21,4 +21,12 @@ t.test('DN values (RFC 4514): specials get a backslash, edges are protected', as
   t.equal(escapeDnValue('trail '), 'trail\\ ')
   t.equal(escapeDnValue('nul\u0000'), 'nul\\00')
   t.equal(fillTemplate('uid={username},ou=people,dc=example,dc=org', escapeDnValue('x,ou=services')), 'uid=x\\,ou\\=services,ou=people,dc=example,dc=org')
+})
+
+t.test('the group filter: {dn} and {username} escaped, in one pass', async (t) => {
+  const filter = '(|(member={dn})(uniqueMember={dn})(memberUid={username}))'
+  t.equal(fillGroupFilter(filter, { dn: 'uid=o\\2Cbrien,ou=people,dc=example,dc=org', username: 'o,brien' }),
+    '(|(member=uid=o\\5c2Cbrien,ou=people,dc=example,dc=org)(uniqueMember=uid=o\\5c2Cbrien,ou=people,dc=example,dc=org)(memberUid=o,brien))', 'the DN\'s own escapes escaped again for the filter')
+  t.equal(fillGroupFilter('(memberUid={username})', { dn: 'x', username: '*)(cn=*' }), '(memberUid=\\2a\\29\\28cn=\\2a)', 'a name cannot widen the search')
+  t.equal(fillGroupFilter('(&(member={dn})(memberUid={username}))', { dn: 'uid=a', username: '{dn}' }), '(&(member=uid=a)(memberUid={dn}))', 'a name holding {dn} stays text')
 })

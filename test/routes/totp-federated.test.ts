@@ -20,7 +20,7 @@ const DIRECTORY_PASSWORD = 'the directory knows this one'
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' }
 const directory: Directory = {
   verify: async (_username, password) => password === DIRECTORY_PASSWORD,
-  identify: async (username, password) => password === DIRECTORY_PASSWORD ? username : null
+  identify: async (username, password) => password === DIRECTORY_PASSWORD ? { username, groups: [] } : null
 }
 
 const config = testConfig({ totpKey: randomBytes(32) })

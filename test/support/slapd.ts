@@ -16,11 +16,21 @@ export interface Directory {
   adminPassword: string
 }
 
+export interface DirectoryOptions {
+  /**
+   * Groups as directories keep them: the `nis` schema (posixGroup, memberUid) and the `memberof`
+   * overlay, which keeps each person's `memberOf` as groups (groupOfNames) change. The groups
+   * themselves are added once slapd runs (slapadd runs no overlay): `addEntries`. One group,
+   * `cn=hidden,ou=groups`, nobody may read, as a directory's rules may hide one.
+   */
+  groups?: boolean
+}
+
 /**
  * A throwaway OpenLDAP `slapd` on a free port with its own mdb database, seeded from
  * test/fixtures/directory.ldif, stopped and removed at the end of the test.
  */
-export async function startDirectory (t: Test): Promise<Directory> {
+export async function startDirectory (t: Test, options: DirectoryOptions = {}): Promise<Directory> {
   if (!existsSync(SLAPD) || !existsSync(SLAPADD)) {
     throw new Error('OpenLDAP is required for the federation tests: apt-get install slapd ldap-utils (`bash .ci/run` does it)')
   }
@@ -33,9 +43,11 @@ export async function startDirectory (t: Test): Promise<Directory> {
   await writeFile(conf, [
     'include /etc/ldap/schema/core.schema',
     'include /etc/ldap/schema/cosine.schema',
+    ...(options.groups === true ? ['include /etc/ldap/schema/nis.schema'] : []),
     'include /etc/ldap/schema/inetorgperson.schema',
     'modulepath /usr/lib/ldap',
     'moduleload back_mdb',
+    ...(options.groups === true ? ['moduleload memberof'] : []),
     `pidfile ${join(dir, 'slapd.pid')}`,
     'database mdb',
     'maxsize 10485760',
@@ -43,7 +55,9 @@ export async function startDirectory (t: Test): Promise<Directory> {
     `rootdn "${adminDn}"`,
     `rootpw ${adminPassword}`,
     `directory ${join(dir, 'data')}`,
+    ...(options.groups === true ? ['overlay memberof'] : []),
     // Anyone may bind (that is how passwords are checked); only bound users may read.
+    ...(options.groups === true ? [`access to dn.exact="cn=hidden,ou=groups,${suffix}" by * none`] : []),
     'access to attrs=userPassword by anonymous auth by self write by * none',
     'access to * by users read by anonymous auth',
     ''
@@ -58,6 +72,20 @@ export async function startDirectory (t: Test): Promise<Directory> {
     return await run('ldapwhoami', ['-x', '-H', url, '-D', adminDn, '-w', adminPassword]).then(() => true, () => false)
   }, { timeoutMs: 15_000, everyMs: 100 })
   return { url, suffix, adminDn, adminPassword }
+}
+
+/** Changes the directory as its administrator: `ldif` as `ldapmodify` reads it (`changetype: add`, `modify`, `delete`). */
+export async function modifyDirectory (directory: Directory, ldif: string): Promise<void> {
+  const child = run('ldapmodify', ['-x', '-H', directory.url, '-D', directory.adminDn, '-w', directory.adminPassword])
+  child.child.stdin?.end(ldif)
+  await child
+}
+
+/** Adds entries (LDIF without changetypes) as the administrator, through slapd so that its overlays see them. */
+export async function addEntries (directory: Directory, ldif: string): Promise<void> {
+  const child = run('ldapmodify', ['-a', '-x', '-H', directory.url, '-D', directory.adminDn, '-w', directory.adminPassword])
+  child.child.stdin?.end(ldif)
+  await child
 }
 
 const tls = { caFile: undefined, rejectUnauthorized: true, startTls: false }

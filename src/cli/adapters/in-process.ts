@@ -70,7 +70,7 @@ async function withAccounts<T> (config: Config, command: string, endsTokens: boo
     // Commands that end no tokens get an empty in-process store: nothing to connect to, nothing to end.
     const tokens = endsTokens ? await openConnectedTokenStore(config, database) : createMemoryTokenStore({ denyTtlMs: 1000 })
     // The service's own assembly: the same stores, and the hasher at the configured argon2 policy.
-    backends = assembleBackends(config, { database, tokens, audit: openAuditLog(config, database, quietLog) })
+    backends = assembleBackends(config, { database, tokens, audit: openAuditLog(config, database, quietLog), log: quietLog })
     const { audit } = backends
     try {
       const apiKeys = createApiKeys({ store: backends.apiKeyStore, tokens: backends.tokens, audit, maxDays: config.apiKeyMaxDays, maxPerAccount: config.apiKeysPerAccount, flushEveryMs: 0 })

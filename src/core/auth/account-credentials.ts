@@ -20,7 +20,8 @@ export interface CredentialCheckDeps {
 }
 
 export type CredentialCheck =
-  | { ok: true, account: UserRecord }
+  /** `directoryGroups`: the directory's groups for this person, set only for a Login through the directory. */
+  | { ok: true, account: UserRecord, directoryGroups?: readonly string[] }
   | { ok: false, outcome: 'unknown-user' | 'wrong-password' | 'disabled' | 'not-provisioned', account?: UserRecord }
 
 /** Checks a username and password; failures are values (their audit outcome), errors only for a backend. */
@@ -46,9 +47,9 @@ export function createCredentialCheck ({ users, hasher, config, directory }: Cre
    * carol's entry leads to carol's account, disabled or locked as it is.
    */
   async function checkWithDirectory (dir: AccountDirectory, username: string, password: string, typed: UserRecord | null, caller: HashCaller): Promise<CredentialCheck> {
-    const [uid] = await Promise.all([dir.identify(username, password), hasher.verifyDummy(password, caller)])
-    if (uid === null) return typed === null ? { ok: false, outcome: 'unknown-user' } : { ok: false, outcome: 'wrong-password', account: typed }
-    const identity = canonicalUsername(uid)
+    const [found] = await Promise.all([dir.identify(username, password), hasher.verifyDummy(password, caller)])
+    if (found === null) return typed === null ? { ok: false, outcome: 'unknown-user' } : { ok: false, outcome: 'wrong-password', account: typed }
+    const identity = canonicalUsername(found.username)
     // A directory name that cannot be a username here (a space, an invisible character): nobody.
     if (!identity.ok || usernameProblem(identity.username) !== undefined) return { ok: false, outcome: 'unknown-user' }
     let account = identity.username === username ? typed : await users.findByUsername(identity.username)
@@ -59,7 +60,7 @@ export function createCredentialCheck ({ users, hasher, config, directory }: Cre
     // The directory's name belongs to a local account: the directory cannot vouch for it.
     if (!account.federated) return { ok: false, outcome: 'unknown-user' }
     if (account.disabled) return { ok: false, outcome: 'disabled', account }
-    return { ok: true, account }
+    return { ok: true, account, directoryGroups: found.groups }
   }
 
   async function checkCredentials (username: string, password: string, caller: HashCaller): Promise<CredentialCheck> {
