@@ -120,7 +120,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     onUnreadable: (accountId) => { app.log.error({ accountId }, 'a TOTP secret does not open with AUTH_TOTP_KEY (or AUTH_TOTP_PREVIOUS_KEYS): its account cannot pass the second factor') }
   })
   outbox = createSqlWebhookOutbox(backends.database)
-  const auth = createAuthService({ ...observed, config, sessions, passwordPolicy, apiKeys, secondFactor, devices: webhooksOn ? loginDevices(createSqlDeviceRecord(backends.database)) : undefined })
+  const auth = createAuthService({ ...observed, config, sessions, passwordPolicy, apiKeys, keyHashes: apiKeys, secondFactor, devices: webhooksOn ? loginDevices(createSqlDeviceRecord(backends.database)) : undefined })
   if (config.webhooks !== undefined) {
     const delivery = startWebhookDelivery(config.webhooks, { outbox, signal: backends.webhookRows, log: app.log, metrics })
     // onClose hooks run last-registered first: the worker stops before the database closes under it.

@@ -14,6 +14,9 @@ import { createVerification } from './auth/verify.js'
 import { createSelfService } from './auth/self-service.js'
 import { createLogout } from './auth/logout.js'
 
+import { createGroupChanges, type AccountKeyHashes } from './groups.js'
+import type { GroupStore } from './stores/group-store.js'
+
 /**
  * Login, Authenticate and Logout over the stores, and the account's own changes that a Login's
  * check guards: one facade (AuthService, auth/types.ts) over its parts in auth/ — the gate every
@@ -47,6 +50,10 @@ export interface AuthServiceDeps {
   secondFactor?: LoginSecondFactor | undefined
   /** The clients each account logged in from (login.new_device, webhooks on); absent: not tracked. */
   devices?: LoginDevices | undefined
+  /** Group membership: a federated account's directory groups are stored at each Login (absent: not stored). */
+  groupStore?: GroupStore | undefined
+  /** The account's live API keys by hash, for their records to carry a change of its directory groups. */
+  keyHashes?: AccountKeyHashes | undefined
   /** Wall clock in epoch ms; injectable for tests. */
   now?: () => number
 }
@@ -54,7 +61,8 @@ export interface AuthServiceDeps {
 export function createAuthService (deps: AuthServiceDeps): AuthService {
   const { users, tokens, hasher, limiter, audit, config, directory, sessions, apiKeys, secondFactor, devices } = deps
   const checkCredentials = createCredentialCheck({ users, hasher, config, directory })
-  const gate = createPasswordCheck({ checkCredentials, limiter, audit, secondFactor })
+  const groupChanges = deps.groupStore === undefined ? undefined : createGroupChanges({ store: deps.groupStore, tokens, audit, keys: deps.keyHashes })
+  const gate = createPasswordCheck({ checkCredentials, limiter, audit, secondFactor, groupChanges })
   const { authenticate, authenticateCredential } = createVerification({ tokens, apiKeys })
   const { login, loginProven } = createLogin({ users, tokens, audit, config, gate, sessions, devices, now: deps.now ?? Date.now })
   const { changePassword, removeSecondFactor, stepUp } = createSelfService({

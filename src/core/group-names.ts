@@ -7,6 +7,9 @@
 
 export const GROUP_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/
 
+/** The rule in words, for a log line (the admin API's 400 says it in errors/reasons.ts). */
+export const GROUP_NAME_RULE = '1 to 64 characters of a-z, 0-9, ".", "_" and "-", starting with a letter or a digit'
+
 /** Groups one account may be in: a token's record carries them all, read by every Authenticate. */
 export const MAX_GROUPS_PER_ACCOUNT = 100
 

@@ -144,4 +144,36 @@ t.test('against a real slapd with groups', async (t) => {
     t.same(login.json(), { status: 503, message: 'Service Unavailable' }, 'no LDAP detail')
     t.equal(await app.backends.users.findByUsername('alice'), null, 'no account made from a Login that did not happen')
   })
+
+  t.test('the service: a directory Login stores its groups beside the local ones; a change in the directory reaches the live tokens at the next Login', async (t) => {
+    const ldap: LdapConfig = { ...templateMode(directory), groups: settingsFor(directory, 'memberof') }
+    const { app } = await buildTestApp(t, 'real', { ldap, ldapAutoProvision: true })
+    const login = async (): Promise<string> => {
+      const answer = await app.inject({ method: 'POST', url: '/auth/Login', payload: { username: 'alice', password: PASSWORDS.alice } })
+      const token = answer.json<{ token?: string }>().token
+      if (token === undefined) throw new Error(`no token: ${answer.body}`)
+      return token
+    }
+    const groupsOf = async (token: string): Promise<unknown> => (await app.inject({ method: 'POST', url: '/auth/Authenticate', payload: { token } })).json<{ groups?: unknown }>().groups
+    const first = await login()
+    t.same(await groupsOf(first), ['domain-admins', 'ops'], 'the directory\'s groups, mapped')
+    await app.accounts.setGroups('alice', ['local-only'])
+    t.same(await groupsOf(first), ['domain-admins', 'local-only', 'ops'], 'local groups stand beside them')
+    const shown = await app.accounts.show('alice')
+    t.same(shown.directoryGroups, ['domain-admins', 'ops'])
+
+    t.teardown(async () => { await modifyDirectory(directory, member(directory, 'alice', 'readers', 'delete')).catch(() => {}) })
+    await modifyDirectory(directory, member(directory, 'alice', 'readers', 'add'))
+    const second = await login()
+    t.same(await groupsOf(second), ['domain-admins', 'local-only', 'ops', 'readers'], 'added in the directory: the next Login has it')
+    await modifyDirectory(directory, member(directory, 'alice', 'Domain Admins', 'delete'))
+    t.teardown(async () => { await modifyDirectory(directory, member(directory, 'alice', 'Domain Admins', 'add')).catch(() => {}) })
+    const third = await login()
+    t.same(await groupsOf(third), ['local-only', 'ops', 'readers'], 'removed in the directory: gone at the next Login')
+    t.same(await groupsOf(first), ['local-only', 'ops', 'readers'], 'and from the tokens issued before it')
+    await app.backends.audit.flush()
+    const events = await app.backends.audit.list({ username: 'alice', event: 'groups.change' })
+    t.same(events.map((event) => event.outcome), ['directory:domain-admins,ops', 'set:local-only', 'directory:domain-admins,ops,readers', 'directory:ops,readers'],
+      'each change audited once; a Login that finds the same set changes nothing')
+  })
 })

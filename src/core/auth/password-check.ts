@@ -5,6 +5,7 @@ import type { UserRecord } from '../stores/user-store.js'
 import type { OutcomeOf } from '../events.js'
 import type { LoginSecondFactor } from '../ports.js'
 import type { CheckCredentials } from './account-credentials.js'
+import type { GroupChanges } from '../groups.js'
 import type { ClientContext } from './types.js'
 
 /**
@@ -21,6 +22,8 @@ export interface PasswordCheckDeps {
   audit: AuditLog
   /** Absent: no account has a second factor. */
   secondFactor?: Pick<LoginSecondFactor, 'verify'> | undefined
+  /** Where a federated account's directory groups are stored at each check; absent: not stored. */
+  groupChanges?: GroupChanges | undefined
 }
 
 export interface PasswordCheck {
@@ -38,7 +41,18 @@ export interface PasswordCheck {
   settled (username: string, client: ClientContext, account: UserRecord): Promise<void>
 }
 
-export function createPasswordCheck ({ checkCredentials, limiter, audit, secondFactor }: PasswordCheckDeps): PasswordCheck {
+export function createPasswordCheck ({ checkCredentials, limiter, audit, secondFactor, groupChanges }: PasswordCheckDeps): PasswordCheck {
+  /**
+   * The directory's groups, as it named them for this password, stored as the account's directory
+   * set (before the second factor: they are the directory's word, not the caller's gain). A change
+   * reaches the account's live tokens as an administrator's does; the account as read after it, so
+   * the token about to be issued carries them with their version.
+   */
+  async function withDirectoryGroups (account: UserRecord, groups: readonly string[], client: ClientContext): Promise<UserRecord> {
+    const set = await groupChanges?.set(account.username, 'directory', groups, { clientIp: client.ip, userAgent: client.userAgent })
+    return set === null || set === undefined ? account : { ...account, groups: set.after, groupsVersion: set.version }
+  }
+
   async function failed (username: string, client: ClientContext, accountId: string | undefined, outcome: OutcomeOf<'login.failure'>): Promise<never> {
     const context = { username, clientIp: client.ip, userAgent: client.userAgent }
     const failure = await limiter.recordFailure(username, client.ip)
@@ -92,6 +106,7 @@ export function createPasswordCheck ({ checkCredentials, limiter, audit, secondF
         throw tooManyRequests(own.retryAfterMs / 1000)
       }
     }
+    if (checked.directoryGroups !== undefined && groupChanges !== undefined) checked.account = await withDirectoryGroups(checked.account, checked.directoryGroups, client)
     if (factor !== undefined && secondFactor !== undefined) {
       // After the password (and the directory's bind), before the success is settled: a right
       // password without the code must not reset the account's failure count.
