@@ -99,7 +99,7 @@ const detailsSeen = new Map<string, number>()
 const JSONP = /^function [A-Za-z_$][A-Za-z0-9_$]{0,63}\(\) \{return \{"status":-?\d+,"message":"[^"]*"\};\}$/
 const STACK = /\n\s*at |\bat [^\s]+ \(|Error:|"stack"/
 // kind (token or api_key) and an API key's key_id: the Authenticate answer for a key (api-contract, "Machine credentials").
-const AUTHENTICATE_EXTRAS = new Set(['account_id', 'username', 'federated', 'kind', 'key_id'])
+const AUTHENTICATE_EXTRAS = new Set(['account_id', 'username', 'federated', 'kind', 'key_id', 'groups'])
 
 /** The contract's bodies, as the fuzz checks them. Empty when the answer is fine. */
 function problems (route: Route | undefined, method: string, statusCode: number, contentType: string | undefined, body: string): string[] {

@@ -76,6 +76,11 @@ t.test('a plain URL to a master whose replica is cut off: with the setting, a re
   t.ok(refused instanceof UnavailableError && refused.cause instanceof ReplicaAckTimeout, 'the replica cut off: 503, never Success')
   t.equal(refused instanceof UnavailableError ? refused.headers['retry-after'] : undefined, '1', 'with Retry-After')
   t.ok(await auto.terminate(unguarded), 'without the setting a plain URL cannot know of the cut replica (docs/scaling.md: set it)')
+  // A group taken away is a revocation of a kind: the same rule (issue 44).
+  const grouped = await issued()
+  const regroupRefused = await required.regroup('7', [], 1, []).then(() => undefined, (error: unknown) => error)
+  t.ok(regroupRefused instanceof UnavailableError && regroupRefused.cause instanceof ReplicaAckTimeout, 'a change of groups with the replica cut off: 503, never Success')
+  t.ok(await required.find(grouped), 'the token itself stays')
 
   replica.signal('SIGCONT')
   await waitFor('the link back', linked, { timeoutMs: 20_000 })
