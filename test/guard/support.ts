@@ -3,14 +3,15 @@ import { encodeRecord, keyLayout, revocationChannel, type TokenRecord } from '@a
 import Fastify, { type FastifyInstance } from 'fastify'
 import { Redis, type RedisKey } from 'ioredis'
 import type { AddressInfo } from 'node:net'
-import { setTimeout as sleep } from 'node:timers/promises'
+import { setImmediate as turn, setTimeout as sleep } from 'node:timers/promises'
 import type { Test } from 'tap'
 import { createAuthClient, type AuthClient } from '@auth-token-service/guard/client'
 import { authTokenGuard, type AuthTokenGuardOptions } from '@auth-token-service/guard'
+import { buildInternalApp } from '../../src/app/internal-listener.js'
 import type { Config } from '../../src/config/config.js'
 import type { RedisTopology } from '../../src/core/stores/redis/client.js'
 import { hashToken } from '@auth-token-service/protocol/token'
-import { buildTestApp, type TestApp } from '../support/app.js'
+import { buildTestApp, type BackendKind, type TestApp } from '../support/app.js'
 import { waitFor } from '../../support/processes.js'
 import { freshRedisPrefix, requireRedis } from '../../support/redis.js'
 
@@ -81,21 +82,25 @@ export interface VerificationCounter {
 export function guardOptions (
   t: Test, service: RunningService, mode: GuardMode, extra: Partial<AuthTokenGuardOptions> = {}
 ): { options: AuthTokenGuardOptions, verifications: VerificationCounter } {
+  if (mode === 'http') return httpGuardOptions(service.authenticateUrl, extra)
   let count = 0
   const verifications = { count: () => count }
-  if (mode === 'http') {
-    const counting: typeof fetch = async (input, init) => {
-      if (String(input).includes('/auth/Authenticate')) count++
-      return await fetch(input, init)
-    }
-    return { options: { authenticateUrl: service.authenticateUrl, fetch: counting, ...extra }, verifications }
-  }
   // A handed-in client whose GETs are counted (the guard's one round trip per verification).
   const redis = new Redis(service.redisUrl)
   t.teardown(() => { redis.disconnect() })
   const get = redis.get.bind(redis)
   redis.get = (async (key: RedisKey) => { count++; return await get(key) }) as unknown as Redis['get']
   return { options: { redis, keyPrefix: service.keyPrefix, ...extra }, verifications }
+}
+
+/** HTTP mode's options against `authenticateUrl`, with a counter of the Authenticate requests sent. */
+export function httpGuardOptions (authenticateUrl: string, extra: Partial<AuthTokenGuardOptions> = {}): { options: AuthTokenGuardOptions, verifications: VerificationCounter } {
+  let count = 0
+  const counting: typeof fetch = async (input, init) => {
+    if (String(input).includes('/auth/Authenticate')) count++
+    return await fetch(input, init)
+  }
+  return { options: { authenticateUrl, fetch: counting, ...extra }, verifications: { count: () => count } }
 }
 
 export interface GuardedApp {
@@ -263,4 +268,148 @@ export async function untilGroups (t: Test, guarded: GuardedApp, token: string, 
   }
   t.same(refusals, [], 'never refused on the way: a published hash drops the cached answer, nothing more')
   return seenAt
+}
+
+/** The admin key of the services a membership change is made on. */
+const ADMIN_KEY = 'admin-key-for-guard-tests-0123456789-abcdef'
+
+/** A real service whose USER's groups an operator changes through the admin API, and a guard's options for each mode it serves. */
+export interface GroupsService {
+  /** Logs USER in through the service's HTTP Login; returns the token. */
+  login (): Promise<string>
+  /**
+   * `PUT /admin/users/{USER}/groups` on the internal listener with the admin key, as an operator
+   * sends it: resolves once the service acknowledged the change (200), throws on any other answer.
+   */
+  setGroups (groups: readonly string[]): Promise<void>
+  /** As guardOptions; the embedded kind has no Redis to share, so HTTP mode only. */
+  guardOptions (mode: GuardMode, extra?: Partial<AuthTokenGuardOptions>): { options: AuthTokenGuardOptions, verifications: VerificationCounter }
+}
+
+/**
+ * The service listening, of either kind: 'real' as startTokenService, 'embedded' (PGlite and the
+ * in-process store, whose feed the same origin serves) for HTTP mode; with its internal app for
+ * the admin API.
+ */
+export async function startGroupsService (t: Test, kind: BackendKind): Promise<GroupsService> {
+  let service: TestApp
+  let guard: GroupsService['guardOptions']
+  if (kind === 'real') {
+    const running = await startTokenService(t, { adminKey: ADMIN_KEY })
+    service = running
+    guard = (mode, extra) => guardOptions(t, running, mode, extra)
+  } else {
+    service = await buildTestApp(t, 'embedded', { host: '127.0.0.1', publicInternals: true, adminKey: ADMIN_KEY })
+    await service.addUser(USER.username, USER.password)
+    await service.app.listen({ port: 0, host: '127.0.0.1' })
+    const { port } = service.app.server.address() as AddressInfo
+    guard = (mode, extra) => {
+      if (mode === 'direct') throw new Error('the embedded kind has no Redis for direct mode')
+      return httpGuardOptions(`http://127.0.0.1:${port}/auth/Authenticate`, extra)
+    }
+  }
+  const internal = await buildInternalApp(service.app, service.config)
+  t.teardown(async () => { await internal.close() })
+  const { port } = service.app.server.address() as AddressInfo
+  const client = createAuthClient({ baseUrl: `http://127.0.0.1:${port}` })
+  return {
+    async login () {
+      const result = await client.login(USER.username, USER.password)
+      if (!result.ok) throw new Error(`login failed: ${JSON.stringify(result.error)}`)
+      return result.token
+    },
+    async setGroups (groups) {
+      const answer = await internal.inject({
+        method: 'PUT',
+        url: `/admin/users/${USER.username}/groups`,
+        headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
+        payload: JSON.stringify({ groups })
+      })
+      if (answer.statusCode !== 200) throw new Error(`PUT groups answered ${answer.statusCode}: ${answer.body}`)
+    },
+    guardOptions: guard
+  }
+}
+
+/** `GET /ops` in the guarded scope, ruled to members of ops. */
+export function opsRoute (scope: FastifyInstance): void {
+  scope.get('/ops', { config: { authTokenGuard: { groups: ['ops'] } } }, async (request) => ({ auth: request.auth }))
+}
+
+/** GET /ops with the token as Bearer: the HTTP status. */
+export async function opsStatus (guarded: GuardedApp, token: string): Promise<number> {
+  return (await guarded.app.inject({ method: 'GET', url: '/ops', headers: { authorization: `Bearer ${token}` } })).statusCode
+}
+
+/** One answer of `/ops`, on the monotonic clock. */
+export interface OpsAnswer { startedAt: number, endedAt: number, status: number }
+
+/** What a guard answered on `/ops` through a membership change. */
+export interface ChangeSeen {
+  /** The answer the change leads to: 403 for a removal from ops, 200 for an addition. */
+  want: number
+  answers: readonly OpsAnswer[]
+  /** Monotonic instants: the change sent, and its acknowledgement (the PUT's 200). */
+  sentAt: number
+  ackedAt: number
+  /** The last answer other than `want` ended this many ms after the ack (negative: before it); undefined when there was none. */
+  lastOldAfterAckMs: number | undefined
+  /** The first `want` answer ended this many ms after the ack (negative: before it). */
+  firstNewAfterAckMs: number
+  /** Answers other than `want` after the first `want` (a guard that went back to the old set). */
+  backslid: number
+}
+
+/**
+ * Asks `GET /ops` over and over, one request at a time, while `change` runs (a hot cached answer)
+ * and until the change is acknowledged and answered `want`, and 50 ms more. A `change` that
+ * returns at once (the PUT already made) times from the asking's start. Throws past `limitMs`.
+ */
+export async function askThroughChange (guarded: GuardedApp, token: string, change: () => Promise<void>, want: number, limitMs = FEED_NOT_TTL_MS): Promise<ChangeSeen> {
+  const answers: OpsAnswer[] = []
+  const sentAt = performance.now()
+  let ackedAt: number | undefined
+  let failure: { error: unknown } | undefined
+  const changing = change().then(() => { ackedAt = performance.now() }, (error: unknown) => { failure = { error } })
+  let firstNew: number | undefined
+  for (;;) {
+    const startedAt = performance.now()
+    const status = await opsStatus(guarded, token)
+    const endedAt = performance.now()
+    answers.push({ startedAt, endedAt, status })
+    if (failure !== undefined) throw failure.error
+    if (status === want && firstNew === undefined) firstNew = answers.length - 1
+    if (ackedAt !== undefined && firstNew !== undefined && endedAt > Math.max(ackedAt, answers[firstNew]?.endedAt ?? 0) + 50) break
+    if (endedAt - sentAt > limitMs) throw new Error(`still answered ${status} ${(endedAt - sentAt).toFixed(0)} ms after the change was sent (acknowledged: ${String(ackedAt !== undefined)})`)
+    // Once round the event loop (inject() never waits on I/O): the feed's socket is read, and no more.
+    await turn()
+  }
+  await changing
+  const acked = ackedAt as number
+  const lastOld = answers.findLast((answer) => answer.status !== want)
+  return {
+    want,
+    answers,
+    sentAt,
+    ackedAt: acked,
+    lastOldAfterAckMs: lastOld === undefined ? undefined : lastOld.endedAt - acked,
+    firstNewAfterAckMs: (answers[firstNew] as OpsAnswer).endedAt - acked,
+    backslid: answers.slice(firstNew).filter((answer) => answer.status !== want).length
+  }
+}
+
+/**
+ * The change's judgement: only passes and the rule's refusals on the way, never the old answer
+ * once the new one came, and none ended more than `boundMs` after the acknowledgement.
+ */
+export function judgeChange (t: Test, seen: ChangeSeen, boundMs: number, what: string): void {
+  t.same([...new Set(seen.answers.map((answer) => answer.status))].filter((status) => status !== 200 && status !== 403), [], `${what}: every answer a pass or the rule's 403`)
+  t.equal(seen.backslid, 0, `${what}: once answered ${seen.want}, never the old answer again`)
+  t.ok((seen.lastOldAfterAckMs ?? -Infinity) <= boundMs, `${what}: no old answer later than ${boundMs} ms after the acknowledgement (${describeChange(seen)})`)
+}
+
+/** The change's figures, for a comment. */
+export function describeChange (seen: ChangeSeen): string {
+  const ms = (value: number | undefined): string => value === undefined ? 'none' : `${value.toFixed(1)} ms`
+  return `PUT ${ms(seen.ackedAt - seen.sentAt)}, ${seen.answers.length} answers; from the ack: last old answer ${ms(seen.lastOldAfterAckMs)}, first new ${ms(seen.firstNewAfterAckMs)}`
 }
