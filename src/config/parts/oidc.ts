@@ -35,6 +35,12 @@ const TAKEN = ['/auth', '/admin', '/docs', '/health', '/metrics', '/favicon.ico'
 
 export function readOidc (env: Env): OidcSettings {
   const vars = variables(OidcSchema, env)
+  // Every value checked, the provider on or off: a wrong lifetime is found before the day it is turned on.
+  const lifetimes = {
+    accessTokenTtlSeconds: vars.read('AUTH_OIDC_ACCESS_TOKEN_TTL_SECONDS'),
+    refreshTokenTtlSeconds: vars.read('AUTH_OIDC_REFRESH_TOKEN_TTL_SECONDS'),
+    idTokenTtlSeconds: vars.read('AUTH_OIDC_ID_TOKEN_TTL_SECONDS')
+  }
   const issuer = vars.read('AUTH_OIDC_ISSUER')
   if (issuer === undefined) return { oidc: undefined }
   const url = new URL(issuer)
@@ -46,9 +52,7 @@ export function readOidc (env: Env): OidcSettings {
     oidc: {
       issuer: issuer.replace(/\/+$/, ''),
       path,
-      accessTokenTtlSeconds: vars.read('AUTH_OIDC_ACCESS_TOKEN_TTL_SECONDS'),
-      refreshTokenTtlSeconds: vars.read('AUTH_OIDC_REFRESH_TOKEN_TTL_SECONDS'),
-      idTokenTtlSeconds: vars.read('AUTH_OIDC_ID_TOKEN_TTL_SECONDS')
+      ...lifetimes
     }
   }
 }
