@@ -122,8 +122,9 @@ export const AuthenticateSuccessSchema = Type.Object({
   account_id: Type.String(),
   username: Type.String(),
   federated: Type.Boolean(),
-  kind: Type.Optional(Type.Union([Type.Literal('token'), Type.Literal('api_key')], { description: 'A Login token or an API key' })),
+  kind: Type.Optional(Type.Union([Type.Literal('token'), Type.Literal('api_key'), Type.Literal('oidc')], { description: 'A Login token, an API key, or an OpenID Connect access token' })),
   key_id: Type.Optional(Type.String({ description: 'The API key\'s id (kind api_key only)' })),
+  client_id: Type.Optional(Type.String({ description: 'The OpenID Connect client the access token went to (kind oidc only)' })),
   groups: GROUPS
 }, {
   description: 'Success: status 0, the token (or API key) is active',

@@ -30,7 +30,9 @@ import { TOKEN_DIGEST_LENGTH } from './token.js'
  */
 export const KEY_LAYOUT_VERSION = 3
 /*
- * 3 adds the account's groups to the record's second field (`0;ops,dev`). A record of an account
+ * 3 adds the account's groups to the record's second field (`0;ops,dev`), and the OpenID Connect
+ * provider's access tokens (`o<clientId>`: a reader of 2 takes one for a non-federated token of
+ * its account, which it is, without its client). A record of an account
  * in no group is byte for byte a record of 2, so a reader of 2 reads it as ever; a reader of 2
  * reads a grouped account's record as not federated (and an API key's id with the groups after
  * it), and knows no groups: upgrade guards with the service before accounts get groups.
@@ -161,6 +163,11 @@ export interface TokenRecord {
    * groups change, so a read always carries the current set.
    */
   groups?: readonly string[]
+  /**
+   * Set for an access token the OpenID Connect provider gave out (layout 3: `o<clientId>` in the
+   * second field): the client it went to. (Refresh tokens are the provider's alone, never here.)
+   */
+  oidc?: { clientId: string }
 }
 
 /**
@@ -173,8 +180,9 @@ export function activeAt (record: TokenRecord | null, nowMs: number): TokenRecor
   return record !== null && nowMs < record.expiresAt ? record : null
 }
 
-/** The record's second field without its groups: `1`/`0`, or an API key's `k<keyId>`. */
+/** The record's second field without its groups: `1`/`0`, an API key's `k<keyId>`, an OpenID Connect token's `o`/`r<clientId>`. */
 function kindField (record: TokenRecord): string {
+  if (record.oidc !== undefined) return `o${record.oidc.clientId}`
   return record.keyId === undefined ? (record.federated ? '1' : '0') : `k${record.keyId}`
 }
 
@@ -215,7 +223,10 @@ export function decodeRecord (value: string): TokenRecord | null {
     accountId: value.slice(second + 1, third),
     username: value.slice(third + 1)
   }
-  if (flag.startsWith('k') && flag.length > 1) record.keyId = flag.slice(1)
+  if (flag.length > 1) {
+    if (flag.startsWith('k')) record.keyId = flag.slice(1)
+    else if (flag.startsWith('o')) record.oidc = { clientId: flag.slice(1) }
+  }
   if (groups !== undefined) record.groups = groups
   return record
 }

@@ -112,11 +112,11 @@ export interface AuthService {
    * The token's account as read now, or the error: 400, 403, 701, 429, 503.
    */
   stepUp (request: StepUpRequest): Promise<UserRecord>
-  /** The active Login token's record; fails with 403 for anything else (an API key too). Never writes. */
+  /** The active Login token's record; fails with 403 for anything else (an API key, an OpenID Connect access token too). Never writes. */
   authenticate (token: string | undefined): Promise<TokenRecord>
   /**
-   * What Authenticate, /auth/verify and /auth/introspect accept: a Login token or an API key.
-   * A key's record carries its `keyId`. Writes nothing on the answer's path.
+   * What Authenticate, /auth/verify and /auth/introspect accept: a Login token, an API key, or an
+   * OpenID Connect access token. A key's record carries its `keyId`, an access token's its `oidc` client. Writes nothing on the answer's path.
    * `client` (its `ip` read only for a key the token store does not hold: the Fastify request
    * will do, its ip computed only then) is whose budget of key look-ups a lost record spends.
    */

@@ -11,9 +11,19 @@ import type { AuthService } from './types.js'
  * The hot path: one read of the token store, nothing written on the answer's path.
  */
 
-/** A Login token's active record, or 403. */
+/**
+ * A Login token's active record, or 403: what the account's own changes (a password, sessions,
+ * keys, a second factor) take. An OpenID Connect access token is refused here: it names the
+ * account to the apps it went to, and changes nothing of the account.
+ */
 export const activeOrRefused = (record: TokenRecord | null): TokenRecord => {
   // A key's record is never a Login token's (the hashes of the two shapes never meet; this says so).
+  if (record === null || record.keyId !== undefined || record.oidc !== undefined) throw unauthorized()
+  return record
+}
+
+/** A bearer token's active record (a Login token's, or an OpenID Connect access token's), or 403. */
+const activeBearer = (record: TokenRecord | null): TokenRecord => {
   if (record === null || record.keyId !== undefined) throw unauthorized()
   return record
 }
@@ -41,7 +51,10 @@ export function createVerification ({ tokens, apiKeys }: VerificationDeps): Pick
     authenticate,
 
     authenticateCredential (token, client) {
-      if (token === undefined || apiKeys === undefined || !isApiKeyShaped(token)) return authenticate(token)
+      if (token === undefined || apiKeys === undefined || !isApiKeyShaped(token)) {
+        if (token === undefined || !isTokenShaped(token)) return Promise.reject(unauthorized())
+        return tokens.find(hashToken(token)).then(activeBearer)
+      }
       const keyHash = hashApiKey(token)
       return tokens.find(keyHash)
         .then((record) => record ?? apiKeys.recover(keyHash, client?.ip ?? ''))

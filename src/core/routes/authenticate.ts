@@ -63,16 +63,28 @@ export const authenticateRoutes: FastifyPluginAsyncTypebox<AuthenticateRoutesOpt
 
   // One object per answer, not a common part spread into a second one: the hot path's answer.
   const success = (record: TokenRecord) => record.keyId === undefined
-    ? {
-        status: 0 as const,
-        message: 'Success' as const,
-        expiration_date: formatExpirationDate(record.expiresAt),
-        account_id: record.accountId,
-        username: record.username,
-        federated: record.federated,
-        kind: 'token' as const,
-        groups: record.groups ?? NO_GROUPS
-      }
+    ? record.oidc === undefined
+      ? {
+          status: 0 as const,
+          message: 'Success' as const,
+          expiration_date: formatExpirationDate(record.expiresAt),
+          account_id: record.accountId,
+          username: record.username,
+          federated: record.federated,
+          kind: 'token' as const,
+          groups: record.groups ?? NO_GROUPS
+        }
+      : {
+          status: 0 as const,
+          message: 'Success' as const,
+          expiration_date: formatExpirationDate(record.expiresAt),
+          account_id: record.accountId,
+          username: record.username,
+          federated: record.federated,
+          kind: 'oidc' as const,
+          client_id: record.oidc.clientId,
+          groups: record.groups ?? NO_GROUPS
+        }
     : {
         status: 0 as const,
         message: 'Success' as const,

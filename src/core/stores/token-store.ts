@@ -21,6 +21,13 @@ export interface TokenStore {
    */
   issue (tokenHash: string, record: TokenRecord, ttlMs: number, epoch?: number, groupsVersion?: number): Promise<boolean>
   /**
+   * Stores a token given out under `parentHash` (an OpenID Connect access token under the
+   * sign-in token it came from): true, in its account's index (a revoke-all ends it) and linked to
+   * the parent, so that ending the parent (`terminate`) ends it too. False and nothing stored when
+   * the parent is not active, or a revocation overtook `epoch` (as for issue).
+   */
+  issueUnder (parentHash: string, tokenHash: string, record: TokenRecord, ttlMs: number, epoch?: number, groupsVersion?: number): Promise<boolean>
+  /**
    * The active token's record, or null for unknown, expired, terminated or idle. One round trip.
    * A find is a presentation of the token (it keeps it from going idle: AUTH_IDLE_TIMEOUT_SECONDS)
    * unless `peek` (a listing of the account's sessions looks at them without using them).
@@ -42,8 +49,9 @@ export interface TokenStore {
    */
   regroup (accountId: string, groups: readonly string[], version: number, keyHashes: readonly string[]): Promise<number>
   /**
-   * Ends an active token at once and records its hash in the deny set. Returns the
-   * ended token's record to the one caller that ended it; null to everyone else.
+   * Ends an active token at once and records its hash in the deny set, and every token given out
+   * under it (issueUnder). Returns the ended token's record to the one caller that ended it; null
+   * to everyone else.
    */
   terminate (tokenHash: string): Promise<TokenRecord | null>
   /**

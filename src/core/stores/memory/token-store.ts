@@ -6,6 +6,8 @@ import type { TokenStore } from '../token-store.js'
 import type { ApiKeyRecords } from '../api-key-records.js'
 import { TokenTable, type Entry } from './token-table.js'
 import { DenySet } from './deny-set.js'
+import { TokenLinks } from './token-links.js'
+import { GroupChanges, withGroups } from './group-changes.js'
 
 export interface MemoryTokenStoreOptions {
   denyTtlMs: number
@@ -25,12 +27,6 @@ export interface MemoryTokenStoreOptions {
  */
 export interface MemoryTokenStore extends TokenStore, ApiKeyRecords, RevocationFeed {
   readonly kind: 'in-process'
-}
-
-/** The record with no groups (as a Redis record of an account in none: no field at all). */
-function withoutGroups (record: TokenRecord): TokenRecord {
-  const { groups: _groups, ...rest } = record
-  return rest
 }
 
 /** Who hears of ended tokens (the guard's revocation feed): one process, so nothing is missed and the feed is live at once. */
@@ -65,22 +61,24 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Memor
   const epochs = new Map<string, number>()
   const stale = (accountId: string, epoch: number | undefined): boolean =>
     epoch !== undefined && (epochs.get(accountId) ?? -Infinity) > epoch
-  /** accountId -> its last groups change (regroup): a write that read an older version takes these groups. */
-  const groupChanges = new Map<string, { version: number, groups: readonly string[] }>()
-  const withCurrentGroups = (record: TokenRecord, groupsVersion: number | undefined): TokenRecord => {
-    const change = groupsVersion === undefined ? undefined : groupChanges.get(record.accountId)
-    if (change === undefined || change.version <= (groupsVersion ?? 0)) return record
-    return change.groups.length === 0 ? withoutGroups(record) : { ...record, groups: change.groups }
-  }
+  const links = new TokenLinks((hash) => table.live(hash) !== undefined)
+  const groupChanges = new GroupChanges()
+  const withCurrentGroups = (record: TokenRecord, groupsVersion: number | undefined): TokenRecord => groupChanges.current(record, groupsVersion)
 
   /** Not presented for the idle timeout (a Login token's only): refused, as on Redis. */
   const idle = (entry: Entry): boolean =>
     idleTimeoutMs !== undefined && entry.record.keyId === undefined && now() - entry.seen >= idleTimeoutMs
 
-  /** Ends a live entry: gone from the table, its hash denied. */
-  const end = (hash: string, entry: Entry): void => {
+  /** Ends a live entry: gone from the table, its hash denied; and the tokens given out under it (returned with it). */
+  const end = (hash: string, entry: Entry): string[] => {
     table.forget(hash, entry)
     denied.add(hash)
+    const ended = [hash]
+    for (const child of links.take(hash) ?? []) {
+      const found = table.live(child)
+      if (found !== undefined) ended.push(...end(child, found))
+    }
+    return ended
   }
 
   return {
@@ -97,10 +95,16 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Memor
         if (index.size <= maxTokens) break
         const entry = table.live(hash)
         if (entry === undefined) continue
-        end(hash, entry)
-        ended.push(hash)
+        ended.push(...end(hash, entry))
       }
       feed.announce(ended)
+      return true
+    },
+    async issueUnder (parentHash, tokenHash, record, ttlMs, epoch, groupsVersion) {
+      const parent = table.live(parentHash)
+      if (parent === undefined || idle(parent) || stale(record.accountId, epoch)) return false
+      table.addToken(tokenHash, withCurrentGroups(record, groupsVersion), ttlMs)
+      links.link(parentHash, tokenHash)
       return true
     },
     async find (tokenHash, peek = false) {
@@ -119,14 +123,12 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Memor
       return true
     },
     async regroup (accountId, groups, version, keyHashes) {
-      const last = groupChanges.get(accountId)
-      if (last !== undefined && last.version > version) return 0
-      groupChanges.set(accountId, { version, groups: [...groups] })
+      if (!groupChanges.record(accountId, groups, version)) return 0
       const rewritten: string[] = []
       for (const hash of [...table.tokensOf(accountId) ?? [], ...keyHashes]) {
         const entry = table.live(hash)
         if (entry === undefined || entry.record.accountId !== accountId) continue
-        entry.record = groups.length === 0 ? withoutGroups(entry.record) : { ...entry.record, groups: [...groups] }
+        entry.record = withGroups(entry.record, groups)
         rewritten.push(hash)
       }
       feed.announce(rewritten)
@@ -135,8 +137,7 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Memor
     async terminate (tokenHash) {
       const entry = table.live(tokenHash)
       if (entry === undefined) return null
-      end(tokenHash, entry)
-      feed.announce([tokenHash])
+      feed.announce(end(tokenHash, entry))
       return { ...entry.record }
     },
     async seedKey (keyHash, record, ttlMs, groupsVersion) {
@@ -169,8 +170,7 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Memor
         if (hash === exceptTokenHash) continue
         const entry = table.live(hash)
         if (entry === undefined) continue
-        end(hash, entry)
-        ended.push(hash)
+        ended.push(...end(hash, entry))
       }
       feed.announce(ended)
       return ended
@@ -191,6 +191,7 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Memor
       denied.clear()
       epochs.clear()
       groupChanges.clear()
+      links.clear()
     }
   }
 }

@@ -8,6 +8,7 @@ import { epochArg, PRUNE_BATCH, pxArg, type ScriptCommands } from './scripts.js'
 export interface Issuing {
   issue (tokenHash: string, record: TokenRecord, ttlMs: number, epoch: number | undefined, groupsVersion: number | undefined): Promise<boolean>
   refresh (tokenHash: string, record: TokenRecord, ttlMs: number, epoch: number | undefined, groupsVersion: number | undefined): Promise<boolean>
+  issueUnder (parentHash: string, tokenHash: string, record: TokenRecord, ttlMs: number, epoch: number | undefined, groupsVersion: number | undefined): Promise<boolean>
 }
 
 export interface IssuingParts {
@@ -39,6 +40,15 @@ export function createIssuing ({ commands, keys, maxTokens, endMembers, onComman
       // fail, the token stands and the next Login of the account ends them.
       if (over.length > 0) await endMembers(place, index, over, 0).catch((error: unknown) => { onCommandError?.(error) })
       return true
+    },
+    async issueUnder (parentHash, tokenHash, record, ttlMs, epoch, groupsVersion) {
+      const place = keys.placeOf(tokenHash)
+      const parent = keys.placeOf(parentHash)
+      if (place === undefined || parent === undefined) throw new TypeError('not a token hash: no token is issued under it')
+      if (place.bucket !== accountBucket(record.accountId) || parent.bucket !== place.bucket) throw new TypeError('a token hash issued to an account of another bucket')
+      const p = place.prefix
+      return await commands.atsIssueUnder(`${p}t${place.member}`, `${p}a${record.accountId}`, `${p}e${record.accountId}`, `${p}g${record.accountId}`,
+        `${p}t${parent.member}`, `${p}L${parent.member}`, encodeRecord(record), pxArg(ttlMs), place.member, epochArg(epoch), epochArg(groupsVersion)) === 1
     },
     async refresh (tokenHash, record, ttlMs, epoch, groupsVersion) {
       const place = keys.placeOf(tokenHash)

@@ -47,7 +47,16 @@ export function createRevoking ({ redis, commands, keys, endMembers, replicated,
       const [ended, replicas] = await commands.atsTerminate(key, `${place.prefix}a${found.accountId}`, `${place.prefix}deny`,
         place.member, found.accountId, denyTtlMs, channel, tokenHash)
       if (ended === '') return null
-      await replicated(key, replicas)
+      // The tokens given out under it (its OpenID Connect access tokens) end with it, before the answer.
+      const link = `${place.prefix}L${place.member}`
+      let children = await redis.zrange(link, '0', String(REVOKE_BATCH - 1))
+      let counted = replicas
+      while (children.length > 0) {
+        const [, next, more] = await endMembers(place, link, children, REVOKE_BATCH)
+        children = next
+        counted = Math.max(counted, more)
+      }
+      await replicated(key, counted)
       return decodeRecord(ended)
     },
     /**

@@ -20,6 +20,8 @@ import { GROUPS_SHARED } from './regroup-lua.js'
  *   <b>r<accountId>      zset    an index a revoke-all has set aside and is draining
  *   <b>e<accountId>      string  the account's revocation epoch, set by terminateAccount; an issue or
  *                                refresh carrying an older one is refused (PX: the longest token lifetime)
+ *   <b>L<digest>         zset    the tokens given out under a token (its OpenID Connect access tokens),
+ *                                scored by expiry: ending the token ends them (revoke.ts)
  *   <b>g<accountId>      string  the account's last groups change, `<version>;<groups>` (regroup.ts)
  *   <b>deny              zset    digest scored by the Redis-clock ms until which it is denied
  *   <b>lf:...                    the login limiter's counters (login-limiter.ts)
@@ -112,6 +114,26 @@ redis.call('ZADD', KEYS[2], issueScore(KEYS[2], nowMs() + ttl), ARGV[3])
 extendKey(KEYS[2], ttl)
 return 1`
   },
+  // KEYS: token, index, epoch, groups change, parent token, parent's link
+  // ARGV: value, ttlMs, member, epoch ('' : none), groups version ('' : none)
+  // A token given out under another (an OpenID Connect access token under the sign-in token it came
+  // from): written only while the parent is active and no revocation overtook the epoch read, in the
+  // account's index (a revoke-all ends it) and in the parent's link set (ending the parent ends it).
+  // -> 1 written, 0 refused
+  atsIssueUnder: {
+    numberOfKeys: 6,
+    lua: `${SHARED}${GROUPS_SHARED}
+if overtaken(KEYS[3], ARGV[4]) then return 0 end
+if redis.call('EXISTS', KEYS[5]) == 0 then return 0 end
+local now = nowMs()
+local ttl = tonumber(ARGV[2])
+redis.call('SET', KEYS[1], currentGroups(KEYS[4], ARGV[5], ARGV[1]), 'PX', ttl)
+redis.call('ZADD', KEYS[2], issueScore(KEYS[2], now + ttl), ARGV[3])
+extendKey(KEYS[2], ttl)
+redis.call('ZADD', KEYS[6], now + ttl, ARGV[3])
+extendKey(KEYS[6], ttl)
+return 1`
+  },
   // KEYS: token, index (of the account the caller read in the record), deny
   // ARGV: member, accountId, denyTtlMs, channel, hash  -> {record or '', replicas}
   atsTerminate: {
@@ -197,6 +219,7 @@ return 0`
 export interface ScriptCommands {
   atsIssue (token: string, index: string, epochKey: string, groupsKey: string, value: string, ttlMs: number, member: string, epoch: string, maxTokens: number, batch: number, groupsVersion: string): Promise<[number, ...string[]]>
   atsRefresh (token: string, index: string, epochKey: string, groupsKey: string, value: string, ttlMs: number, member: string, accountId: string, epoch: string, groupsVersion: string): Promise<number>
+  atsIssueUnder (token: string, index: string, epochKey: string, groupsKey: string, parent: string, link: string, value: string, ttlMs: number, member: string, epoch: string, groupsVersion: string): Promise<number>
   atsTerminate (token: string, index: string, deny: string, member: string, accountId: string, denyTtlMs: number, channel: string, hash: string): Promise<[string, number]>
   atsRevokeBegin (index: string, epochKey: string, drain: string, epoch: string, epochTtlMs: number, batch: number, except: string): Promise<[string[], number]>
   /** numberOfKeys 0 in the definition: the key count is the first argument (2 + members). */

@@ -169,6 +169,10 @@ export function createRedisTokenStore (options: RedisTokenStoreOptions): RedisTo
       await idle?.arm(tokenHash)
       return await issuing.issue(tokenHash, record, ttlMs, epoch, groupsVersion)
     }),
+    issueUnder: async (parentHash, tokenHash, record, ttlMs, epoch, groupsVersion) => await guarded(async () => {
+      safety.refuseWhileUnsafe()
+      return await issuing.issueUnder(parentHash, tokenHash, record, ttlMs, epoch, groupsVersion)
+    }),
     find: requireNoEviction
       ? (tokenHash, peek) => {
           const refused = safety.refusal()
