@@ -103,6 +103,9 @@ const PASSWORD = 'correct-horse-battery-9'
 const SERVICE_BINDING: Binding = 'node-rs'
 const OTHER_BINDING: Binding = 'argon2'
 const ACCOUNTS = 10_000
+/** Twenty groups named as an organisation names them (9-12 characters), for the `auth-groups` row's account. */
+const BENCH_GROUPS = ['engineering', 'ops-oncall', 'finance-ro', 'vpn-users', 'build-admin', 'hr-records', 'sales-emea', 'support-l2', 'deploy-prod', 'wiki-editor',
+  'grafana-view', 'db-readonly', 'k8s-staging', 'payroll-ro', 'security-ir', 'design-team', 'legal-docs', 'marketing', 'data-science', 'backup-ops']
 
 /**
  * V8 shrinks a process's young generation while it idles and grows it again only over
@@ -188,6 +191,7 @@ async function main (): Promise<void> {
     if (login.status !== 200 || token === undefined) throw new Error(`the service refused the bench's Login: ${login.status}`)
     const { account_id: accountId, username } = await (await fetch(`${service.origin}/auth/Authenticate?token=${token}`)).json() as { account_id: string, username: string }
     const apiKey = await createServiceKey(`http://127.0.0.1:${internalPort}`, adminKey)
+    const groupsToken = await groupedAccountToken(service.origin, `http://127.0.0.1:${internalPort}`, adminKey, accountName(2))
     log('service up, its stdout a pipe to a log reader of its own; starting the baselines')
 
     const argon2Env = { BENCH_HASH: passwordHash, BENCH_PASSWORD: PASSWORD, BENCH_CONCURRENCY: String(config.hashing.concurrency), BENCH_QUEUE_MAX: String(config.hashing.maxQueued) }
@@ -234,6 +238,7 @@ async function main (): Promise<void> {
       serviceBinding: SERVICE_BINDING,
       token,
       apiKey,
+      groupsToken,
       idleToken,
       unknownToken: generateToken('unknown'),
       jwtToken,
@@ -507,6 +512,31 @@ async function createServiceKey (internalOrigin: string, adminKey: string): Prom
   const { secret } = await created.json() as { secret?: unknown }
   if (!created.ok || typeof secret !== 'string') throw new Error(`the admin API refused the bench's API key: ${created.status}`)
   return secret
+}
+
+/**
+ * A token of an account in BENCH_GROUPS: the groups set as an operator sets them (the admin API's
+ * PUT on the service's internal listener), then the account's Login, whose token's record carries
+ * them. Authenticate must answer all twenty, or the row would measure an account in none.
+ */
+async function groupedAccountToken (serviceOrigin: string, internalOrigin: string, adminKey: string, username: string): Promise<string> {
+  const set = await fetch(`${internalOrigin}/admin/users/${encodeURIComponent(username)}/groups`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ groups: BENCH_GROUPS })
+  })
+  if (!set.ok) throw new Error(`the admin API refused the bench's groups: ${set.status}`)
+  const login = await fetch(`${serviceOrigin}/auth/Login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ username, password: PASSWORD })
+  })
+  const { token } = await login.json() as { token?: string }
+  if (login.status !== 200 || token === undefined) throw new Error(`the service refused the grouped account's Login: ${login.status}`)
+  const { groups } = await (await fetch(`${serviceOrigin}/auth/Authenticate?token=${token}`)).json() as { groups?: unknown }
+  const expected = [...BENCH_GROUPS].sort()
+  if (JSON.stringify(groups) !== JSON.stringify(expected)) throw new Error(`Authenticate of the grouped account answered groups ${JSON.stringify(groups)}, not its ${expected.length}`)
+  return token
 }
 
 /**

@@ -32,6 +32,8 @@ export interface ScenarioContext {
   token: string
   /** An API key (`atsk_…`) of a service account, made through the service's admin API. */
   apiKey: string
+  /** An active token, from the service's own Login, of an account in 20 groups (its record carries them). */
+  groupsToken: string
   /** An active token issued by the idle-timeout service's own Login (so it has its idle key). */
   idleToken: string
   /** Shaped like a token, never issued. */
@@ -194,6 +196,9 @@ export function defineScenarios (context: ScenarioContext): Scenario[] {
     // Authenticate by API key against Authenticate by token: the same request shape and ceiling,
     // and auth-query-get's slices taken in turns with its own, so that their CPU ratio is a same-seconds one.
     { id: 'auth-key', server: 'service', group: 'authenticate', paired: ['one-get-query', 'auth-query-get'], title: 'Authenticate by API key, key in query, GET', baseline: 'one-get-query', load: { url: `${authenticate}?token=${context.apiKey}`, expectedStatuses: [200] } },
+    // Groups ride in the token's record, read by the same one Redis read: an account in 20 groups against
+    // auth-query-get's (in none), the same request shape and ceiling, their slices taken in turns.
+    { id: 'auth-groups', server: 'service', group: 'authenticate', paired: ['one-get-query', 'auth-query-get'], title: 'Authenticate of an account with 20 groups, token in query, GET', baseline: 'one-get-query', load: { url: `${authenticate}?token=${context.groupsToken}`, expectedStatuses: [200] } },
     // The idle timeout's cost: the same request to the same build with AUTH_IDLE_TIMEOUT_SECONDS set
     // (the token's idle key read beside it, touched at most once per slack), against the service without it, in the same slices.
     { id: 'auth-idle', server: 'serviceIdle', group: 'authenticate', paired: ['auth-query-get'], title: 'Authenticate (query, GET), idle timeout on (AUTH_IDLE_TIMEOUT_SECONDS=900)', baseline: 'auth-query-get', load: { url: `${origins.serviceIdle}/auth/Authenticate?token=${context.idleToken}`, expectedStatuses: [200] } },

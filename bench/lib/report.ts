@@ -294,6 +294,14 @@ export function compareBindings (rows: Row[]): string[] {
       `p99 ${fixed(stopped.p99Ms)} ms against ${fixed(stopped.baselineP99Ms)} ms (× ${fixed(stopped.p99Ratio)}), max ${fixed(stopped.maxMs)} ms; ` +
       `A/A, the run after ÷ the run before: p99 × ${fixed(stopped.aaP99Ratio)} (medians over rounds; the noise bound is ${fixed(READER_STOP_P99_LIMIT)} ×, bench/README.md)`)
   }
+  // Groups ride in the token's record: what 20 of them cost Authenticate, against an account in none, in the same slices.
+  const grouped = byId.get('auth-groups')
+  const ungrouped = grouped?.paired?.['auth-query-get']
+  if (grouped !== undefined && ungrouped !== undefined) {
+    const ratio = (pick: (sample: Sample) => number): string => fixed(roundRatio(grouped.runs, ungrouped, pick))
+    notes.push(`${grouped.title} ÷ an account in none (auth-query-get), same slices: CPU µs per request ${ratio((sample) => sample.cpuMicrosPerRequest)}, ` +
+      `p99 ${ratio((sample) => sample.p99Ms)}, req/s ${ratio((sample) => sample.requestsPerSecond)} (information, not a target; the A/A check below is its noise)`)
+  }
   // Beside the judge, not judged: what the same sources cost against the peer in CPU.
   const jwtCpu = AUTHENTICATE_SOURCES.flatMap((id) => {
     const row = byId.get(id)

@@ -20,6 +20,16 @@ export interface AdminUser {
   locked_until: string | null
   created: string
   last_login: string | null
+  /** Every group the account is in, sorted: its local groups and those its directory named. */
+  groups: string[]
+  /** Of those, the ones its directory named at its last Login (a federated account's). */
+  directory_groups: string[]
+}
+
+/** A group as GET /admin/groups lists it: its name and how many accounts are in it. */
+export interface AdminGroup {
+  name: string
+  members: number
 }
 
 /** An API key as the admin API shows it (never its secret). */
@@ -69,6 +79,8 @@ export interface AdminClient {
   /** The internal listener it talks to (no key in it). */
   readonly url: string
   addUser (username: string, password: string | undefined, federated: boolean, kind?: 'person' | 'service'): Promise<AdminUser>
+  /** The account (GET /admin/users/{username}). */
+  user (username: string): Promise<AdminUser>
   changeUser (username: string, change: { disabled?: boolean, password?: string }): Promise<{ user: AdminUser, ended: number }>
   deleteUser (username: string): Promise<number>
   unlockUser (username: string): Promise<AdminUser>
@@ -84,6 +96,10 @@ export interface AdminClient {
   /** The account's live keys, oldest first, page after page. */
   keys (username: string): AsyncIterable<AdminKey>
   revokeKey (id: string): Promise<AdminKey>
+  /** Makes `groups` the account's whole set of local groups (PUT /admin/users/{username}/groups). */
+  setGroups (username: string, groups: readonly string[]): Promise<AdminUser>
+  /** Every group with a member, by name. */
+  groups (): Promise<AdminGroup[]>
   /** The audit trail, oldest first, page after page. */
   events (filter: { user?: string | undefined, since?: Date | undefined, event?: string | undefined }): AsyncIterable<AdminEvent>
 }
@@ -137,6 +153,7 @@ export function createAdminClient ({ url, key, timeoutMs = 30_000 }: AdminClient
     url: base,
     addUser: async (username, password, federated, kind) =>
       (await call<{ user: AdminUser }>('POST', '/admin/users', { username, ...(password === undefined ? {} : { password }), federated, ...(kind === undefined ? {} : { kind }) })).user,
+    user: async (username) => (await call<{ user: AdminUser }>('GET', user(username))).user,
     async changeUser (username, change) {
       const answer = await call<{ user: AdminUser, sessions_ended: number }>('PATCH', user(username), change)
       return { user: answer.user, ended: answer.sessions_ended }
@@ -152,6 +169,8 @@ export function createAdminClient ({ url, key, timeoutMs = 30_000 }: AdminClient
       await call<{ key: AdminKey, secret: string }>('POST', `${user(username)}/keys`, { name, ...(days === undefined ? {} : { expires_in_days: days }) }),
     keys: (username) => pages<AdminKey>(`${user(username)}/keys`, 'keys', new URLSearchParams()),
     revokeKey: async (id) => (await call<{ key: AdminKey }>('DELETE', `/admin/keys/${encodeURIComponent(id)}`)).key,
+    setGroups: async (username, groups) => (await call<{ user: AdminUser }>('PUT', `${user(username)}/groups`, { groups })).user,
+    groups: async () => (await call<{ groups: AdminGroup[] }>('GET', '/admin/groups')).groups,
     events (filter) {
       const query = new URLSearchParams()
       if (filter.user !== undefined) query.set('user', filter.user)

@@ -1,6 +1,9 @@
-import { EXIT } from './exit-codes.js'
-import type { AdminOperations } from './operations.js'
-import { accountLine, eventLine, keyLine, sessionLine } from './output.js'
+import { isGroupName } from '../core/group-names.js'
+import { reasons } from '../errors/reasons.js'
+import { badRequest } from '../errors/status.js'
+import { EXIT, Failure } from './exit-codes.js'
+import type { AccountGroups, AdminOperations } from './operations.js'
+import { accountGroupLines, accountLine, eventLine, groupLine, keyLine, sessionLine } from './output.js'
 import { UsageError, type AccountInvocation } from './parse.js'
 import { readPassword } from './read-password.js'
 
@@ -43,6 +46,20 @@ async function optionalPasswordFromStdin (terminal: Terminal): Promise<string | 
   if (terminal.isTTY()) return undefined
   const password = await terminal.readPassword()
   return password === undefined || password === '' ? undefined : password
+}
+
+/**
+ * The account's local groups, the set the admin API writes: every group but those its directory
+ * named (the user view tells no more, so a group that is both counts as the directory's).
+ */
+function localGroups (account: AccountGroups): string[] {
+  return account.groups.filter((name) => !account.directoryGroups.includes(name))
+}
+
+/** What the account's groups are now, its directory's marked, for the line a change says. */
+function groupsNow ({ username, groups, directoryGroups }: AccountGroups): string {
+  if (groups.length === 0) return `${username} is in no group`
+  return `${username}'s groups: ${groups.map((name) => directoryGroups.includes(name) ? `${name} (directory)` : name).join(', ')}`
 }
 
 const COMMANDS: CommandTable = {
@@ -108,6 +125,36 @@ const COMMANDS: CommandTable = {
   async 'keys revoke' (operations, { id }, { say }) {
     const key = await operations.revokeKey(id)
     say(`key ${key.id} (${key.name}) revoked`)
+  },
+  // Both changes write the set even when it stays the same: a change that reached Postgres and not
+  // the live token records (a 503 part way) reaches them when the command is run again.
+  async 'groups add' (operations, { username, group }, { say }) {
+    // A group the directory names is left to it: made local as well it would look the same here,
+    // and the next add or remove, which can tell local groups only as the others, would drop it.
+    const { before, after } = await operations.changeLocalGroups(username, (now) =>
+      now.groups.includes(group) ? localGroups(now) : [...localGroups(now), group])
+    const done = !before.groups.includes(group)
+      ? `added to ${group}`
+      : before.directoryGroups.includes(group) ? `was in ${group} through the directory already` : `was in ${group} already`
+    say(`${after.username} ${done}; ${groupsNow(after)}`)
+  },
+  async 'groups remove' (operations, { username, group }, { say }) {
+    const { before, after } = await operations.changeLocalGroups(username, (now) => {
+      // A name outside the rule is in no account's groups: told as the service tells it, nothing written.
+      if (!now.groups.includes(group) && !isGroupName(group)) throw badRequest(reasons.groupNameNotValid(group))
+      return localGroups(now).filter((name) => name !== group)
+    })
+    if (after.directoryGroups.includes(group)) {
+      throw new Failure(`${after.username} is in ${group} through the directory, which alone can take it out (at the account's next Login); ${groupsNow(after)}`)
+    }
+    say(`${after.username} ${before.groups.includes(group) ? 'removed from' : 'was not in'} ${group}; ${groupsNow(after)}`)
+  },
+  async 'groups list' (operations, { username }, { out }) {
+    if (username === undefined) {
+      for (const group of await operations.groups()) out(groupLine(group))
+      return
+    }
+    for (const text of accountGroupLines(await operations.accountGroups(username))) out(text)
   },
   async events (operations, { username, since }, { out }) {
     for await (const event of operations.events({ user: username, since })) out(eventLine(event))

@@ -1,4 +1,4 @@
-import type { AdminEvent, AdminKey, AdminSession } from '../admin/client.js'
+import type { AdminEvent, AdminGroup, AdminKey, AdminSession } from '../admin/client.js'
 
 /**
  * What the account and session commands need of the service, whoever answers: the running
@@ -27,6 +27,15 @@ export interface AdminOperations {
   /** The account's live keys, oldest first (page after page). */
   keys (username: string): AsyncIterable<AdminKey>
   revokeKey (id: string): Promise<AdminKey>
+  /** The account's groups. */
+  accountGroups (username: string): Promise<AccountGroups>
+  /**
+   * Reads the account's groups, then makes what `change` answers for them its whole set of local
+   * groups (the admin API sets the set as a whole); `change` may throw to change nothing.
+   */
+  changeLocalGroups (username: string, change: (now: AccountGroups) => readonly string[]): Promise<{ before: AccountGroups, after: AccountGroups }>
+  /** Every group with a member, by name, with its number of members. */
+  groups (): Promise<AdminGroup[]>
   /** The audit trail, oldest first. */
   events (filter: { user: string | undefined, since: Date | undefined }): AsyncIterable<AdminEvent>
 }
@@ -37,6 +46,15 @@ export interface AccountSummary {
   kind: 'person' | 'service'
   federated: boolean
   disabled: boolean
+}
+
+/** An account's groups as the commands show them: every one, and those of them its directory named. */
+export interface AccountGroups {
+  username: string
+  /** Sorted; local and directory groups alike. */
+  groups: readonly string[]
+  /** Of `groups`, those a federated account's directory named at its last Login. */
+  directoryGroups: readonly string[]
 }
 
 /** What a change did: the account's name as the answer gives it, and how many of its tokens ended. */

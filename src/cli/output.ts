@@ -1,6 +1,6 @@
-import type { AdminEvent, AdminKey, AdminSession } from '../admin/client.js'
+import type { AdminEvent, AdminGroup, AdminKey, AdminSession } from '../admin/client.js'
 import { escapeControlCharacters } from '@auth-token-service/protocol/log-escape'
-import type { AccountSummary } from './operations.js'
+import type { AccountGroups, AccountSummary } from './operations.js'
 
 /*
  * What the listing commands print, one line per item, the same whichever adapter answered,
@@ -29,4 +29,17 @@ export function eventLine (event: AdminEvent): string {
 /** One API key: id, name, created, expiry, last used (- when never). Never its secret. */
 export function keyLine (key: AdminKey): string {
   return line([key.id, key.name, key.created, key.expiration_date, key.last_used ?? '-'])
+}
+
+/** One group: its name, how many accounts are in it. */
+export function groupLine (group: AdminGroup): string {
+  return line([group.name, String(group.members)])
+}
+
+/**
+ * The account's groups, one per line: the name, `directory` for one its directory named at its
+ * last Login (it goes when the directory drops it), `local` for the others.
+ */
+export function accountGroupLines (account: AccountGroups): string[] {
+  return account.groups.map((name) => line([name, account.directoryGroups.includes(name) ? 'directory' : 'local']))
 }

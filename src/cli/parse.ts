@@ -26,6 +26,11 @@ commands:
   keys list <username>                the account's live keys, one per line:
                                       id, name, created, expiry, last used
   keys revoke <id>                    end the key at once, everywhere
+  groups add <username> <group>       put the account in the group (a new name makes it);
+                                      its live tokens carry the change at once
+  groups remove <username> <group>    take the account out of the group, at once
+  groups list [<username>]            every group and its number of members; or the
+                                      account's groups: name, local or directory
   events [--user NAME] [--since ISO]  print the audit events, oldest first
 
 options:
@@ -57,7 +62,8 @@ export function usageErrorText (error: UsageError): string {
 /** Every command, as the usage names it; an unknown option's message names the one it was given to. */
 export const COMMANDS = [
   'serve', 'migrate', 'user add', 'user passwd', 'user disable', 'user enable', 'user list', 'user unlock',
-  'user delete', 'user totp-reset', 'sessions list', 'sessions revoke', 'keys create', 'keys list', 'keys revoke', 'events'
+  'user delete', 'user totp-reset', 'sessions list', 'sessions revoke', 'keys create', 'keys list', 'keys revoke',
+  'groups add', 'groups remove', 'groups list', 'events'
 ] as const
 
 /** The account and session commands: the ones written once against AdminOperations (commands.ts). */
@@ -69,6 +75,8 @@ export type AccountInvocation =
   | { command: 'keys create', username: string, name: string, days: number | undefined }
   | { command: 'keys list', username: string }
   | { command: 'keys revoke', id: string }
+  | { command: 'groups add' | 'groups remove', username: string, group: string }
+  | { command: 'groups list', username: string | undefined }
   | { command: 'user disable' | 'user enable' | 'user unlock' | 'user delete' | 'user totp-reset' | 'sessions revoke' | 'sessions list', username: string }
 
 export type Invocation = (
@@ -163,7 +171,7 @@ interface Options { federated?: boolean, service?: boolean, user?: string, since
 
 function parseCommand (values: Options, positionals: string[]): Invocation {
   const [command, sub, ...rest] = positionals
-  if (command === undefined) throw new UsageError('a command is required: serve, migrate, user, sessions, keys or events')
+  if (command === undefined) throw new UsageError('a command is required: serve, migrate, user, sessions, keys, groups or events')
   if (values.federated === true && !(command === 'user' && sub === 'add')) throw new UsageError('--federated belongs to `user add`')
   if (values.service === true && !(command === 'user' && sub === 'add')) throw new UsageError('--service belongs to `user add`')
   if (values.service === true && values.federated === true) throw new UsageError('--service and --federated exclude each other: a service account has no password to check')
@@ -214,6 +222,20 @@ function parseCommand (values: Options, positionals: string[]): Invocation {
           return { command: 'keys revoke', id: rest[0] }
         default:
           throw new UsageError(`unknown keys command: ${sub ?? '(none)'}`)
+      }
+    case 'groups':
+      switch (sub) {
+        case 'add':
+        case 'remove': {
+          const [username, group, ...extra] = rest
+          if (username === undefined || group === undefined || extra.length !== 0) throw new UsageError(`groups ${sub} takes exactly <username> <group>`)
+          return { command: `groups ${sub}`, username, group }
+        }
+        case 'list':
+          if (rest.length > 1) throw new UsageError('groups list takes at most one <username>')
+          return { command: 'groups list', username: rest[0] }
+        default:
+          throw new UsageError(`unknown groups command: ${sub ?? '(none)'}`)
       }
     case 'sessions':
       if (sub !== 'revoke' && sub !== 'list') throw new UsageError(`unknown sessions command: ${sub ?? '(none)'}`)

@@ -40,6 +40,10 @@ interface Service {
   run (args: string[], stdin?: string[]): Promise<Run>
   login (username: string, password: string, userAgent?: string): Promise<{ status: number, token?: string }>
   authenticate (token: string | undefined): Promise<number>
+  /** The groups Authenticate answers for the token. */
+  groupsOf (token: string | undefined): Promise<unknown>
+  /** Sets the account's directory groups as a federated Login leaves them (nothing rewritten in the token store). */
+  setDirectoryGroups (username: string, groups: string[]): Promise<void>
   /** Gives the account an active second factor, as a confirmed enrollment leaves it (its secret never used here). */
   activateTotp (username: string): Promise<void>
   /** Writes `count` live keys of the account straight into the database (past the per-account cap). */
@@ -101,6 +105,13 @@ async function serviceFor (t: Test, adapter: Adapter): Promise<Service> {
     },
     async authenticate (token) {
       return (await app.inject({ method: 'GET', url: `/auth/Authenticate?token=${encodeURIComponent(token ?? '')}` })).statusCode
+    },
+    async groupsOf (token) {
+      const response = await app.inject({ method: 'GET', url: `/auth/Authenticate?token=${encodeURIComponent(token ?? '')}` })
+      return (response.json() as { groups?: unknown }).groups
+    },
+    async setDirectoryGroups (username, groups) {
+      if (await app.backends.groupStore.set(username, 'directory', groups) === null) throw new Error(`no account ${username}`)
     },
     async activateTotp (username) {
       const account = await app.backends.users.findByUsername(username)
@@ -266,6 +277,53 @@ async function commandCases (t: Test, service: Service, actor: Actor): Promise<s
     t.equal(unknown.code, 1, 'an unknown account: exit 1')
   })
 
+  await t.test('groups add, remove, list: the whole local set written, the live token sees it at once', async (t) => {
+    t.same(await run(['groups', 'list']), { code: 0, stdout: '', stderr: '' }, 'no group yet')
+    const { token } = await service.login('alice', NEW_PASSWORD)
+    succeeded(t, await run(['groups', 'add', 'alice', 'ops']), 'alice added to ops; alice\'s groups: ops\n')
+    t.same(await service.groupsOf(token), ['ops'], 'the live token carries it at once')
+    succeeded(t, await run(['groups', 'add', 'ALICE', 'dev']), 'alice added to dev; alice\'s groups: dev, ops\n')
+    succeeded(t, await run(['groups', 'add', 'alice', 'ops']), 'alice was in ops already; alice\'s groups: dev, ops\n')
+    succeeded(t, await run(['groups', 'add', 'carol', 'ops']), 'carol added to ops; carol\'s groups: ops\n')
+    t.same(lines((await run(['groups', 'list'])).stdout), ['dev\t1', 'ops\t2'], 'every group and its number of members')
+    t.same(await run(['groups', 'list', 'alice']), { code: 0, stdout: 'dev\tlocal\nops\tlocal\n', stderr: '' })
+
+    succeeded(t, await run(['groups', 'remove', 'alice', 'ops']), 'alice removed from ops; alice\'s groups: dev\n')
+    t.same(await service.groupsOf(token), ['dev'], 'gone from the live token at once')
+    succeeded(t, await run(['groups', 'remove', 'alice', 'ops']), 'alice was not in ops; alice\'s groups: dev\n')
+    t.same(lines((await run(['groups', 'list'])).stdout), ['dev\t1', 'ops\t1'])
+
+    const badName = 'auth-token-service: group "Ops" is not a group name: 1 to 64 characters of a-z, 0-9, ".", "_" and "-", starting with a letter or a digit\n'
+    t.same(await run(['groups', 'add', 'alice', 'Ops']), { code: 1, stdout: '', stderr: badName }, 'a bad name: the service\'s detail')
+    t.same(await run(['groups', 'remove', 'alice', 'Ops']), { code: 1, stdout: '', stderr: badName }, 'the same when removing it')
+    for (const args of [['groups', 'add', 'nobody', 'ops'], ['groups', 'remove', 'nobody', 'ops'], ['groups', 'list', 'nobody']]) {
+      t.same(await run(args), { code: 1, stdout: '', stderr: 'auth-token-service: no such account\n' }, `${args.join(' ')}: as the other commands`)
+    }
+    t.equal((await run(['groups', 'add', 'alice'])).code, 2, 'no group: a usage error')
+    t.same(await service.groupsOf(token), ['dev'], 'no refusal changed anything')
+    succeeded(t, await run(['groups', 'remove', 'alice', 'dev']), 'alice removed from dev; alice is in no group\n')
+    t.same(await run(['groups', 'list', 'alice']), { code: 0, stdout: '', stderr: '' })
+    t.same(await service.groupsOf(token), [])
+  })
+
+  await t.test('groups of a federated account: the directory\'s marked, and left to the directory', async (t) => {
+    await service.setDirectoryGroups('carol', ['staff', 'vpn'])
+    t.same(await run(['groups', 'list', 'carol']), { code: 0, stdout: 'ops\tlocal\nstaff\tdirectory\nvpn\tdirectory\n', stderr: '' })
+    succeeded(t, await run(['groups', 'add', 'carol', 'dev']), 'carol added to dev; carol\'s groups: dev, ops, staff (directory), vpn (directory)\n')
+    succeeded(t, await run(['groups', 'add', 'carol', 'staff']), 'carol was in staff through the directory already; carol\'s groups: dev, ops, staff (directory), vpn (directory)\n')
+    t.same(await run(['groups', 'remove', 'carol', 'staff']), {
+      code: 1,
+      stdout: '',
+      stderr: 'auth-token-service: carol is in staff through the directory, which alone can take it out (at the account\'s next Login); carol\'s groups: dev, ops, staff (directory), vpn (directory)\n'
+    })
+    succeeded(t, await run(['groups', 'remove', 'carol', 'ops']), 'carol removed from ops; carol\'s groups: dev, staff (directory), vpn (directory)\n')
+    t.same(await run(['groups', 'list', 'carol']), { code: 0, stdout: 'dev\tlocal\nstaff\tdirectory\nvpn\tdirectory\n', stderr: '' }, 'the directory\'s groups untouched')
+    t.same(lines((await run(['groups', 'list'])).stdout), ['dev\t1', 'staff\t1', 'vpn\t1'])
+    // The directory drops staff at carol's next Login: none of the changes above made it a local group of hers.
+    await service.setDirectoryGroups('carol', ['vpn'])
+    t.same(await run(['groups', 'list', 'carol']), { code: 0, stdout: 'dev\tlocal\nvpn\tdirectory\n', stderr: '' }, 'out of a group the directory dropped')
+  })
+
   await t.test('events: oldest first, filtered by user and time, with who made each change', async (t) => {
     const events = await run(['events', '--user', 'BOB'])
     t.same([events.code, events.stderr], [0, ''])
@@ -280,6 +338,13 @@ async function commandCases (t: Test, service: Service, actor: Actor): Promise<s
     t.ok(rows.some((row) => row[1] === 'login.success' && row[4] === '127.0.0.1' && row[5] === 'curl/8\\u0009x'), 'a Login: its client, escaped')
     t.match(rows[0]?.[0], /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/, 'ISO 8601 UTC')
     t.notOk(events.stdout.includes(BOB_PASSWORD), 'no password in the trail')
+    const changes = lines((await run(['events', '--user', 'alice'])).stdout).map((line) => line.split('\t')).filter((row) => row[1] === 'groups.change')
+    t.same(changes.map((row) => [row[3], row[4], row[5]]), [
+      ['set:ops', actor.ip, actor.agent],
+      ['set:dev,ops', actor.ip, actor.agent],
+      ['set:dev', actor.ip, actor.agent],
+      ['set:', actor.ip, actor.agent]
+    ], 'each change of alice\'s groups, by this adapter\'s actor; none for what changed nothing')
     const none = await run(['events', '--since', '2999-01-01'])
     t.same(none, { code: 0, stdout: '', stderr: '' }, 'nothing after --since')
   })

@@ -40,11 +40,15 @@ t.test('a usage error: at most three lines, naming the problem, pointing at --he
     [['-x', 'events'], /^auth-token-service: unknown option '-x' for 'events'\n/],
     [['keys', 'create', 'svc', '--name'], /^auth-token-service: --name wants a value\n/],
     [['user', 'list', '--verbose=yes'], /^auth-token-service: --verbose takes no value\n/],
-    [[], /^auth-token-service: a command is required: serve, migrate, user, sessions, keys or events\n/],
+    [[], /^auth-token-service: a command is required: serve, migrate, user, sessions, keys, groups or events\n/],
     [['frobnicate'], /^auth-token-service: unknown command: frobnicate\n/],
     [['user', 'add'], /^auth-token-service: user add takes exactly one <username>\n/],
     [['user', 'passwd', 'alice', '--federated'], /^auth-token-service: --federated belongs to `user add`\n/],
-    [['migrate', 'extra'], /^auth-token-service: migrate takes no arguments\n/]
+    [['migrate', 'extra'], /^auth-token-service: migrate takes no arguments\n/],
+    [['groups', 'add', 'alice'], /^auth-token-service: groups add takes exactly <username> <group>\n/],
+    [['groups', 'remove', 'alice', 'ops', 'dev'], /^auth-token-service: groups remove takes exactly <username> <group>\n/],
+    [['groups', 'list', 'alice', 'bob'], /^auth-token-service: groups list takes at most one <username>\n/],
+    [['groups', 'rename'], /^auth-token-service: unknown groups command: rename\n/]
   ]
   for (const [argv, problem] of cases) {
     const { stderr, code } = usageErrorOf(argv)

@@ -1,5 +1,5 @@
-import type { AdminClient } from '../../admin/client.js'
-import type { AdminOperations } from '../operations.js'
+import type { AdminClient, AdminUser } from '../../admin/client.js'
+import type { AccountGroups, AdminOperations } from '../operations.js'
 
 /**
  * The operations over the admin API of a running service (admin/client.ts), for when one runs
@@ -29,6 +29,16 @@ export function createAdminApiOperations (client: AdminClient): AdminOperations 
     events: ({ user, since }) => client.events({ user, since }),
     createKey: async (username, name, days) => await client.createKey(username, name, days),
     keys: (username) => client.keys(username),
-    revokeKey: async (id) => await client.revokeKey(id)
+    revokeKey: async (id) => await client.revokeKey(id),
+    accountGroups: async (username) => groupsOf(await client.user(username)),
+    async changeLocalGroups (username, change) {
+      const before = groupsOf(await client.user(username))
+      // Read, then written whole: a change made by someone else between the two is overwritten.
+      const after = groupsOf(await client.setGroups(before.username, change(before)))
+      return { before, after }
+    },
+    groups: async () => await client.groups()
   }
 }
+
+const groupsOf = (user: AdminUser): AccountGroups => ({ username: user.username, groups: user.groups, directoryGroups: user.directory_groups })

@@ -1,4 +1,4 @@
-import type { AccountAdmin } from '../../core/accounts.js'
+import type { AccountAdmin, AccountView } from '../../core/accounts.js'
 import { eventView } from '../../admin/views.js'
 import { keyView } from '../../api-keys/views.js'
 import { sessionView } from '../../sessions/view.js'
@@ -10,7 +10,7 @@ import { assertDataDirFree } from '../../db/data-dir-lock.js'
 import type { Database } from '../../db/database.js'
 import { withTimeout } from '@auth-token-service/protocol/time-limit'
 import { Failure, unreachable } from '../exit-codes.js'
-import type { AdminOperations } from '../operations.js'
+import type { AccountGroups, AdminOperations } from '../operations.js'
 import type { AdminKey } from '../../admin/client.js'
 
 // The drivers (PGlite, pg, ioredis, ldapts, the argon2 binding) are loaded when an operation runs,
@@ -143,9 +143,20 @@ export function createInProcessOperations (config: Config, command: string): Adm
       yield * found
     },
     revokeKey: async (id) => await accounts(true, async (_admin, _backends, apiKeys) => keyView(await apiKeys.revoke(id, CLI_KEY_ACTOR))),
+    accountGroups: async (username) => await accounts(false, async (admin) => groupsOf(await admin.show(username))),
+    // A change of groups rewrites the account's live token and key records: the token store is connected first.
+    changeLocalGroups: async (username, change) => await accounts(true, async (admin) => {
+      const before = groupsOf(await admin.show(username))
+      const after = groupsOf(await admin.setGroups(before.username, change(before)))
+      return { before, after }
+    }),
+    groups: async () => await accounts(false, async (admin) => await admin.groups()),
     async * events ({ user, since }) {
       const found = await accounts(false, async (_admin, { audit }) => await audit.list({ username: user === undefined ? undefined : normalizeUsername(user), since, limit: 100_000 }))
       yield * found.map(eventView)
     }
   }
 }
+
+/** An account's groups as the commands show them. */
+const groupsOf = (account: AccountView): AccountGroups => ({ username: account.username, groups: account.groups, directoryGroups: account.directoryGroups })
