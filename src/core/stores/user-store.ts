@@ -56,6 +56,8 @@ export interface NewUser {
 /** Usernames reach the store already NFC-normalized; the store compares exactly. */
 export interface UserStore {
   findByUsername (username: string): Promise<UserRecord | null>
+  /** The account with this id (an OpenID Connect subject), or null; an id that is no number is none. */
+  findById (id: string): Promise<UserRecord | null>
   /** Fails with `duplicateUsername()` when the name is taken. */
   create (user: NewUser): Promise<UserRecord>
   /** A new password: the epoch goes up with it. Returns the updated account, or null when there is none. */
@@ -161,6 +163,10 @@ export function createSqlUserStore (db: Queryable, onError?: (error: unknown) =>
       const { rows } = await db.query<LoginRow>(`SELECT ${LOGIN_COLUMNS} FROM users WHERE username = $1`, [username])
       const row = rows[0]
       return row === undefined ? null : { ...toRecord(row), secondFactor: row.totp }
+    }),
+    findById: async (id) => await guarded(async () => {
+      if (!/^[0-9]{1,18}$/.test(id)) return null
+      return await one(`SELECT ${COLUMNS} FROM users WHERE id = $1`, [id])
     }),
     create: async (user) => await guarded(async () => {
       const created = await one(
