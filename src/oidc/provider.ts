@@ -1,0 +1,152 @@
+import { createHash, timingSafeEqual } from 'node:crypto'
+import Provider, { errors, interactionPolicy, type Adapter, type Configuration, type JWK, type KoaContextWithOIDC } from 'oidc-provider'
+import { generateToken, hashToken, isTokenShaped } from '@auth-token-service/protocol/token'
+import type { OidcConfig } from '../config/parts/oidc.js'
+import type { UserStore } from '../core/stores/user-store.js'
+import type { TokenStore } from '../core/stores/token-store.js'
+import type { SignInLinks } from './sign-in-links.js'
+
+/**
+ * The OpenID Connect provider: oidc-provider (panva, OpenID Certified) configured as the contract
+ * says (api-contract, Single sign-on): authorization code with PKCE S256 (required of public
+ * clients), refresh tokens rotated at each use (a reused one ends its grant), the device flow,
+ * RP-initiated and back-channel logout; no implicit or hybrid flow, no consent page (clients are
+ * the operators'). Sign-in is the service's own page (interaction-routes.ts); its sign-in token is
+ * what the provider's session stands on (policy below), and its access tokens are the service's.
+ */
+
+/** The browser's sign-in cookie (the contract's AuthToken1). */
+export const SIGN_IN_COOKIE = 'AuthToken1'
+
+export interface ProviderDeps {
+  config: OidcConfig
+  adapter: (name: string) => Adapter
+  users: Pick<UserStore, 'findById'>
+  tokens: Pick<TokenStore, 'find'>
+  links: SignInLinks
+  /** Private signing keys, the current first (signing-keys.ts). */
+  jwks: readonly JWK[]
+  /** Keys the provider's cookies are signed with, the current first. */
+  cookieKeys: readonly string[]
+  /** Where a browser goes to sign in for an interaction (the path and `uid`). */
+  interactionPath: (uid: string) => string
+  /** Trust X-Forwarded-* (AUTH_TRUST_PROXY set). */
+  proxy: boolean
+}
+
+/** A client's secret as the store keeps it: SHA-256 hex (clients.ts). */
+export const secretDigest = (secret: string): string => createHash('sha256').update(secret).digest('hex')
+
+/** The sign-in token a request carries, when it is an active one of `accountId` (a Login token: never an access token of the provider's). */
+async function signInOf (ctx: KoaContextWithOIDC, tokens: Pick<TokenStore, 'find'>, accountId: string): Promise<{ hash: string, ttlMs: number } | undefined> {
+  const token = ctx.cookies.get(SIGN_IN_COOKIE)
+  if (token === undefined || !isTokenShaped(token)) return undefined
+  const hash = hashToken(token)
+  const record = await tokens.find(hash, true)
+  if (record === null || record.accountId !== accountId || record.oidc !== undefined || record.keyId !== undefined) return undefined
+  return { hash, ttlMs: record.expiresAt - Date.now() }
+}
+
+/**
+ * The login prompt's checks, and one of the service's: the provider's session stands only while
+ * the browser's sign-in token of the same account is active. Signed out (or another person signed
+ * in) since: sign in again; with prompt=none, `login_required`. Passing, it (re)links the session to
+ * the sign-in token now in use, so the tokens it gives out end with that one.
+ */
+function policy (tokens: Pick<TokenStore, 'find'>, links: SignInLinks): interactionPolicy.DefaultPolicy {
+  const base = interactionPolicy.base()
+  const login = base.get('login')
+  login?.checks.add(new interactionPolicy.Check('signed_out', 'the sign-in session ended', async (ctx) => {
+    const { session } = ctx.oidc
+    if (session === undefined || session.accountId === undefined) return interactionPolicy.Check.NO_NEED_TO_PROMPT
+    const signIn = await signInOf(ctx, tokens, session.accountId)
+    if (signIn === undefined) return interactionPolicy.Check.REQUEST_PROMPT
+    await links.link(session.uid, signIn.hash, signIn.ttlMs)
+    return interactionPolicy.Check.NO_NEED_TO_PROMPT
+  }))
+  return base
+}
+
+export function createProvider (deps: ProviderDeps): Provider {
+  const { config, users, tokens, links } = deps
+  const configuration: Configuration = {
+    adapter: deps.adapter,
+    clients: [],
+    jwks: { keys: [...deps.jwks] },
+    cookies: { keys: [...deps.cookieKeys], long: { signed: true }, short: { signed: true } },
+    findAccount: async (_ctx, sub) => {
+      const account = await users.findById(sub)
+      if (account === null || account.disabled || account.kind === 'service') return undefined
+      return {
+        accountId: sub,
+        claims: async (_use, scope) => ({
+          sub,
+          preferred_username: account.username,
+          ...(scope.split(' ').includes('groups') ? { groups: [...account.groups] } : {})
+        })
+      }
+    },
+    claims: { openid: ['sub', 'preferred_username'], groups: ['groups'] },
+    scopes: ['openid', 'offline_access', 'groups'],
+    conformIdTokenClaims: false,
+    responseTypes: ['code'],
+    pkce: { required: (_ctx, client) => client.tokenEndpointAuthMethod === 'none' },
+    issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+    rotateRefreshToken: true,
+    expiresWithSession: () => false,
+    allowOmittingSingleRegisteredRedirectUri: false,
+    clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
+    enabledJWA: { idTokenSigningAlgValues: ['RS256', 'ES256'] },
+    clientDefaults: { id_token_signed_response_alg: 'RS256', grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'] },
+    features: {
+      devInteractions: { enabled: false },
+      revocation: { enabled: true },
+      userinfo: { enabled: true },
+      rpInitiatedLogout: { enabled: true },
+      backchannelLogout: { enabled: true },
+      deviceFlow: { enabled: true },
+      introspection: { enabled: false }
+    },
+    interactions: {
+      policy: policy(tokens, links),
+      url: (_ctx, interaction) => deps.interactionPath(interaction.uid)
+    },
+    loadExistingGrant: async (ctx) => {
+      // No consent page: the operators registered the client, so what it asks of the account is granted.
+      const { client, session, provider } = ctx.oidc
+      const accountId = session?.accountId
+      if (client === undefined || accountId === undefined) return undefined
+      const grantId = ctx.oidc.result?.consent?.grantId ?? session?.grantIdFor(client.clientId)
+      const grant = (grantId === undefined ? undefined : await provider.Grant.find(grantId)) ?? new provider.Grant({ accountId, clientId: client.clientId })
+      grant.addOIDCScope([...ctx.oidc.requestParamOIDCScopes].join(' '))
+      grant.addOIDCClaims([...ctx.oidc.requestParamClaims])
+      await grant.save()
+      return grant
+    },
+    ttl: {
+      AccessToken: config.accessTokenTtlSeconds,
+      IdToken: config.idTokenTtlSeconds,
+      RefreshToken: config.refreshTokenTtlSeconds,
+      Grant: config.refreshTokenTtlSeconds,
+      Session: config.refreshTokenTtlSeconds,
+      AuthorizationCode: 60,
+      DeviceCode: 600,
+      Interaction: 600
+    }
+  }
+  const provider = new Provider(config.issuer, configuration)
+  provider.proxy = deps.proxy
+  // The stored secret is its digest (clients.ts): a presented one is compared by its digest, in constant time.
+  provider.Client.prototype.compareClientSecret = function compareClientSecret (this: { clientSecret?: string }, actual: string): boolean {
+    const stored = Buffer.from(this.clientSecret ?? '', 'hex')
+    const presented = Buffer.from(secretDigest(actual), 'hex')
+    return stored.length === presented.length && timingSafeEqual(stored, presented)
+  }
+  // An access token is a token of the service: made as Login makes one, in its account's bucket.
+  const accessTokens = provider.AccessToken.prototype as unknown as { generateTokenId: (this: { accountId?: unknown }) => string }
+  accessTokens.generateTokenId = function generateTokenId () {
+    if (typeof this.accountId !== 'string') throw new errors.InvalidGrant('an access token without an account')
+    return generateToken(this.accountId)
+  }
+  return provider
+}
