@@ -1,4 +1,4 @@
-import type { AdminEvent, AdminKey, AdminSession } from '../admin/client.js'
+import type { AdminEvent, AdminKey, AdminOidcClient, AdminSession } from '../admin/client.js'
 import { escapeControlCharacters } from '@auth-token-service/protocol/log-escape'
 import type { AccountSummary } from './operations.js'
 
@@ -29,4 +29,9 @@ export function eventLine (event: AdminEvent): string {
 /** One API key: id, name, created, expiry, last used (- when never). Never its secret. */
 export function keyLine (key: AdminKey): string {
   return line([key.id, key.name, key.created, key.expiration_date, key.last_used ?? '-'])
+}
+
+/** One OpenID Connect client: client id, name, public or confidential, created, its redirect URIs (space-separated). Never a secret. */
+export function clientLine (client: AdminOidcClient): string {
+  return line([client.client_id, client.name, client.public ? 'public' : 'confidential', client.created, client.redirect_uris.join(' ')])
 }

@@ -29,6 +29,9 @@ export function createAdminApiOperations (client: AdminClient): AdminOperations 
     events: ({ user, since }) => client.events({ user, since }),
     createKey: async (username, name, days) => await client.createKey(username, name, days),
     keys: (username) => client.keys(username),
-    revokeKey: async (id) => await client.revokeKey(id)
+    revokeKey: async (id) => await client.revokeKey(id),
+    addOidcClient: async (oidcClient) => await client.addOidcClient(oidcClient),
+    oidcClients: async () => await client.oidcClients(),
+    removeOidcClient: async (clientId) => await client.removeOidcClient(clientId)
   }
 }
