@@ -41,6 +41,26 @@ export interface AdminKey {
   last_used: string | null
 }
 
+/** An OpenID Connect client as the admin API shows it (never its secret). */
+export interface AdminOidcClient {
+  client_id: string
+  name: string
+  redirect_uris: string[]
+  post_logout_redirect_uris: string[]
+  public: boolean
+  backchannel_logout_uri: string | null
+  created: string
+}
+
+/** A client to register, in the admin API's names (POST /admin/oidc/clients). */
+export interface NewAdminOidcClient {
+  name: string
+  redirect_uris: string[]
+  post_logout_redirect_uris?: string[]
+  public?: boolean
+  backchannel_logout_uri?: string
+}
+
 export interface AdminEvent {
   time: string
   event: string
@@ -102,6 +122,12 @@ export interface AdminClient {
   groups (): Promise<AdminGroup[]>
   /** The audit trail, oldest first, page after page. */
   events (filter: { user?: string | undefined, since?: Date | undefined, event?: string | undefined }): AsyncIterable<AdminEvent>
+  /** Registers an OpenID Connect client; a confidential one's secret is in this answer only. */
+  addOidcClient (client: NewAdminOidcClient): Promise<{ client: AdminOidcClient, secret: string | undefined }>
+  /** Every registered OpenID Connect client, oldest first. */
+  oidcClients (): Promise<AdminOidcClient[]>
+  /** Removes the client; every token it holds ends. */
+  removeOidcClient (clientId: string): Promise<AdminOidcClient>
 }
 
 const PAGE = 1000
@@ -177,6 +203,12 @@ export function createAdminClient ({ url, key, timeoutMs = 30_000 }: AdminClient
       if (filter.since !== undefined) query.set('since', filter.since.toISOString())
       if (filter.event !== undefined) query.set('event', filter.event)
       return pages<AdminEvent>('/admin/events', 'events', query)
-    }
+    },
+    async addOidcClient (client) {
+      const answer = await call<{ client: AdminOidcClient, client_secret?: string }>('POST', '/admin/oidc/clients', client)
+      return { client: answer.client, secret: answer.client_secret }
+    },
+    oidcClients: async () => (await call<{ clients: AdminOidcClient[] }>('GET', '/admin/oidc/clients')).clients,
+    removeOidcClient: async (clientId) => (await call<{ client: AdminOidcClient }>('DELETE', `/admin/oidc/clients/${encodeURIComponent(clientId)}`)).client
   }
 }

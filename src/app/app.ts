@@ -38,6 +38,7 @@ import { PACKAGE_VERSION } from '../config/version.js'
 import { createSqlDeviceRecord, loginDevices } from '../webhooks/devices.js'
 import { createSqlWebhookOutbox, type WebhookOutbox } from '../webhooks/outbox.js'
 import { startWebhookDelivery } from '../webhooks/start.js'
+import { createOidcClients, type OidcClients } from '../oidc/index.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -54,6 +55,11 @@ declare module 'fastify' {
     metrics: Metrics
     /** The webhook outbox: the admin API lists and retries its deliveries. */
     webhookOutbox: WebhookOutbox
+    /**
+     * The OpenID Connect provider's clients: the provider reads them (metadataOf); the admin API
+     * and the command line register and remove them while the provider is on (config.oidc).
+     */
+    oidcClients: OidcClients
     /** Shutdown state: once draining, readiness answers 503. */
     lifecycle: { draining: boolean }
   }
@@ -134,6 +140,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   app.decorate('sessions', sessions)
   app.decorate('metrics', metrics)
   app.decorate('webhookOutbox', outbox)
+  app.decorate('oidcClients', createOidcClients({ store: backends.oidcClientStore, audit: observed.audit }))
   app.decorate('lifecycle', { draining: false })
 
   app.addHook('onRequest', everyRequest)

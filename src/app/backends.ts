@@ -25,6 +25,7 @@ import { createSqlUserStore, type UserStore } from '../core/stores/user-store.js
 import { createSqlGroupStore, type GroupStore } from '../core/stores/group-store.js'
 import { createSqlApiKeyStore, type ApiKeyStore } from '../api-keys/store.js'
 import { createSqlTotpStore, type TotpStore } from '../totp/store.js'
+import { createSqlOidcClientStore, type OidcClientStore } from '../oidc/index.js'
 import { withTimeout } from '@auth-token-service/protocol/time-limit'
 import { createOutboxSignal, type OutboxSignal } from '../webhooks/signal.js'
 
@@ -40,6 +41,8 @@ export interface Backends {
   apiKeyStore: ApiKeyStore
   /** Second factors: the sealed TOTP secrets and recovery codes' hashes. */
   totp: TotpStore
+  /** The OpenID Connect provider's registered clients (their secrets' hashes only). */
+  oidcClientStore: OidcClientStore
   tokens: ServiceTokenStore
   /** The same object as `tokens`, as the guard-facing feed of ended tokens (the revocations route). */
   revocations: RevocationFeed
@@ -214,6 +217,7 @@ export function assembleBackends (config: Config, parts: { database: Database, t
     groupStore: createSqlGroupStore(database, () => { hook?.('postgres') }),
     apiKeyStore: createSqlApiKeyStore(database, () => { hook?.('postgres') }),
     totp: createSqlTotpStore(database, () => { hook?.('postgres') }),
+    oidcClientStore: createSqlOidcClientStore(database, () => { hook?.('postgres') }),
     tokens,
     revocations: tokens,
     hasher,

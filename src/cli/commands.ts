@@ -3,7 +3,7 @@ import { reasons } from '../errors/reasons.js'
 import { badRequest } from '../errors/status.js'
 import { EXIT, Failure } from './exit-codes.js'
 import type { AccountGroups, AdminOperations } from './operations.js'
-import { accountGroupLines, accountLine, eventLine, groupLine, keyLine, sessionLine } from './output.js'
+import { accountGroupLines, accountLine, clientLine, eventLine, groupLine, keyLine, sessionLine } from './output.js'
 import { UsageError, type AccountInvocation } from './parse.js'
 import { readPassword } from './read-password.js'
 
@@ -158,6 +158,31 @@ const COMMANDS: CommandTable = {
   },
   async events (operations, { username, since }, { out }) {
     for await (const event of operations.events({ user: username, since })) out(eventLine(event))
+  },
+  async 'oidc clients add' (operations, invocation, { out, say }) {
+    const { client, secret } = await operations.addOidcClient({
+      name: invocation.name,
+      redirect_uris: invocation.redirectUris,
+      post_logout_redirect_uris: invocation.postLogoutRedirectUris,
+      public: invocation.public,
+      ...(invocation.backchannelLogoutUri === undefined ? {} : { backchannel_logout_uri: invocation.backchannelLogoutUri })
+    })
+    // The client id first, then a confidential client's secret alone on the last line: `| head -n 1`
+    // and `| tail -n 1` hand each to the app's settings and nothing else.
+    out(`${client.client_id}\n`)
+    if (secret === undefined) {
+      say(`registered public client ${client.client_id} (${client.name}): no secret, PKCE required`)
+      return
+    }
+    say(`registered confidential client ${client.client_id} (${client.name}); its secret is shown this once:`)
+    out(`${secret}\n`)
+  },
+  async 'oidc clients list' (operations, _invocation, { out }) {
+    for (const client of await operations.oidcClients()) out(clientLine(client))
+  },
+  async 'oidc clients remove' (operations, { clientId }, { say }) {
+    const client = await operations.removeOidcClient(clientId)
+    say(`client ${client.client_id} (${client.name}) removed; every token it held has ended`)
   }
 }
 

@@ -1,4 +1,4 @@
-import type { AdminEvent, AdminGroup, AdminKey, AdminSession } from '../admin/client.js'
+import type { AdminEvent, AdminGroup, AdminKey, AdminOidcClient, AdminSession, NewAdminOidcClient } from '../admin/client.js'
 
 /**
  * What the account and session commands need of the service, whoever answers: the running
@@ -38,6 +38,12 @@ export interface AdminOperations {
   groups (): Promise<AdminGroup[]>
   /** The audit trail, oldest first. */
   events (filter: { user: string | undefined, since: Date | undefined }): AsyncIterable<AdminEvent>
+  /** Registers an OpenID Connect client: a confidential one's secret is answered this once. */
+  addOidcClient (client: NewAdminOidcClient): Promise<{ client: AdminOidcClient, secret: string | undefined }>
+  /** Every registered OpenID Connect client, oldest first. */
+  oidcClients (): Promise<AdminOidcClient[]>
+  /** Removes the client; every token it holds ends. */
+  removeOidcClient (clientId: string): Promise<AdminOidcClient>
 }
 
 /** An account as the commands show it. */

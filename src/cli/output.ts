@@ -1,4 +1,4 @@
-import type { AdminEvent, AdminGroup, AdminKey, AdminSession } from '../admin/client.js'
+import type { AdminEvent, AdminGroup, AdminKey, AdminOidcClient, AdminSession } from '../admin/client.js'
 import { escapeControlCharacters } from '@auth-token-service/protocol/log-escape'
 import type { AccountGroups, AccountSummary } from './operations.js'
 
@@ -42,4 +42,9 @@ export function groupLine (group: AdminGroup): string {
  */
 export function accountGroupLines (account: AccountGroups): string[] {
   return account.groups.map((name) => line([name, account.directoryGroups.includes(name) ? 'directory' : 'local']))
+}
+
+/** One OpenID Connect client: client id, name, public or confidential, created, its redirect URIs (space-separated). Never a secret. */
+export function clientLine (client: AdminOidcClient): string {
+  return line([client.client_id, client.name, client.public ? 'public' : 'confidential', client.created, client.redirect_uris.join(' ')])
 }

@@ -32,6 +32,15 @@ commands:
   groups list [<username>]            every group and its number of members; or the
                                       account's groups: name, local or directory
   events [--user NAME] [--since ISO]  print the audit events, oldest first
+  oidc clients add NAME --redirect-uri URL [--redirect-uri URL] [--public]
+                                      register an OpenID Connect client (confidential unless
+                                      --public); also --post-logout-redirect-uri URL (again
+                                      for more) and --backchannel-logout-uri URL; prints the
+                                      client id, then a confidential client's secret, shown
+                                      once, alone on the last line of stdout
+  oidc clients list                   the registered clients, one per line: client id, name,
+                                      public or confidential, created, redirect URIs
+  oidc clients remove CLIENT_ID       remove the client; every token it holds ends
 
 options:
   --verbose, -v                       say (on stderr) which database or running service was used
@@ -63,7 +72,8 @@ export function usageErrorText (error: UsageError): string {
 export const COMMANDS = [
   'serve', 'migrate', 'user add', 'user passwd', 'user disable', 'user enable', 'user list', 'user unlock',
   'user delete', 'user totp-reset', 'sessions list', 'sessions revoke', 'keys create', 'keys list', 'keys revoke',
-  'groups add', 'groups remove', 'groups list', 'events'
+  'groups add', 'groups remove', 'groups list', 'events',
+  'oidc clients add', 'oidc clients list', 'oidc clients remove'
 ] as const
 
 /** The account and session commands: the ones written once against AdminOperations (commands.ts). */
@@ -77,6 +87,9 @@ export type AccountInvocation =
   | { command: 'keys revoke', id: string }
   | { command: 'groups add' | 'groups remove', username: string, group: string }
   | { command: 'groups list', username: string | undefined }
+  | { command: 'oidc clients add', name: string, redirectUris: string[], postLogoutRedirectUris: string[], public: boolean, backchannelLogoutUri: string | undefined }
+  | { command: 'oidc clients list' }
+  | { command: 'oidc clients remove', clientId: string }
   | { command: 'user disable' | 'user enable' | 'user unlock' | 'user delete' | 'user totp-reset' | 'sessions revoke' | 'sessions list', username: string }
 
 export type Invocation = (
@@ -122,6 +135,10 @@ const OPTIONS = {
   days: { type: 'string' },
   user: { type: 'string' },
   since: { type: 'string' },
+  'redirect-uri': { type: 'string', multiple: true },
+  'post-logout-redirect-uri': { type: 'string', multiple: true },
+  'backchannel-logout-uri': { type: 'string' },
+  public: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   // No -v: that has been --verbose's.
   version: { type: 'boolean' },
@@ -152,8 +169,8 @@ function inOwnWords (error: unknown, args: string[]): unknown {
 /** The command that `args` names, known options and all (none when it names none). */
 function commandOf (args: string[]): string | undefined {
   const { positionals } = parseArgs({ args, allowPositionals: true, strict: false, options: OPTIONS })
-  const [first, second] = positionals
-  return COMMANDS.find((command) => command === `${first} ${second}` || command === first)
+  const [first, second, third] = positionals
+  return COMMANDS.find((command) => command === `${first} ${second} ${third}` || command === `${first} ${second}` || command === first)
 }
 
 /**
@@ -167,16 +184,31 @@ function keyIdAsPositional (argv: string[]): string[] {
   return [...argv.slice(0, at + 1), '--', ...argv.slice(at + 1)]
 }
 
-interface Options { federated?: boolean, service?: boolean, user?: string, since?: string, name?: string, days?: string }
+interface Options {
+  federated?: boolean
+  service?: boolean
+  user?: string
+  since?: string
+  name?: string
+  days?: string
+  'redirect-uri'?: string[]
+  'post-logout-redirect-uri'?: string[]
+  'backchannel-logout-uri'?: string
+  public?: boolean
+}
 
 function parseCommand (values: Options, positionals: string[]): Invocation {
   const [command, sub, ...rest] = positionals
-  if (command === undefined) throw new UsageError('a command is required: serve, migrate, user, sessions, keys, groups or events')
+  if (command === undefined) throw new UsageError('a command is required: serve, migrate, user, sessions, keys, groups, events or oidc')
   if (values.federated === true && !(command === 'user' && sub === 'add')) throw new UsageError('--federated belongs to `user add`')
   if (values.service === true && !(command === 'user' && sub === 'add')) throw new UsageError('--service belongs to `user add`')
   if (values.service === true && values.federated === true) throw new UsageError('--service and --federated exclude each other: a service account has no password to check')
   if ((values.user !== undefined || values.since !== undefined) && command !== 'events') throw new UsageError('--user and --since belong to `events`')
   if ((values.name !== undefined || values.days !== undefined) && !(command === 'keys' && sub === 'create')) throw new UsageError('--name and --days belong to `keys create`')
+  const clientOptions = [values['redirect-uri'], values['post-logout-redirect-uri'], values['backchannel-logout-uri'], values.public]
+  if (clientOptions.some((value) => value !== undefined) && !(command === 'oidc' && sub === 'clients' && rest[0] === 'add')) {
+    throw new UsageError('--redirect-uri, --post-logout-redirect-uri, --backchannel-logout-uri and --public belong to `oidc clients add`')
+  }
   switch (command) {
     case 'events': {
       if (sub !== undefined) throw new UsageError('events takes no positional arguments')
@@ -237,10 +269,40 @@ function parseCommand (values: Options, positionals: string[]): Invocation {
         default:
           throw new UsageError(`unknown groups command: ${sub ?? '(none)'}`)
       }
+    case 'oidc':
+      if (sub !== 'clients') throw new UsageError(`unknown oidc command: ${sub ?? '(none)'}`)
+      return parseClientCommand(values, rest)
     case 'sessions':
       if (sub !== 'revoke' && sub !== 'list') throw new UsageError(`unknown sessions command: ${sub ?? '(none)'}`)
       return { command: `sessions ${sub}`, username: oneName(rest, `sessions ${sub}`) }
     default:
       throw new UsageError(`unknown command: ${command}`)
+  }
+}
+
+/** `oidc clients add|list|remove`: what follows `oidc clients`. */
+function parseClientCommand (values: Options, [action, ...rest]: string[]): Invocation {
+  switch (action) {
+    case 'add': {
+      if (rest.length !== 1 || rest[0] === undefined) throw new UsageError('oidc clients add takes exactly one NAME')
+      const redirectUris = values['redirect-uri'] ?? []
+      if (redirectUris.length === 0) throw new UsageError('oidc clients add wants --redirect-uri URL (one or more)')
+      return {
+        command: 'oidc clients add',
+        name: rest[0],
+        redirectUris,
+        postLogoutRedirectUris: values['post-logout-redirect-uri'] ?? [],
+        public: values.public === true,
+        backchannelLogoutUri: values['backchannel-logout-uri']
+      }
+    }
+    case 'list':
+      if (rest.length !== 0) throw new UsageError('oidc clients list takes no arguments')
+      return { command: 'oidc clients list' }
+    case 'remove':
+      if (rest.length !== 1 || rest[0] === undefined) throw new UsageError('oidc clients remove takes exactly one CLIENT_ID')
+      return { command: 'oidc clients remove', clientId: rest[0] }
+    default:
+      throw new UsageError(`unknown oidc clients command: ${action ?? '(none)'}`)
   }
 }

@@ -5,7 +5,8 @@ import type { AuditEvent, AuditEventName } from './stores/audit-log.js'
 export const WEBHOOK_EVENT_TYPES = [
   'login.success', 'login.failure', 'login.new_device', 'logout', 'session.ended',
   'account.revoked', 'account.disabled', 'account.enabled', 'account.locked', 'password.changed',
-  'key.created', 'key.revoked', 'totp.enabled', 'totp.disabled', 'account.groups_changed'
+  'key.created', 'key.revoked', 'totp.enabled', 'totp.disabled', 'account.groups_changed',
+  'oidc.client_created', 'oidc.client_removed'
 ] as const
 
 export type WebhookEventType = typeof WEBHOOK_EVENT_TYPES[number]
@@ -33,7 +34,9 @@ export const WEBHOOK_OUTCOMES = {
     'account-disabled-incomplete:<key id>', 'account-deleted-incomplete:<key id>', 'revoke-all-incomplete:<key id>'],
   'totp.enabled': ['confirmed'],
   'totp.disabled': ['removed', 'reset'],
-  'account.groups_changed': ['set:<groups>', 'directory:<groups>']
+  'account.groups_changed': ['set:<groups>', 'directory:<groups>'],
+  'oidc.client_created': ['created:<client id>'],
+  'oidc.client_removed': ['removed:<client id>']
 } as const satisfies Record<WebhookEventType, readonly string[]>
 
 /** An outcome pattern as a type: each `<…>` part any text. */
@@ -70,7 +73,9 @@ const TYPE_OF_AUDIT_EVENT: Partial<Record<AuditEventName | SecondFactorAuditEven
   'key.revoked': 'key.revoked',
   'totp.enabled': 'totp.enabled',
   'totp.disabled': 'totp.disabled',
-  'groups.change': 'account.groups_changed'
+  'groups.change': 'account.groups_changed',
+  'oidc.client_created': 'oidc.client_created',
+  'oidc.client_removed': 'oidc.client_removed'
 }
 
 export function webhookTypeOf (event: AuditEventName): WebhookEventType | undefined {

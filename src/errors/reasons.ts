@@ -15,7 +15,8 @@ export const PARAMETERS = ['username', 'password', 'token', 'format', 'jsonpFunc
 export type Parameter = typeof PARAMETERS[number]
 
 /** The admin API's parameters (admin/schemas.ts): its reasons may name these. */
-export const ADMIN_PARAMETERS = ['username', 'password', 'federated', 'disabled', 'limit', 'cursor', 'user', 'since', 'event', 'id', 'kind', 'name', 'expires_in_days', 'status'] as const
+export const ADMIN_PARAMETERS = ['username', 'password', 'federated', 'disabled', 'limit', 'cursor', 'user', 'since', 'event', 'id', 'kind', 'name', 'expires_in_days', 'status',
+  'client_id', 'redirect_uris', 'post_logout_redirect_uris', 'public', 'backchannel_logout_uri'] as const
 export type AdminParameter = typeof ADMIN_PARAMETERS[number]
 
 const KNOWN: ReadonlySet<string> = new Set(PARAMETERS)
@@ -42,6 +43,9 @@ export const PARAMETER_LIMITS: Readonly<Record<'username' | PasswordParameter | 
 export type PasswordParameter = 'password' | 'current_password' | 'new_password'
 
 export const PADDING: ReadonlySet<Parameter> = new Set(['jsonpFunction', 'jsopFunction', 'jsonpFormat', 'callback'])
+
+/** An OpenID Connect client's URL parameters (the admin API's names): each checked by the same rule. */
+export type ClientUriParameter = 'redirect_uris' | 'post_logout_redirect_uris' | 'backchannel_logout_uri'
 
 /** Where a parameter or a body came from, for reasons that cannot name a parameter. */
 export type Source = 'query string' | 'form body' | 'path'
@@ -115,6 +119,14 @@ export const reasons = {
   groupsNotAList: () => reason('groups must be a list of group names'),
   apiKeyNameNotValid: () => reason('name must be 1 to 128 characters, without control characters'),
   apiKeysPerAccountReached: (max: number) => reason(`the account holds ${max} live API keys, the most it may (AUTH_API_KEYS_PER_ACCOUNT)`),
+  // The OpenID Connect provider's clients (src/oidc): the rule a URL broke, never the URL.
+  clientNameNotValid: () => reason('name must be 1 to 128 characters, without control characters'),
+  redirectUriRequired: () => reason('redirect_uris needs at least one URL'),
+  clientUriNotValid: (parameter: ClientUriParameter, maxLength: number) =>
+    reason(`${parameter} ${parameter === 'backchannel_logout_uri' ? 'must be an absolute URL' : 'must hold absolute URLs'}, https (http only for localhost, 127.0.0.1 or [::1]), without a fragment, at most ${maxLength} characters`),
+  tooManyClientUris: (parameter: ClientUriParameter, max: number) => reason(`${parameter} holds more than ${max} URLs`),
+  noSuchClient: () => reason('no such client'),
+  oidcOff: () => reason('the OpenID Connect provider is off (AUTH_OIDC_ISSUER is not set)'),
   adminKeyRequired: () => reason('Authorization: Bearer with the admin key is required'),
   adminKeyWrong: () => reason('the admin key is not valid'),
   unknownAccount: () => reason('no such account'),

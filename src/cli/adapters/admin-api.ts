@@ -37,7 +37,10 @@ export function createAdminApiOperations (client: AdminClient): AdminOperations 
       const after = groupsOf(await client.setGroups(before.username, change(before)))
       return { before, after }
     },
-    groups: async () => await client.groups()
+    groups: async () => await client.groups(),
+    addOidcClient: async (oidcClient) => await client.addOidcClient(oidcClient),
+    oidcClients: async () => await client.oidcClients(),
+    removeOidcClient: async (clientId) => await client.removeOidcClient(clientId)
   }
 }
 

@@ -12,6 +12,7 @@ import { withTimeout } from '@auth-token-service/protocol/time-limit'
 import { Failure, unreachable } from '../exit-codes.js'
 import type { AccountGroups, AdminOperations } from '../operations.js'
 import type { AdminKey } from '../../admin/client.js'
+import type { clientView, OidcClients } from '../../oidc/index.js'
 
 // The drivers (PGlite, pg, ioredis, ldapts, the argon2 binding) are loaded when an operation runs,
 // so `--help` and a usage error stay cheap.
@@ -90,7 +91,7 @@ async function withAccounts<T> (config: Config, command: string, endsTokens: boo
  * Those that end tokens or lift a lock connect the token store first (locks live beside the
  * tokens: in Redis, or, embedded with no service running, nowhere any more).
  */
-/** accounts.ts's LOCAL_CLI_ACTOR, for the key commands' audit events (accounts.ts is loaded lazily). */
+/** accounts.ts's LOCAL_CLI_ACTOR, for the key and client commands' audit events (accounts.ts is loaded lazily). */
 const CLI_KEY_ACTOR: KeyActor = Object.freeze({ userAgent: 'cli', credential: 'local-cli' })
 /** Keys a page of `keys list` reads (the admin API's largest page). */
 const KEY_PAGE = 1000
@@ -98,6 +99,12 @@ const KEY_PAGE = 1000
 export function createInProcessOperations (config: Config, command: string): AdminOperations {
   const accounts = <T>(endsTokens: boolean, work: (admin: AccountAdmin, backends: Backends, apiKeys: ApiKeys) => Promise<T>): Promise<T> =>
     withAccounts(config, command, endsTokens, work)
+  /** The provider's clients, refused as the admin API refuses them while the provider is off (before the database is opened). */
+  const clients = async <T>(endsTokens: boolean, work: (clients: OidcClients, view: typeof clientView) => Promise<T>): Promise<T> => {
+    const { createOidcClients, clientView, providerOff } = await import('../../oidc/index.js')
+    if (config.oidc === undefined) throw providerOff()
+    return await accounts(endsTokens, async (_admin, backends) => await work(createOidcClients({ store: backends.oidcClientStore, audit: backends.audit }), clientView))
+  }
   const ended = ({ account, ended }: { account: { username: string }, ended: number }) => ({ username: account.username, ended })
   return {
     async beforePassword () {
@@ -154,7 +161,20 @@ export function createInProcessOperations (config: Config, command: string): Adm
     async * events ({ user, since }) {
       const found = await accounts(false, async (_admin, { audit }) => await audit.list({ username: user === undefined ? undefined : normalizeUsername(user), since, limit: 100_000 }))
       yield * found.map(eventView)
-    }
+    },
+    addOidcClient: async (client) => await clients(false, async (oidcClients, view) => {
+      const { client: made, secret } = await oidcClients.create({
+        name: client.name,
+        redirectUris: client.redirect_uris,
+        postLogoutRedirectUris: client.post_logout_redirect_uris,
+        public: client.public,
+        backchannelLogoutUri: client.backchannel_logout_uri
+      }, CLI_KEY_ACTOR)
+      return { client: view(made), secret }
+    }),
+    oidcClients: async () => await clients(false, async (oidcClients, view) => (await oidcClients.list()).map(view)),
+    // A removal ends the client's tokens: the token store connected first, as for the commands that end tokens.
+    removeOidcClient: async (clientId) => await clients(true, async (oidcClients, view) => view(await oidcClients.remove(clientId, CLI_KEY_ACTOR)))
   }
 }
 

@@ -9,13 +9,15 @@ export type AuditEventName =
   | 'key.created' | 'key.revoked' | 'login.new_device'
   | 'totp.enrolled' | 'totp.enabled' | 'totp.disabled' | 'totp.recovery_used'
   | 'groups.change'
+  | 'oidc.client_created' | 'oidc.client_removed'
 
 /** Every event name, for filters that must name one (the admin API's `event`). */
 export const AUDIT_EVENT_NAMES: readonly AuditEventName[] = [
   'login.success', 'login.failure', 'login.refused', 'login.lockout', 'logout', 'sessions.revoke',
   'user.add', 'user.passwd', 'user.disable', 'user.enable', 'session.end', 'sessions.end', 'password.change',
   'user.unlock', 'user.delete', 'admin.unauthorized', 'introspect.unauthorized', 'key.created', 'key.revoked',
-  'totp.enrolled', 'totp.enabled', 'totp.disabled', 'totp.recovery_used', 'login.new_device', 'groups.change'
+  'totp.enrolled', 'totp.enabled', 'totp.disabled', 'totp.recovery_used', 'login.new_device', 'groups.change',
+  'oidc.client_created', 'oidc.client_removed'
 ]
 
 export interface AuditEvent {
