@@ -5,11 +5,20 @@ import type { ApiKeyRecords } from '../core/stores/api-key-records.js'
 import type { UserStore } from '../core/stores/user-store.js'
 import type { AccessTokenRecords } from './adapter.js'
 import type { SignInLinks } from './sign-in-links.js'
+import { idDigest, type ArtifactStore } from './artifact-store.js'
 
 export interface AccessTokenDeps {
   tokens: Pick<TokenStore, 'issueUnder' | 'find'> & Pick<ApiKeyRecords, 'endKeys'>
   users: Pick<UserStore, 'findById'>
   links: SignInLinks
+  /** Each client's tokens by hash (`<prefix>client:<id>`), for a client's removal to end them. */
+  store: ArtifactStore
+  prefix: string
+}
+
+/** A client's access tokens: ended when the client is removed. */
+export function clientTokensKey (prefix: string, clientId: string): string {
+  return `${prefix}client:${idDigest(clientId)}`
 }
 
 /**
@@ -18,7 +27,7 @@ export interface AccessTokenDeps {
  * account's index. Ending that sign-in token (sign-out, Logout, a session ended by id) ends it; a
  * revoke-all, disable or password change of the account too; and guards hear of it at once.
  */
-export function createAccessTokenRecords ({ tokens, users, links }: AccessTokenDeps): AccessTokenRecords {
+export function createAccessTokenRecords ({ tokens, users, links, store, prefix }: AccessTokenDeps): AccessTokenRecords {
   return {
     async issue (token, payload, ttlSeconds) {
       const { accountId, clientId, sessionUid } = payload
@@ -28,7 +37,10 @@ export function createAccessTokenRecords ({ tokens, users, links }: AccessTokenD
       const ttlMs = ttlSeconds * 1000
       const record: TokenRecord = { accountId, username: account.username, federated: account.federated, expiresAt: Date.now() + ttlMs, oidc: { clientId } }
       if (account.groups.length > 0) record.groups = account.groups
-      return await tokens.issueUnder(parent, hashToken(token), record, ttlMs, account.tokenEpoch, account.groupsVersion)
+      const hash = hashToken(token)
+      if (!await tokens.issueUnder(parent, hash, record, ttlMs, account.tokenEpoch, account.groupsVersion)) return false
+      await store.addMember(clientTokensKey(prefix, clientId), hash, ttlMs)
+      return true
     },
     active: async (token) => await tokens.find(hashToken(token), true) !== null,
     async end (tokenHashes) {
