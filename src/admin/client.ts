@@ -43,6 +43,13 @@ export interface AdminEvent {
   credential: string | null
 }
 
+/** What POST /admin/oidc/keys/rotate answers: the OpenID Connect provider's new signing keys, and those it retired. */
+export interface AdminRotatedKeys {
+  keys: Array<{ kid: string, alg: string, created: string }>
+  /** `readable` false: its private part does not open with the sealing key, and it left the JWKS at once. */
+  retired: Array<{ kid: string, alg: string, kept_until: string, readable: boolean }>
+}
+
 /** A session as the admin API lists it: the self-service list's item (schemas.ts), `current` false. */
 export type AdminSession = SessionItem
 
@@ -86,6 +93,8 @@ export interface AdminClient {
   revokeKey (id: string): Promise<AdminKey>
   /** The audit trail, oldest first, page after page. */
   events (filter: { user?: string | undefined, since?: Date | undefined, event?: string | undefined }): AsyncIterable<AdminEvent>
+  /** New signing keys for the OpenID Connect provider (POST /admin/oidc/keys/rotate). */
+  rotateSigningKeys (): Promise<AdminRotatedKeys>
 }
 
 const PAGE = 1000
@@ -158,6 +167,10 @@ export function createAdminClient ({ url, key, timeoutMs = 30_000 }: AdminClient
       if (filter.since !== undefined) query.set('since', filter.since.toISOString())
       if (filter.event !== undefined) query.set('event', filter.event)
       return pages<AdminEvent>('/admin/events', 'events', query)
+    },
+    async rotateSigningKeys () {
+      const { keys, retired } = await call<AdminRotatedKeys>('POST', '/admin/oidc/keys/rotate')
+      return { keys, retired }
     }
   }
 }

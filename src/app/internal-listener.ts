@@ -97,7 +97,8 @@ export async function buildInternalApp (app: FastifyInstance, config: Config, op
     webhooks: app.webhookOutbox,
     audit: backends.audit,
     limiter: openLoginLimiter(config, backends.tokens, 'admin:'),
-    sessions: { sessions: app.sessions, accountOf: sessionOwner(backends.database) }
+    sessions: { sessions: app.sessions, accountOf: sessionOwner(backends.database) },
+    signingKeys: app.signingKeys
   })
   // Last: the listener's own routes come first, and keep their paths.
   await internal.register(docsTryOut, { app, bodyLimitBytes: config.bodyLimitBytes })

@@ -121,6 +121,7 @@ export const reasons = {
   noSuchSession: () => reason('no such session'),
   noSuchKey: () => reason('no such key'),
   noSuchDelivery: () => reason('no such failed or pending delivery'),
+  oidcOff: () => reason('the OpenID Connect provider is off: AUTH_OIDC_ISSUER is not set'),
   accountDisabled: () => reason('the account is disabled'),
   usernameTaken: () => reason('username is taken'),
   // Log-only reasons of refusals whose answer carries no detail (a 403 or 401 is byte-identical).
