@@ -1,4 +1,4 @@
-import type { AdminEvent, AdminKey, AdminSession } from '../admin/client.js'
+import type { AdminEvent, AdminKey, AdminRotatedKeys, AdminSession } from '../admin/client.js'
 
 /**
  * What the account and session commands need of the service, whoever answers: the running
@@ -29,6 +29,8 @@ export interface AdminOperations {
   revokeKey (id: string): Promise<AdminKey>
   /** The audit trail, oldest first. */
   events (filter: { user: string | undefined, since: Date | undefined }): AsyncIterable<AdminEvent>
+  /** New signing keys for the OpenID Connect provider; the current ones retired. */
+  rotateSigningKeys (): Promise<AdminRotatedKeys>
 }
 
 /** An account as the commands show it. */

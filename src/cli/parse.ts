@@ -27,6 +27,9 @@ commands:
                                       id, name, created, expiry, last used
   keys revoke <id>                    end the key at once, everywhere
   events [--user NAME] [--since ISO]  print the audit events, oldest first
+  oidc rotate-keys                    new signing keys for the OpenID Connect provider, one
+                                      kid per line; the old ones stay in its JWKS until the
+                                      ID tokens they signed have expired
 
 options:
   --verbose, -v                       say (on stderr) which database or running service was used
@@ -57,7 +60,8 @@ export function usageErrorText (error: UsageError): string {
 /** Every command, as the usage names it; an unknown option's message names the one it was given to. */
 export const COMMANDS = [
   'serve', 'migrate', 'user add', 'user passwd', 'user disable', 'user enable', 'user list', 'user unlock',
-  'user delete', 'user totp-reset', 'sessions list', 'sessions revoke', 'keys create', 'keys list', 'keys revoke', 'events'
+  'user delete', 'user totp-reset', 'sessions list', 'sessions revoke', 'keys create', 'keys list', 'keys revoke', 'events',
+  'oidc rotate-keys'
 ] as const
 
 /** The account and session commands: the ones written once against AdminOperations (commands.ts). */
@@ -69,6 +73,7 @@ export type AccountInvocation =
   | { command: 'keys create', username: string, name: string, days: number | undefined }
   | { command: 'keys list', username: string }
   | { command: 'keys revoke', id: string }
+  | { command: 'oidc rotate-keys' }
   | { command: 'user disable' | 'user enable' | 'user unlock' | 'user delete' | 'user totp-reset' | 'sessions revoke' | 'sessions list', username: string }
 
 export type Invocation = (
@@ -215,6 +220,10 @@ function parseCommand (values: Options, positionals: string[]): Invocation {
         default:
           throw new UsageError(`unknown keys command: ${sub ?? '(none)'}`)
       }
+    case 'oidc':
+      if (sub !== 'rotate-keys') throw new UsageError(`unknown oidc command: ${sub ?? '(none)'}`)
+      if (rest.length !== 0) throw new UsageError('oidc rotate-keys takes no arguments')
+      return { command: 'oidc rotate-keys' }
     case 'sessions':
       if (sub !== 'revoke' && sub !== 'list') throw new UsageError(`unknown sessions command: ${sub ?? '(none)'}`)
       return { command: `sessions ${sub}`, username: oneName(rest, `sessions ${sub}`) }

@@ -29,6 +29,7 @@ export function createAdminApiOperations (client: AdminClient): AdminOperations 
     events: ({ user, since }) => client.events({ user, since }),
     createKey: async (username, name, days) => await client.createKey(username, name, days),
     keys: (username) => client.keys(username),
-    revokeKey: async (id) => await client.revokeKey(id)
+    revokeKey: async (id) => await client.revokeKey(id),
+    rotateSigningKeys: async () => await client.rotateSigningKeys()
   }
 }
