@@ -73,6 +73,13 @@ export interface AdminEvent {
   credential: string | null
 }
 
+/** What POST /admin/oidc/keys/rotate answers: the OpenID Connect provider's new signing keys, and those it retired. */
+export interface AdminRotatedKeys {
+  keys: Array<{ kid: string, alg: string, created: string }>
+  /** `readable` false: its private part does not open with the sealing key, and it left the JWKS at once. */
+  retired: Array<{ kid: string, alg: string, kept_until: string, readable: boolean }>
+}
+
 /** A session as the admin API lists it: the self-service list's item (schemas.ts), `current` false. */
 export type AdminSession = SessionItem
 
@@ -128,6 +135,8 @@ export interface AdminClient {
   oidcClients (): Promise<AdminOidcClient[]>
   /** Removes the client; every token it holds ends. */
   removeOidcClient (clientId: string): Promise<AdminOidcClient>
+  /** New signing keys for the OpenID Connect provider (POST /admin/oidc/keys/rotate). */
+  rotateSigningKeys (): Promise<AdminRotatedKeys>
 }
 
 const PAGE = 1000
@@ -209,6 +218,10 @@ export function createAdminClient ({ url, key, timeoutMs = 30_000 }: AdminClient
       return { client: answer.client, secret: answer.client_secret }
     },
     oidcClients: async () => (await call<{ clients: AdminOidcClient[] }>('GET', '/admin/oidc/clients')).clients,
-    removeOidcClient: async (clientId) => (await call<{ client: AdminOidcClient }>('DELETE', `/admin/oidc/clients/${encodeURIComponent(clientId)}`)).client
+    removeOidcClient: async (clientId) => (await call<{ client: AdminOidcClient }>('DELETE', `/admin/oidc/clients/${encodeURIComponent(clientId)}`)).client,
+    async rotateSigningKeys () {
+      const { keys, retired } = await call<AdminRotatedKeys>('POST', '/admin/oidc/keys/rotate')
+      return { keys, retired }
+    }
   }
 }

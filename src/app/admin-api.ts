@@ -18,7 +18,7 @@ import { totpAdminRoutes } from '../totp/admin-routes.js'
 import { groupAdminRoutes } from '../groups/index.js'
 import { keyRoutes } from '../api-keys/admin-routes.js'
 import type { ApiKeys } from '../api-keys/api-keys.js'
-import { clientAdminRoutes, type OidcClients } from '../oidc/index.js'
+import { clientAdminRoutes, signingKeyAdminRoutes, type OidcClients, type SigningKeys } from '../oidc/index.js'
 
 /**
  * The admin API (api-contract.md, "Admin API"), registered under /admin on the internal
@@ -45,6 +45,8 @@ export interface AdminApiOptions {
   sessions?: Pick<SessionRoutesOptions, 'sessions' | 'accountOf'> | undefined
   /** The OpenID Connect provider's clients; absent: the provider is off, and its routes answer 404 saying so. */
   oidcClients?: OidcClients | undefined
+  /** The OpenID Connect provider's signing keys; absent: the provider is off (its routes 404, saying so). */
+  signingKeys?: SigningKeys | undefined
 }
 
 /** Who is named in the audit trail as making the admin API's changes. */
@@ -54,7 +56,7 @@ const unauthorized = (missing: boolean): StatusError =>
   new StatusError(401, 'Unauthorized', 401, { 'www-authenticate': 'Bearer realm="admin"' },
     { detail: missing ? reasons.adminKeyRequired() : reasons.adminKeyWrong() })
 
-export const adminApi: FastifyPluginAsyncTypebox<AdminApiOptions> = async (app, { keys, accountsFor, audit, limiter, sessions, apiKeys, webhooks, oidcClients }) => {
+export const adminApi: FastifyPluginAsyncTypebox<AdminApiOptions> = async (app, { keys, accountsFor, audit, limiter, sessions, apiKeys, webhooks, oidcClients, signingKeys }) => {
   // Off: nothing registered, so the listener's own 404 answers every /admin path alike.
   if (keys.length === 0) return
   const accepted = adminKeyCheck(keys)
@@ -98,6 +100,7 @@ export const adminApi: FastifyPluginAsyncTypebox<AdminApiOptions> = async (app, 
   await app.register(eventRoutes, { audit })
   if (apiKeys !== undefined) await app.register(keyRoutes, { accounts, apiKeys, actorOf: (request) => actors.get(request) ?? {} })
   if (webhooks !== undefined) await app.register(webhookRoutes, { outbox: webhooks })
+  await app.register(signingKeyAdminRoutes, { signingKeys })
   if (sessions !== undefined) await app.register(sessionRoutes, { ...sessions, accounts, actor: ADMIN_API_ACTOR, credentialOf: (request) => actors.get(request)?.credential })
   await app.register(clientAdminRoutes, { clients: oidcClients, actorOf: (request) => actors.get(request) ?? {} })
 }

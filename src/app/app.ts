@@ -38,7 +38,7 @@ import { PACKAGE_VERSION } from '../config/version.js'
 import { createSqlDeviceRecord, loginDevices } from '../webhooks/devices.js'
 import { createSqlWebhookOutbox, type WebhookOutbox } from '../webhooks/outbox.js'
 import { startWebhookDelivery } from '../webhooks/start.js'
-import { createOidcClients, type OidcClients } from '../oidc/index.js'
+import { createOidcClients, createSigningKeys, createSqlSigningKeyStore, type OidcClients, type SigningKeys } from '../oidc/index.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -60,6 +60,8 @@ declare module 'fastify' {
      * and the command line register and remove them while the provider is on (config.oidc).
      */
     oidcClients: OidcClients
+    /** The OpenID Connect provider's signing keys; undefined while it is off (no AUTH_OIDC_ISSUER). */
+    signingKeys: SigningKeys | undefined
     /** Shutdown state: once draining, readiness answers 503. */
     lifecycle: { draining: boolean }
   }
@@ -118,10 +120,12 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   const sessions = createSqlSessions({ db: backends.database, tokens: backends.tokens, audit: observed.audit, onError: () => { metrics.backendError('postgres') } })
   const apiKeys = createApiKeys({ store: backends.apiKeyStore, tokens: backends.tokens, audit: observed.audit, maxDays: config.apiKeyMaxDays, maxPerAccount: config.apiKeysPerAccount })
   app.addHook('onClose', async () => { await apiKeys.close() })
+  // One resolution of the sealing keys (a key file is made at most once): TOTP secrets and the provider's signing keys.
+  const sealingKeys = totpKeySource(config, app.log)
   const secondFactor = createSecondFactor({
     store: backends.totp,
     audit: observed.audit,
-    keys: totpKeySource(config, app.log),
+    keys: sealingKeys,
     issuer: config.totpIssuer,
     onUnreadable: (accountId) => { app.log.error({ accountId }, 'a TOTP secret does not open with AUTH_TOTP_KEY (or AUTH_TOTP_PREVIOUS_KEYS): its account cannot pass the second factor') }
   })
@@ -141,6 +145,14 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   app.decorate('metrics', metrics)
   app.decorate('webhookOutbox', outbox)
   app.decorate('oidcClients', createOidcClients({ store: backends.oidcClientStore, audit: observed.audit }))
+  app.decorate('signingKeys', config.oidc === undefined
+    ? undefined
+    : createSigningKeys({
+      store: createSqlSigningKeyStore(backends.database),
+      sealing: sealingKeys,
+      idTokenTtlSeconds: config.oidc.idTokenTtlSeconds,
+      onUnreadable: (kid) => { app.log.warn({ kid }, 'a retired OpenID Connect signing key does not open with AUTH_TOTP_KEY (or AUTH_TOTP_PREVIOUS_KEYS): left out of the JWKS') }
+    }))
   app.decorate('lifecycle', { draining: false })
 
   app.addHook('onRequest', everyRequest)

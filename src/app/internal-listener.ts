@@ -99,7 +99,8 @@ export async function buildInternalApp (app: FastifyInstance, config: Config, op
     limiter: openLoginLimiter(config, backends.tokens, 'admin:'),
     sessions: { sessions: app.sessions, accountOf: sessionOwner(backends.database) },
     // The provider's routes only while it is on: the contract has every OpenID route 404 when off.
-    oidcClients: config.oidc === undefined ? undefined : app.oidcClients
+    oidcClients: config.oidc === undefined ? undefined : app.oidcClients,
+    signingKeys: app.signingKeys
   })
   // Last: the listener's own routes come first, and keep their paths.
   await internal.register(docsTryOut, { app, bodyLimitBytes: config.bodyLimitBytes })

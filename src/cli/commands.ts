@@ -183,6 +183,17 @@ const COMMANDS: CommandTable = {
   async 'oidc clients remove' (operations, { clientId }, { say }) {
     const client = await operations.removeOidcClient(clientId)
     say(`client ${client.client_id} (${client.name}) removed; every token it held has ended`)
+  },
+  async 'oidc rotate-keys' (operations, _invocation, { out, say }) {
+    const { keys, retired } = await operations.rotateSigningKeys()
+    for (const key of retired) {
+      say(key.readable
+        ? `retired ${key.kid} (${key.alg}): in the JWKS until ${key.kept_until}`
+        : `warning: retired ${key.kid} (${key.alg}) does not open with the sealing key the new keys were sealed with: ` +
+          'run the command with the service\'s AUTH_TOTP_KEY (or through its admin API), or the service cannot open the new keys either')
+    }
+    // The new kids alone on stdout, one a line: what a script compares with an ID token's `kid`.
+    for (const key of keys) out(`${key.kid}\t${key.alg}\n`)
   }
 }
 

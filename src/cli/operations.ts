@@ -1,4 +1,4 @@
-import type { AdminEvent, AdminGroup, AdminKey, AdminOidcClient, AdminSession, NewAdminOidcClient } from '../admin/client.js'
+import type { AdminEvent, AdminGroup, AdminKey, AdminOidcClient, AdminRotatedKeys, AdminSession, NewAdminOidcClient } from '../admin/client.js'
 
 /**
  * What the account and session commands need of the service, whoever answers: the running
@@ -44,6 +44,8 @@ export interface AdminOperations {
   oidcClients (): Promise<AdminOidcClient[]>
   /** Removes the client; every token it holds ends. */
   removeOidcClient (clientId: string): Promise<AdminOidcClient>
+  /** New signing keys for the OpenID Connect provider; the current ones retired. */
+  rotateSigningKeys (): Promise<AdminRotatedKeys>
 }
 
 /** An account as the commands show it. */

@@ -41,6 +41,9 @@ commands:
   oidc clients list                   the registered clients, one per line: client id, name,
                                       public or confidential, created, redirect URIs
   oidc clients remove CLIENT_ID       remove the client; every token it holds ends
+  oidc rotate-keys                    new signing keys for the OpenID Connect provider, one
+                                      kid per line; the old ones stay in its JWKS until the
+                                      ID tokens they signed have expired
 
 options:
   --verbose, -v                       say (on stderr) which database or running service was used
@@ -73,7 +76,7 @@ export const COMMANDS = [
   'serve', 'migrate', 'user add', 'user passwd', 'user disable', 'user enable', 'user list', 'user unlock',
   'user delete', 'user totp-reset', 'sessions list', 'sessions revoke', 'keys create', 'keys list', 'keys revoke',
   'groups add', 'groups remove', 'groups list', 'events',
-  'oidc clients add', 'oidc clients list', 'oidc clients remove'
+  'oidc clients add', 'oidc clients list', 'oidc clients remove', 'oidc rotate-keys'
 ] as const
 
 /** The account and session commands: the ones written once against AdminOperations (commands.ts). */
@@ -90,6 +93,7 @@ export type AccountInvocation =
   | { command: 'oidc clients add', name: string, redirectUris: string[], postLogoutRedirectUris: string[], public: boolean, backchannelLogoutUri: string | undefined }
   | { command: 'oidc clients list' }
   | { command: 'oidc clients remove', clientId: string }
+  | { command: 'oidc rotate-keys' }
   | { command: 'user disable' | 'user enable' | 'user unlock' | 'user delete' | 'user totp-reset' | 'sessions revoke' | 'sessions list', username: string }
 
 export type Invocation = (
@@ -270,6 +274,10 @@ function parseCommand (values: Options, positionals: string[]): Invocation {
           throw new UsageError(`unknown groups command: ${sub ?? '(none)'}`)
       }
     case 'oidc':
+      if (sub === 'rotate-keys') {
+        if (rest.length !== 0) throw new UsageError('oidc rotate-keys takes no arguments')
+        return { command: 'oidc rotate-keys' }
+      }
       if (sub !== 'clients') throw new UsageError(`unknown oidc command: ${sub ?? '(none)'}`)
       return parseClientCommand(values, rest)
     case 'sessions':

@@ -19,6 +19,12 @@ export interface TotpKeys {
 
 export const keyId = (key: Buffer): string => createHash('sha256').update(key).digest('hex').slice(0, 8)
 
+/** The id of the key a sealed secret needs (to name it when none given opens it), or undefined when it is not one. */
+export function sealedKeyId (sealed: string): string | undefined {
+  const [version, id] = sealed.split('.')
+  return version === 'v1' && id !== undefined && /^[0-9a-f]{8}$/.test(id) ? id : undefined
+}
+
 export function sealSecret (key: Buffer, secret: Buffer, accountId: string): string {
   const iv = randomBytes(12)
   const cipher = createCipheriv('aes-256-gcm', key, iv)

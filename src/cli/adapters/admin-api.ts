@@ -40,7 +40,8 @@ export function createAdminApiOperations (client: AdminClient): AdminOperations 
     groups: async () => await client.groups(),
     addOidcClient: async (oidcClient) => await client.addOidcClient(oidcClient),
     oidcClients: async () => await client.oidcClients(),
-    removeOidcClient: async (clientId) => await client.removeOidcClient(clientId)
+    removeOidcClient: async (clientId) => await client.removeOidcClient(clientId),
+    rotateSigningKeys: async () => await client.rotateSigningKeys()
   }
 }
 

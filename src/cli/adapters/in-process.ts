@@ -10,6 +10,7 @@ import { assertDataDirFree } from '../../db/data-dir-lock.js'
 import type { Database } from '../../db/database.js'
 import { withTimeout } from '@auth-token-service/protocol/time-limit'
 import { Failure, unreachable } from '../exit-codes.js'
+import { reasons } from '../../errors/reasons.js'
 import type { AccountGroups, AdminOperations } from '../operations.js'
 import type { AdminKey } from '../../admin/client.js'
 import type { clientView, OidcClients } from '../../oidc/index.js'
@@ -158,6 +159,19 @@ export function createInProcessOperations (config: Config, command: string): Adm
       return { before, after }
     }),
     groups: async () => await accounts(false, async (admin) => await admin.groups()),
+    async rotateSigningKeys () {
+      const { oidc } = config
+      if (oidc === undefined) throw new Failure(reasons.oidcOff())
+      const rotated = await accounts(false, async (_admin, { database }) => {
+        const [{ createSigningKeys, createSqlSigningKeyStore, rotatedKeysView }, { totpKeySource }] = await Promise.all([import('../../oidc/index.js'), import('../../totp/index.js')])
+        const keys = createSigningKeys({ store: createSqlSigningKeyStore(database), sealing: totpKeySource(config, quietLog), idTokenTtlSeconds: oidc.idTokenTtlSeconds })
+        return rotatedKeysView(await keys.rotate())
+      })
+      if (config.databaseUrl !== undefined) {
+        process.stderr.write('note: a service running on this database signs with the new keys within a minute (at once when the command goes through its admin API: AUTH_ADMIN_URL)\n')
+      }
+      return rotated
+    },
     async * events ({ user, since }) {
       const found = await accounts(false, async (_admin, { audit }) => await audit.list({ username: user === undefined ? undefined : normalizeUsername(user), since, limit: 100_000 }))
       yield * found.map(eventView)
