@@ -2,8 +2,6 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { AdminErrorSchema, success } from '../admin/schemas.js'
 import { OK } from '../admin/views.js'
-import { reasons } from '../errors/reasons.js'
-import { StatusError } from '../errors/status.js'
 import { SIGNING_ALGS } from './key-store.js'
 import type { RotatedKeys, SigningKeys } from './signing-keys.js'
 
@@ -29,12 +27,12 @@ export function rotatedKeysView ({ keys, retired }: RotatedKeys) {
 
 /** The admin API's part of the provider's signing keys: POST /admin/oidc/keys/rotate (docs/single-sign-on.md#signing-keys). */
 export const signingKeyAdminRoutes: FastifyPluginAsyncTypebox<{ signingKeys: SigningKeys | undefined }> = async (app, { signingKeys }) => {
+  // Off, the clients' routes answer every /admin/oidc path with the 404 that says why (admin-routes.ts).
+  if (signingKeys === undefined) return
   const errors = { '4xx': AdminErrorSchema, '5xx': AdminErrorSchema }
   app.post('/oidc/keys/rotate', {
     schema: { summary: 'Make new signing keys for the OpenID Connect provider; the current ones stay in the JWKS until the ID tokens they signed have expired', response: { 200: RotatedKeysAnswerSchema, ...errors } }
   }, async () => {
-    // Off, like every OpenID route; the detail says why, where a bare 404 would read as "no such account".
-    if (signingKeys === undefined) throw new StatusError(404, 'Not Found', 404, {}, { detail: reasons.oidcOff() })
     return { ...OK, ...rotatedKeysView(await signingKeys.rotate()) }
   })
 }
