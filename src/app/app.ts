@@ -38,7 +38,8 @@ import { PACKAGE_VERSION } from '../config/version.js'
 import { createSqlDeviceRecord, loginDevices } from '../webhooks/devices.js'
 import { createSqlWebhookOutbox, type WebhookOutbox } from '../webhooks/outbox.js'
 import { startWebhookDelivery } from '../webhooks/start.js'
-import { createOidcClients, createSigningKeys, createSqlSigningKeyStore, type OidcClients, type SigningKeys } from '../oidc/index.js'
+import { createOidcClients, createSigningKeys, createSqlSigningKeyStore, artifactStoreOf, endClientTokens, registerOidc, type OidcClients, type SigningKeys } from '../oidc/index.js'
+import { lifetimeSeconds } from '../core/auth.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -144,7 +145,12 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   app.decorate('sessions', sessions)
   app.decorate('metrics', metrics)
   app.decorate('webhookOutbox', outbox)
-  app.decorate('oidcClients', createOidcClients({ store: backends.oidcClientStore, audit: observed.audit }))
+  const oidcArtifacts = artifactStoreOf(backends.tokens)
+  app.decorate('oidcClients', createOidcClients({
+    store: backends.oidcClientStore,
+    audit: observed.audit,
+    onRemoved: config.oidc === undefined ? undefined : endClientTokens(backends.tokens, config.redisKeyPrefix, oidcArtifacts)
+  }))
   app.decorate('signingKeys', config.oidc === undefined
     ? undefined
     : createSigningKeys({
@@ -182,6 +188,21 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     },
     account: { apiKeys, secondFactor, users: backends.users }
   })
+  if (config.oidc !== undefined && app.signingKeys !== undefined) {
+    await registerOidc(app, {
+      config: config.oidc,
+      tokens: backends.tokens,
+      users: backends.users,
+      clients: app.oidcClients,
+      keyPrefix: config.redisKeyPrefix,
+      store: oidcArtifacts,
+      sealingKeys,
+      signingKeys: app.signingKeys,
+      onKeysError: (error) => { app.log.error({ err: error }, 'the OpenID Connect signing keys could not be read: the provider keeps the keys it has') },
+      proxy: config.trustProxy !== false,
+      issuedAt: (record) => Math.floor(record.expiresAt / 1000) - lifetimeSeconds(config, record.federated)
+    })
+  }
   await app.register(introspectRoutes, { auth, config, limiter: openLoginLimiter(config, backends.tokens, 'introspect:'), audit: observed.audit })
   // The public port serves the internal surfaces only when AUTH_PUBLIC_INTERNALS asks for it.
   const internals = publicServesInternals(config)

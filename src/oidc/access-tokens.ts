@@ -49,3 +49,13 @@ export function createAccessTokenRecords ({ tokens, users, links, store, prefix 
     }
   }
 }
+
+/** Ends every access token a client holds (its removal: clients.ts `onRemoved`); the rest of its grants no longer find the client. */
+export function clientTokenEnder (store: ArtifactStore, prefix: string, tokens: Pick<ApiKeyRecords, 'endKeys'>): (clientId: string) => Promise<void> {
+  return async (clientId) => {
+    const key = clientTokensKey(prefix, clientId)
+    const hashes = await store.members(key)
+    if (hashes.length > 0) await tokens.endKeys(hashes)
+    await store.del([key])
+  }
+}

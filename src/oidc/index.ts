@@ -32,3 +32,4 @@ export {
   createSigningKeys, jwkThumbprint, loadSigningKeys, RELOAD_EVERY_MS, SigningKeyUnreadable, watchSigningKeys,
   type PrivateSigningJwk, type RotatedKeys, type SigningJwks, type SigningKeys, type SigningKeyWatch
 } from './signing-keys.js'
+export { artifactStoreOf, endClientTokens, registerOidc, type OidcServiceDeps } from './service.js'

@@ -11,7 +11,8 @@ import type { SignInLinks } from './sign-in-links.js'
 export const INTERACTION_PREFIX = '/auth/oidc/interaction/'
 
 export interface OidcRoutesOptions {
-  provider: Provider
+  /** The provider now (a rotation of the signing keys makes a new one: oidc-provider fixes its keys when made). */
+  provider: () => Provider
   /** The issuer's path on the public port (`/oidc`). */
   path: string
   tokens: Pick<TokenStore, 'find'>
@@ -29,15 +30,20 @@ export interface OidcRoutesOptions {
  * as a mount would.
  */
 export async function oidcRoutes (app: FastifyInstance, options: OidcRoutesOptions): Promise<void> {
-  const { provider, path, tokens, users, links } = options
-  const callback = provider.callback()
+  const { path, tokens, users, links } = options
+  const callbacks = new WeakMap<Provider, ReturnType<Provider['callback']>>()
+  const callbackOf = (provider: Provider): ReturnType<Provider['callback']> => {
+    let found = callbacks.get(provider)
+    if (found === undefined) callbacks.set(provider, found = provider.callback())
+    return found
+  }
 
   const hand = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void): void => {
     reply.hijack()
     const raw = request.raw
     const url = raw.url ?? '/'
     raw.url = url.slice(path.length) === '' ? '/' : url.slice(path.length)
-    callback(raw, reply.raw).catch((error: unknown) => { done(error instanceof Error ? error : new Error(String(error))) })
+    callbackOf(options.provider())(raw, reply.raw).catch((error: unknown) => { done(error instanceof Error ? error : new Error(String(error))) })
   }
   const never = async (): Promise<never> => { throw new Error('the provider answers in its onRequest hook') }
   const methods: HTTPMethods[] = ['GET', 'POST', 'OPTIONS', 'HEAD']
@@ -54,6 +60,7 @@ export async function oidcRoutes (app: FastifyInstance, options: OidcRoutesOptio
   }
 
   app.get(`${INTERACTION_PREFIX}:uid`, { schema: { hide: true } }, async (request, reply) => {
+    const provider = options.provider()
     const details = await provider.interactionDetails(request.raw, reply.raw)
     const current = await signedIn(request)
     const reasons = details.prompt.reasons

@@ -1,6 +1,7 @@
-import { generateKeyPairSync, hkdfSync } from 'node:crypto'
+import { hkdfSync } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import type { AdapterPayload, JWK } from 'oidc-provider'
+import type Provider from 'oidc-provider'
 import { errors } from 'oidc-provider'
 import type { TokenRecord } from '@auth-token-service/protocol/layout'
 import type { OidcConfig } from '../config/parts/oidc.js'
@@ -8,13 +9,14 @@ import type { TokenStore } from '../core/stores/token-store.js'
 import type { ApiKeyRecords } from '../core/stores/api-key-records.js'
 import type { UserStore } from '../core/stores/user-store.js'
 import type { RedisClient } from '@auth-token-service/protocol/redis-connection'
-import { createAccessTokenRecords } from './access-tokens.js'
+import { clientTokenEnder, createAccessTokenRecords } from './access-tokens.js'
 import { createAdapterFactory } from './adapter.js'
 import { createMemoryArtifactStore, createRedisArtifactStore, type ArtifactStore } from './artifact-store.js'
 import type { OidcClients } from './clients.js'
 import { createProvider } from './provider.js'
 import { INTERACTION_PREFIX, oidcRoutes } from './routes.js'
 import { createSignInLinks } from './sign-in-links.js'
+import { watchSigningKeys, type SigningJwks, type SigningKeys } from './signing-keys.js'
 
 /** What the provider stands on, from the service's backends. */
 export interface OidcServiceDeps {
@@ -25,10 +27,14 @@ export interface OidcServiceDeps {
   clients: Pick<OidcClients, 'metadataOf'>
   /** AUTH_REDIS_KEY_PREFIX. */
   keyPrefix: string
+  /** The artifacts' store (artifactStoreOf): the same one a client's removal ends tokens in (in-process, one store). */
+  store: ArtifactStore
   /** Sealing keys (the TOTP key and its predecessors): the provider's cookie keys are derived from them. */
   sealingKeys: () => Promise<{ current: Buffer, previous: readonly Buffer[] }>
-  /** The provider's signing keys, the current first; absent: made for this process alone (tests). */
-  signingKeys?: (() => Promise<readonly JWK[]>) | undefined
+  /** The provider's signing keys (signing-keys.ts), watched for rotations. */
+  signingKeys: SigningKeys
+  /** Told of a failed look at the signing keys (the provider keeps the keys it has). */
+  onKeysError: (error: unknown) => void
   proxy: boolean
   /** When a Login token was issued or last refreshed, epoch seconds. */
   issuedAt: (record: TokenRecord) => number
@@ -39,22 +45,28 @@ function cookieKey (sealingKey: Buffer): string {
   return Buffer.from(hkdfSync('sha256', sealingKey, Buffer.alloc(0), 'auth-token-service oidc-provider cookies', 32)).toString('base64url')
 }
 
-/** An RS256 and an ES256 key of this process alone: for tests, until keys are stored (signing-keys.ts). */
-function processKeys (): JWK[] {
-  const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' })
-  const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'jwk' })
-  return [{ ...rsa, alg: 'RS256', use: 'sig', kid: 'process-rs256' } as JWK, { ...ec, alg: 'ES256', use: 'sig', kid: 'process-es256' } as JWK]
+/** The provider's artifacts beside the service's tokens: in its Redis, or (embedded) in this process. */
+export function artifactStoreOf (tokens: { kind: 'redis', redis: RedisClient } | { kind: 'in-process' }): ArtifactStore {
+  return tokens.kind === 'redis' ? createRedisArtifactStore(tokens.redis) : createMemoryArtifactStore()
+}
+
+/** The key prefix of the provider's artifacts. */
+export const artifactPrefix = (keyPrefix: string): string => `${keyPrefix}oidc:`
+
+/** What a client's removal ends: its access tokens (OidcClientsDeps.onRemoved). */
+export function endClientTokens (tokens: OidcServiceDeps['tokens'], keyPrefix: string, store: ArtifactStore = artifactStoreOf(tokens)): (clientId: string) => Promise<void> {
+  return clientTokenEnder(store, artifactPrefix(keyPrefix), tokens)
 }
 
 /** The provider and its routes on the public app (when AUTH_OIDC_ISSUER is set). */
 export async function registerOidc (app: FastifyInstance, deps: OidcServiceDeps): Promise<void> {
   const { config, tokens, users } = deps
-  const prefix = `${deps.keyPrefix}oidc:`
-  const store: ArtifactStore = tokens.kind === 'redis' ? createRedisArtifactStore(tokens.redis) : createMemoryArtifactStore()
+  const prefix = artifactPrefix(deps.keyPrefix)
+  const store = deps.store
   const links = createSignInLinks(store, prefix)
   const accessTokens = createAccessTokenRecords({ tokens, users, links, store, prefix })
   const sealing = await deps.sealingKeys()
-  const provider = createProvider({
+  const build = (jwks: SigningJwks): Provider => createProvider({
     config,
     adapter: createAdapterFactory({
       store,
@@ -71,10 +83,16 @@ export async function registerOidc (app: FastifyInstance, deps: OidcServiceDeps)
     users,
     tokens,
     links,
-    jwks: deps.signingKeys === undefined ? processKeys() : await deps.signingKeys(),
+    // The provider's JWK type is looser than the keys' own (private RSA and EC members).
+    jwks: jwks.keys as unknown as JWK[],
     cookieKeys: [sealing.current, ...sealing.previous].map(cookieKey),
     interactionPath: (uid) => `${INTERACTION_PREFIX}${uid}`,
     proxy: deps.proxy
   })
-  await app.register(oidcRoutes, { provider, path: config.path, tokens, users, links, issuedAt: deps.issuedAt })
+  // oidc-provider fixes its keys when it is made: a rotation makes a new one (its state is all in the stores).
+  let provider: Provider | undefined
+  const watch = await watchSigningKeys(deps.signingKeys, { onChange: (jwks) => { provider = build(jwks) }, onError: deps.onKeysError })
+  provider ??= build(watch.jwks)
+  app.addHook('onClose', async () => { watch.stop() })
+  await app.register(oidcRoutes, { provider: () => provider ?? build(watch.jwks), path: config.path, tokens, users, links, issuedAt: deps.issuedAt })
 }
