@@ -86,7 +86,7 @@ export function createProvider (deps: ProviderDeps): Provider {
         })
       }
     },
-    claims: { openid: ['sub', 'preferred_username'], groups: ['groups'] },
+    claims: { openid: ['sub', 'preferred_username', 'amr', 'auth_time'], groups: ['groups'] },
     scopes: ['openid', 'offline_access', 'groups'],
     conformIdTokenClaims: false,
     responseTypes: ['code'],
@@ -97,7 +97,7 @@ export function createProvider (deps: ProviderDeps): Provider {
     allowOmittingSingleRegisteredRedirectUri: false,
     clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
     enabledJWA: { idTokenSigningAlgValues: ['RS256', 'ES256'] },
-    clientDefaults: { id_token_signed_response_alg: 'RS256', grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'] },
+    clientDefaults: { id_token_signed_response_alg: 'RS256', require_auth_time: true, grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'] },
     features: {
       devInteractions: { enabled: false },
       revocation: { enabled: true },
@@ -143,8 +143,11 @@ export function createProvider (deps: ProviderDeps): Provider {
     return stored.length === presented.length && timingSafeEqual(stored, presented)
   }
   // An access token is a token of the service: made as Login makes one, in its account's bucket.
+  // The provider's own generator runs first (it settles the token's format, opaque, and checks it); its value is not used.
   const accessTokens = provider.AccessToken.prototype as unknown as { generateTokenId: (this: { accountId?: unknown }) => string }
+  const settleFormat = accessTokens.generateTokenId
   accessTokens.generateTokenId = function generateTokenId () {
+    settleFormat.call(this)
     if (typeof this.accountId !== 'string') throw new errors.InvalidGrant('an access token without an account')
     return generateToken(this.accountId)
   }

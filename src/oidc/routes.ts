@@ -42,6 +42,8 @@ export async function oidcRoutes (app: FastifyInstance, options: OidcRoutesOptio
     reply.hijack()
     const raw = request.raw
     const url = raw.url ?? '/'
+    // As a mount (Express's, middie's) leaves it: the provider reads its mount path from the difference.
+    Object.assign(raw, { originalUrl: url })
     raw.url = url.slice(path.length) === '' ? '/' : url.slice(path.length)
     callbackOf(options.provider())(raw, reply.raw).catch((error: unknown) => { done(error instanceof Error ? error : new Error(String(error))) })
   }
