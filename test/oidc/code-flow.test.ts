@@ -47,7 +47,7 @@ async function setUp (t: Test, kind: BackendKind) {
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
   const settings = readOidc({ AUTH_OIDC_ISSUER: `${base}/oidc` }).oidc
-  const { app } = await buildTestApp(t, kind, { oidc: settings })
+  const { app } = await buildTestApp(t, kind, { oidc: settings, introspectionClients: [{ id: 'gw', secret: 'introspection-secret-0123456789' }] })
   await app.listen({ port, host: '127.0.0.1' })
   await app.accounts.add('alice', PASSWORD, false)
   await app.accounts.setGroups('alice', ['ops'])
@@ -99,6 +99,17 @@ function flowContract (t: Test, kind: BackendKind): void {
 
     const authenticate = async (token: string) => (await app.inject({ method: 'POST', url: '/auth/Authenticate', payload: { token } })).json<Record<string, unknown>>()
     t.match(await authenticate(tokens.access_token), { status: 0, kind: 'oidc', client_id: clientId, username: 'alice', groups: ['ops'] }, 'Authenticate takes it')
+    const verified = await app.inject({ method: 'GET', url: '/auth/verify', headers: { authorization: `Bearer ${tokens.access_token}` } })
+    t.match(verified.headers, { 'x-auth-kind': 'oidc', 'x-auth-client-id': clientId, 'x-auth-user': 'alice', 'x-auth-groups': 'ops' }, '/auth/verify takes it')
+    const introspected = await app.inject({
+      method: 'POST',
+      url: '/auth/introspect',
+      headers: { authorization: `Basic ${Buffer.from('gw:introspection-secret-0123456789').toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: `token=${tokens.access_token}`
+    })
+    t.match(introspected.json(), { active: true, kind: 'oidc', client_id: clientId, username: 'alice', groups: ['ops'] }, 'introspection takes it')
+    t.equal((await app.inject({ method: 'GET', url: '/auth/sessions', headers: { authorization: `Bearer ${tokens.access_token}` } })).statusCode, 403,
+      'the account\'s own routes do not: an app\'s token changes nothing of the account')
     const info = await oidc.fetchUserInfo(config, tokens.access_token, claims?.sub ?? '')
     t.match(info, { sub: alice?.id, preferred_username: 'alice', groups: ['ops'] })
 

@@ -95,8 +95,9 @@ export const introspectRoutes: FastifyPluginAsyncTypebox<IntrospectRoutesOptions
     exp: Type.Optional(Type.Integer({ description: 'When the token stops working, seconds since the epoch' })),
     iat: Type.Optional(Type.Integer({ description: 'When the token was issued or last refreshed (its expiry less its lifetime), seconds since the epoch' })),
     token_type: Type.Optional(Type.Literal('Bearer')),
-    kind: Type.Optional(Type.Union([Type.Literal('token'), Type.Literal('api_key')], { description: 'A Login token or an API key' })),
+    kind: Type.Optional(Type.Union([Type.Literal('token'), Type.Literal('api_key'), Type.Literal('oidc')], { description: 'A Login token, an API key, or an OpenID Connect access token' })),
     key_id: Type.Optional(Type.String({ description: 'The API key\'s id (kind api_key only)' })),
+    client_id: Type.Optional(Type.String({ description: 'The OpenID Connect client the access token went to (kind oidc only)' })),
     groups: Type.Optional(GROUPS)
   }, {
     description: 'The token\'s state (RFC 7662 §2.2)',
@@ -147,6 +148,7 @@ export const introspectRoutes: FastifyPluginAsyncTypebox<IntrospectRoutesOptions
       // A key's issue time is not in its record (its life is its own): no iat.
       const groups = [...record.groups ?? NO_GROUPS]
       if (record.keyId !== undefined) return { active: true, sub: record.accountId, username: record.username, exp, token_type: 'Bearer' as const, kind: 'api_key' as const, key_id: record.keyId, groups }
+      if (record.oidc !== undefined) return { active: true, sub: record.accountId, username: record.username, exp, token_type: 'Bearer' as const, kind: 'oidc' as const, client_id: record.oidc.clientId, groups }
       return { active: true, sub: record.accountId, username: record.username, exp, iat: exp - lifetimeSeconds(config, record.federated), token_type: 'Bearer' as const, groups }
     } catch (error) {
       // Unknown, expired or ended: inactive. A store that cannot answer is a 503, never a false answer either way.

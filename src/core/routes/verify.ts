@@ -175,8 +175,9 @@ export const verifyRoutes: FastifyPluginAsyncTypebox<VerifyRoutesOptions> = asyn
         return
       }
       if (record.groups !== undefined && record.groups.length > 0) reply.header('x-auth-groups', record.groups.join(','))
+      if (record.oidc !== undefined) reply.header('x-auth-client-id', record.oidc.clientId)
       reply.code(200)
-        .header('x-auth-kind', record.keyId === undefined ? 'token' : 'api_key')
+        .header('x-auth-kind', record.keyId === undefined ? record.oidc === undefined ? 'token' : 'oidc' : 'api_key')
         .header('x-auth-user', userHeaderValue(record.username))
         .header('x-auth-account-id', record.accountId)
         .header('x-auth-federated', record.federated ? 'true' : 'false')
@@ -208,7 +209,9 @@ export const verifyRoutes: FastifyPluginAsyncTypebox<VerifyRoutesOptions> = asyn
           'X-Auth-Account-Id': identity('The account id', '1'),
           'X-Auth-Federated': identity('true for a directory account, else false', 'false'),
           'X-Auth-Expires': identity('The token\'s expiration_date (UTC, YYYY-MM-DDTHH:MM:SS)', EXAMPLE_EXPIRATION),
-          'X-Auth-Groups': identity('The account\'s groups, sorted, comma-separated; absent when it is in none', 'dev,ops')
+          'X-Auth-Groups': identity('The account\'s groups, sorted, comma-separated; absent when it is in none', 'dev,ops'),
+          'X-Auth-Kind': identity('token (a Login token), api_key, or oidc (an access token of the OpenID Connect provider)', 'token'),
+          'X-Auth-Client-Id': identity('The OpenID Connect client an access token went to (kind oidc only)', 'dBjftJeZ4CVP-mB92K27uh')
         }
       }),
       403: Type.Null({
