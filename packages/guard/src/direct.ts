@@ -1,4 +1,4 @@
-import { decodeRecord, keyLayout, revocationChannel, type TokenRecord } from '@auth-token-service/protocol/layout'
+import { decodeRecord, idles, keyLayout, revocationChannel, type TokenRecord } from '@auth-token-service/protocol/layout'
 import { createRevocationFeed, type RevocationSubscription } from '@auth-token-service/protocol/redis-feed'
 import { failFastRedisOptions, whenReady, type RedisClient } from '@auth-token-service/protocol/redis-connection'
 import { within, type Verified, type Verifier } from './verifiers.js'
@@ -70,7 +70,7 @@ export async function directVerifier (options: DirectVerifierOptions): Promise<V
     }
     const [value, idle] = await redis.mget(key, keys.idleKeyOf(hash) ?? key)
     const record = value === null || value === undefined ? null : decoded(value)
-    return record !== null && record.keyId === undefined && (idle === null || idle === undefined) ? null : record
+    return record !== null && idles(record) && (idle === null || idle === undefined) ? null : record
   }
   const find = async (key: string, hash: string): Promise<Verified | null> => {
     const record = await read(key, hash)

@@ -26,6 +26,8 @@ export interface AuthInfo {
   expiresAt: Date
   /** Set when the credential is an API key (`atsk_…`): the key's public id. Absent for a Login token. */
   keyId?: string
+  /** Set when the credential is an access token of the service's OpenID Connect provider: the client it went to. */
+  clientId?: string
   /**
    * The account's groups (sorted; `[]` when none), as of the token's last verification: a
    * membership change reaches a cached answer as a revocation does, through the feed. Frozen.
@@ -141,6 +143,7 @@ const toAuth = (record: TokenRecord): AuthInfo => {
     groups: record.groups ?? NO_GROUPS
   }
   if (record.keyId !== undefined) auth.keyId = record.keyId
+  if (record.oidc !== undefined) auth.clientId = record.oidc.clientId
   return auth
 }
 

@@ -65,6 +65,7 @@ export function httpVerifier (options: HttpVerifierOptions): Verifier {
         const remainingMs = serverNow === undefined || Number.isNaN(serverNow) ? 0 : Math.max(0, expiresAt - serverNow - 1000)
         const record: TokenRecord = { accountId: result.accountId, username: result.username, federated: result.federated, expiresAt, groups: result.groups }
         if (result.keyId !== undefined) record.keyId = result.keyId
+        if (result.clientId !== undefined) record.oidc = { clientId: result.clientId }
         return { record, remainingMs }
       }
       const { error } = result

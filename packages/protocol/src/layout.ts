@@ -171,6 +171,14 @@ export interface TokenRecord {
 }
 
 /**
+ * Whether the idle timeout applies to the record's token: a Login token's only (API keys and the
+ * OpenID Connect provider's short-lived access tokens have none: no idle key is ever set for them).
+ */
+export function idles (record: TokenRecord): boolean {
+  return record.keyId === undefined && record.oidc === undefined
+}
+
+/**
  * The record while its token is active by the service's clock: strictly before `expiresAt`,
  * the second `expiration_date` names. A key's PX counts from the moment of its write, a few
  * milliseconds after the instant the date was computed from, so the key alone would answer

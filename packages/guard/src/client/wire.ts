@@ -192,6 +192,8 @@ export interface AuthenticatedToken {
   federated: boolean
   /** Set when the credential is an API key (the answer's `kind` api_key): the key's public id. */
   keyId?: string
+  /** Set when the credential is an OpenID Connect access token (the answer's `kind` oidc): its client. */
+  clientId?: string
   /** The account's groups, sorted, as the service answered them; `[]` when none (or from a service of before groups). */
   groups: readonly string[]
 }
@@ -240,6 +242,7 @@ export async function authenticateAt (
   if (groups === undefined) return protocolError(answer, 'Authenticate success whose groups are not a list of names')
   const authenticated: AuthenticatedToken = { ok: true, token, expiresAt, accountId: body.account_id, username: body.username, federated: body.federated, groups }
   if (body.kind === 'api_key' && typeof body.key_id === 'string') authenticated.keyId = body.key_id
+  if (body.kind === 'oidc' && typeof body.client_id === 'string') authenticated.clientId = body.client_id
   return authenticated
 }
 

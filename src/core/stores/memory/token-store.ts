@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks'
-import { activeAt, type TokenRecord } from '@auth-token-service/protocol/layout'
+import { activeAt, idles, type TokenRecord } from '@auth-token-service/protocol/layout'
 import type { RevocationFeed } from '../revocation-feed.js'
 import type { RevocationWatcher } from '@auth-token-service/protocol/feed'
 import type { TokenStore } from '../token-store.js'
@@ -67,7 +67,7 @@ export function createMemoryTokenStore (options: MemoryTokenStoreOptions): Memor
 
   /** Not presented for the idle timeout (a Login token's only): refused, as on Redis. */
   const idle = (entry: Entry): boolean =>
-    idleTimeoutMs !== undefined && entry.record.keyId === undefined && now() - entry.seen >= idleTimeoutMs
+    idleTimeoutMs !== undefined && idles(entry.record) && now() - entry.seen >= idleTimeoutMs
 
   /** Ends a live entry: gone from the table, its hash denied; and the tokens given out under it (returned with it). */
   const end = (hash: string, entry: Entry): string[] => {

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks'
-import { activeAt, decodeRecord, idleSlackMs, type KeyLayout, type TokenRecord } from '@auth-token-service/protocol/layout'
+import { activeAt, decodeRecord, idles, idleSlackMs, type KeyLayout, type TokenRecord } from '@auth-token-service/protocol/layout'
 import type { RedisClient } from '@auth-token-service/protocol/redis-connection'
 import { serviceUnavailable, StatusError } from '../../../errors/status.js'
 
@@ -73,8 +73,8 @@ export function createIdleTracking ({ redis, keys, idleTimeoutMs, onCommandError
       return
     }
     const record = expireOnRead ? activeAt(decodeRecord(value), Date.now()) : decodeRecord(value)
-    // An API key has no idle timeout (the contract's is a Login token's).
-    if (record === null || record.keyId !== undefined) {
+    // An API key or an access token of the provider has no idle timeout (the contract's is a Login token's).
+    if (record === null || !idles(record)) {
       entry.resolve(record)
       return
     }
