@@ -15,8 +15,10 @@ import { TOKEN_DIGEST_LENGTH } from './token.js'
  *                    service runs with AUTH_IDLE_TIMEOUT_SECONDS; a Login token whose idle key is gone has
  *                    not been presented for that long and is refused (API keys have none)
  *
- * (The service's own keys beside them, the account index, epoch and deny set, are its
- * business: src/core/stores/redis/scripts.ts.)
+ * (The service's own keys beside them, the account index, epoch and deny set, the link from a token
+ * to the tokens given out under it, are its business: src/core/stores/redis/scripts.ts; and the
+ * OpenID Connect provider's artifacts, `<prefix>oidc:<Model>:<SHA-256 of the id>` with their
+ * indexes: src/oidc/adapter.ts. A guard reads none of them.)
  */
 
 /**
