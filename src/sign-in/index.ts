@@ -10,6 +10,10 @@
  *   a sign-in half done (a challenge, a code step), in process or on Redis; `redirect.ts`: the rd check.
  *
  * The composition root registers it; it is the one slice that shows other slices' data (keys,
- * sessions, the second factor), through their index files.
+ * sessions, the second factor), through their index files. Its page frame (`messagePage`,
+ * `continuePage`, the pages' headers and brand) is what another slice's page uses to look and be
+ * guarded the same (the OpenID provider's error and continue pages).
  */
 export { signInRoutes, type SignInRoutesOptions } from './routes.js'
+export { continuePage, messagePage, type MessageView } from './pages.js'
+export { brandFor, pageHeaders } from './page-context.js'

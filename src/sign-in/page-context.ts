@@ -82,12 +82,35 @@ function contentSecurityPolicy (redirectAllowed: readonly string[]): string {
   ].join('; ')
 }
 
+/**
+ * The headers every sign-in page carries (the strict CSP, no framing, no sniffing, the referrer
+ * rule), for a page another part of the service renders in the same style (the OpenID provider's
+ * error page).
+ */
+export function pageHeaders (redirectAllowed: readonly string[]): Readonly<Record<string, string>> {
+  return {
+    'content-type': 'text/html; charset=utf-8',
+    'content-security-policy': contentSecurityPolicy(redirectAllowed),
+    'x-frame-options': 'DENY',
+    'x-content-type-options': 'nosniff',
+    // Not no-referrer: under it a browser sends `Origin: null` with the form's POST, which the
+    // login-CSRF rule (http/cross-site.ts) rightly refuses. same-origin sends the Origin (and a
+    // Referer) to this origin only; no other site ever learns the page's URL.
+    'referrer-policy': 'same-origin'
+  }
+}
+
+/** The name the pages show: AUTH_SIGNIN_TITLE, or the host name the browser asked for (no port, no brackets). */
+export function brandFor (signinTitle: string | undefined, hostname: string): string {
+  return signinTitle ?? hostname.replace(/:\d+$/, '').replace(/^\[|\]$/g, '')
+}
+
 export function createSignInContext (
   config: Pick<Config, 'signinTitle' | 'redirectAllowed' | 'cookieSecure' | 'cookieDomain'>,
   auth: Pick<AuthService, 'authenticate'>
 ): SignInContext {
   const cookie = tokenCookieOptions(config)
-  const csp = contentSecurityPolicy(config.redirectAllowed)
+  const headers = pageHeaders(config.redirectAllowed)
 
   const redirectOf = (request: FastifyRequest, rd: string | undefined): string | undefined =>
     safeRedirect(rd, ownOrigin(request), config.redirectAllowed)
@@ -108,18 +131,9 @@ export function createSignInContext (
   return {
     cookie,
     page (reply, status, body) {
-      return reply.code(status)
-        .header('content-type', 'text/html; charset=utf-8')
-        .header('content-security-policy', csp)
-        .header('x-frame-options', 'DENY')
-        .header('x-content-type-options', 'nosniff')
-        // Not no-referrer: under it a browser sends `Origin: null` with the form's POST, which the
-        // login-CSRF rule (http/cross-site.ts) rightly refuses. same-origin sends the Origin (and a
-        // Referer) to this origin only; no other site ever learns the page's URL.
-        .header('referrer-policy', 'same-origin')
-        .send(body)
+      return reply.code(status).headers(headers).send(body)
     },
-    brandOf: (request) => config.signinTitle ?? request.hostname.replace(/:\d+$/, '').replace(/^\[|\]$/g, ''),
+    brandOf: (request) => brandFor(config.signinTitle, request.hostname),
     redirectOf,
     browserToken,
     async signedIn (request) {

@@ -26,10 +26,11 @@ export function notice (message: Notice | undefined): Markup {
     : html`<p class="notice info" role="status" id="notice">${message.text}</p>`
 }
 
-export function layout (title: string, brand: string, body: Markup, options: { passkeys?: boolean, wide?: boolean } = {}): string {
+export function layout (title: string, brand: string, body: Markup, options: { passkeys?: boolean, wide?: boolean, refresh?: string } = {}): string {
   const scripts = options.passkeys === true
     ? html`<script src="${ASSET_PATH}/webauthn.js" defer></script><script src="${ASSET_PATH}/signin.js" defer></script>`
     : html``
+  const refresh = options.refresh === undefined ? html`` : html`<meta http-equiv="refresh" content="0;url=${options.refresh}">`
   return html`<!doctype html>
 <html lang="en">
 <head>
@@ -38,7 +39,7 @@ export function layout (title: string, brand: string, body: Markup, options: { p
 <title>${title}</title>
 <link rel="icon" href="${ASSET_PATH}/icon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="${ASSET_PATH}/signin.css">
-${scripts}
+${refresh}${scripts}
 </head>
 <body>
 <main class="${options.wide === true ? 'card wide' : 'card'}">
@@ -59,14 +60,21 @@ export interface SignInView extends Branded {
   rd?: string | undefined
   username?: string | undefined
   message?: Notice | undefined
+  /** `login`: an application asked for a new sign-in (OpenID Connect's prompt=login or max_age), the browser's sign-in notwithstanding. */
+  prompt?: SignInPrompt | undefined
 }
+
+/** What an application may ask of the sign-in page: a sign-in made now, not the one the browser holds. */
+export type SignInPrompt = 'login'
 
 export function signInPage (view: SignInView): string {
   return layout('Sign in', view.brand, html`
 <h1>Sign in</h1>
+${view.prompt === 'login' ? html`<p class="lead">The application asks you to sign in again.</p>` : html``}
 ${notice(view.message)}
 <form method="post" action="/auth/signin" class="stack" id="password-form">
 ${redirectField(view.rd)}
+${view.prompt === 'login' ? html`<input type="hidden" name="prompt" value="login">` : html``}
 <label for="username">Username</label>
 <input id="username" name="username" type="text" autocomplete="username" autocapitalize="none" spellcheck="false" required value="${view.username ?? ''}"${view.username === undefined || view.username === '' ? html` autofocus` : html``}>
 <label for="password">Password</label>
@@ -109,5 +117,38 @@ export function signOutPage (view: Branded & { username?: string | undefined, rd
 ${redirectField(view.rd)}
 <button type="submit" class="primary">Sign out</button>
 </form>
+`)
+}
+
+export interface MessageView extends Branded {
+  /** The window's title and the page's heading. */
+  title: string
+  /** What happened, in words for the person in front of it. */
+  text: string
+  /** A line for whoever runs the application (an error code and its description), shown small. */
+  detail?: string | undefined
+}
+
+/**
+ * A page that sends the browser on at once (a refresh, no script) with a link for a browser that
+ * does not follow it. A form's answer that redirects is held to the form page's CSP form-action
+ * all along the redirects (Chromium), so a sign-in that must end on another origin (an OpenID
+ * client's redirect_uri) goes on from here: a refresh is a navigation of its own, not the form's.
+ */
+export function continuePage (view: Branded & { title: string, text: string, href: string }): string {
+  return layout(view.title, view.brand, html`
+<h1>${view.title}</h1>
+<p class="lead">${view.text}</p>
+<p><a href="${view.href}" id="continue">Continue</a></p>
+`, { refresh: view.href })
+}
+
+/** A page that only says something: a step that cannot go on, and why. */
+export function messagePage (view: MessageView): string {
+  return layout(view.title, view.brand, html`
+<h1>${view.title}</h1>
+<p class="notice error" role="alert" id="notice">${view.text}</p>
+${view.detail === undefined ? html`` : html`<p class="hint" id="detail">${view.detail}</p>`}
+<p class="aside"><a href="/auth/signin">Your account</a></p>
 `)
 }

@@ -17,7 +17,7 @@ import { assetRoutes } from './asset-routes.js'
 import { createCodeStep, type SecondFactorCheck } from './code-step.js'
 import { createSignInContext, field, noticeFor } from './page-context.js'
 import { registerPasskeyCeremonies, registerPasskeyRemoval } from './passkey-routes.js'
-import { registerSignInPage } from './sign-in-page.js'
+import { promptField, registerSignInPage } from './sign-in-page.js'
 import { registerSignOut } from './sign-out.js'
 
 export interface SignInRoutesOptions {
@@ -61,7 +61,7 @@ export const signInRoutes: FastifyPluginAsync<SignInRoutesOptions> = async (app,
         if (shown !== undefined) return shown
       }
       reply.headers(error.headers)
-      return page(reply, error.httpStatus, signInPage({ brand: brandOf(request), rd: redirectOf(request, field(request.body, 'rd')), message: noticeFor(error) }))
+      return page(reply, error.httpStatus, signInPage({ brand: brandOf(request), rd: redirectOf(request, field(request.body, 'rd')), prompt: promptField(request.body), message: noticeFor(error) }))
     })
 
     account = registerAccountRoutes(pages, {

@@ -3,7 +3,7 @@ import type { AuthService } from '../core/auth.js'
 import { SecondFactorRequired, StatusError } from '../errors/status.js'
 import { refuseOtherMethods } from '../http/methods.js'
 import { clientOf } from '../core/routes/client-context.js'
-import { signInPage } from './pages.js'
+import { signInPage, type SignInPrompt } from './pages.js'
 import { redirectParameter } from './redirect.js'
 import type { AccountPages } from './account-routes.js'
 import { doneNotice } from './account-notices.js'
@@ -19,16 +19,36 @@ export interface SignInPageDeps {
 }
 
 /**
+ * `prompt=login` in a raw query: an application (the OpenID provider's interaction, for its
+ * prompt=login or max_age) wants a sign-in made now. A query that is a gateway's raw `rd=` holds
+ * nothing of ours after it (redirectParameter), so no prompt is read there.
+ */
+export function promptParameter (rawUrl: string): SignInPrompt | undefined {
+  const mark = rawUrl.indexOf('?')
+  if (mark < 0) return undefined
+  const query = rawUrl.slice(mark + 1)
+  if (/^rd=(https?:\/\/|\/)/i.test(query)) return undefined
+  return query.split('&').includes('prompt=login') ? 'login' : undefined
+}
+
+/** The prompt a form carried through its POST. */
+export const promptField = (body: unknown): SignInPrompt | undefined => field(body, 'prompt') === 'login' ? 'login' : undefined
+
+/**
  * GET/POST /auth/signin: the username and password form, and its Login. Signed in already, the
- * browser goes straight back where it was going, or sees its account page.
+ * browser goes straight back where it was going, or sees its account page — unless `prompt=login`
+ * asks for a sign-in made now: then the form, whose Login presents the browser's token, so that
+ * the token is refreshed and its issue time (what the provider reads as auth_time) is now.
  */
 export function registerSignInPage (pages: FastifyInstance, context: SignInContext, { auth, codeStep, account }: SignInPageDeps): void {
   const { page, brandOf, redirectOf, browserToken, signedIn, done } = context
 
   pages.get('/auth/signin', { schema: { hide: true }, config: { ownQuery: true } }, async (request, reply) => {
     const rd = redirectOf(request, redirectParameter(request.url))
+    const prompt = promptParameter(request.url)
     const current = await signedIn(request)
-    if (current === undefined) return page(reply, 200, signInPage({ brand: brandOf(request), rd }))
+    if (current === undefined) return page(reply, 200, signInPage({ brand: brandOf(request), rd, prompt }))
+    if (prompt === 'login') return page(reply, 200, signInPage({ brand: brandOf(request), rd, prompt, username: current.record.username }))
     // Already signed in: straight back where the person was going, or the account page.
     if (rd !== undefined) return await reply.code(303).header('location', rd).send()
     return await account.view(request, reply, current, doneNotice(request.url))
@@ -39,8 +59,9 @@ export function registerSignInPage (pages: FastifyInstance, context: SignInConte
     const username = field(request.body, 'username')
     const password = field(request.body, 'password')
     const rd = redirectOf(request, field(request.body, 'rd'))
+    const prompt = promptField(request.body)
     if (username === undefined || username === '' || password === undefined || password === '') {
-      return page(reply, 400, signInPage({ brand: brandOf(request), rd, username, message: { kind: 'error', text: MESSAGES.missing } }))
+      return page(reply, 400, signInPage({ brand: brandOf(request), rd, prompt, username, message: { kind: 'error', text: MESSAGES.missing } }))
     }
     try {
       const issued = await auth.login({ username, password, presentedToken: browserToken(request), client: clientOf(request) })
@@ -50,7 +71,7 @@ export function registerSignInPage (pages: FastifyInstance, context: SignInConte
       if (!(error instanceof StatusError)) throw error
       if (error instanceof SecondFactorRequired) return await codeStep.begin(request, reply, error.held, rd)
       reply.headers(error.headers)
-      return page(reply, error.httpStatus, signInPage({ brand: brandOf(request), rd, username, message: noticeFor(error) }))
+      return page(reply, error.httpStatus, signInPage({ brand: brandOf(request), rd, prompt, username, message: noticeFor(error) }))
     }
   })
 }
