@@ -200,7 +200,9 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
       signingKeys: app.signingKeys,
       onKeysError: (error) => { app.log.error({ err: error }, 'the OpenID Connect signing keys could not be read: the provider keeps the keys it has') },
       proxy: config.trustProxy !== false,
-      issuedAt: (record) => Math.floor(record.expiresAt / 1000) - lifetimeSeconds(config, record.federated)
+      issuedAt: (record) => Math.floor(record.expiresAt / 1000) - lifetimeSeconds(config, record.federated),
+      pages: { title: config.signinTitle, redirectAllowed: config.redirectAllowed },
+      log: app.log
     })
   }
   await app.register(introspectRoutes, { auth, config, limiter: openLoginLimiter(config, backends.tokens, 'introspect:'), audit: observed.audit })

@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
-import Provider, { errors, interactionPolicy, type Adapter, type Configuration, type JWK, type KoaContextWithOIDC } from 'oidc-provider'
+import Provider, { errors, interactionPolicy, type Adapter, type Configuration, type ErrorOut, type JWK, type KoaContextWithOIDC } from 'oidc-provider'
 import { generateToken, hashToken, isTokenShaped } from '@auth-token-service/protocol/token'
 import type { OidcConfig } from '../config/parts/oidc.js'
 import type { UserStore } from '../core/stores/user-store.js'
@@ -32,6 +32,8 @@ export interface ProviderDeps {
   interactionPath: (uid: string) => string
   /** Trust X-Forwarded-* (AUTH_TRUST_PROXY set). */
   proxy: boolean
+  /** The page a browser sees when the provider cannot send it back to the client (pages.ts). */
+  renderError: (ctx: KoaContextWithOIDC, out: ErrorOut, error: unknown) => Promise<void>
 }
 
 /** A client's secret as the store keeps it: SHA-256 hex (clients.ts). */
@@ -107,6 +109,7 @@ export function createProvider (deps: ProviderDeps): Provider {
       deviceFlow: { enabled: true },
       introspection: { enabled: false }
     },
+    renderError: deps.renderError,
     interactions: {
       policy: policy(tokens, links),
       url: (_ctx, interaction) => deps.interactionPath(interaction.uid)

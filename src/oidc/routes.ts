@@ -1,11 +1,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify'
 import type Provider from 'oidc-provider'
+import { errors } from 'oidc-provider'
 import { cookieToken } from '@auth-token-service/protocol/token-source'
 import { hashToken, isTokenShaped } from '@auth-token-service/protocol/token'
 import type { TokenRecord } from '@auth-token-service/protocol/layout'
 import type { TokenStore } from '../core/stores/token-store.js'
 import type { UserStore } from '../core/stores/user-store.js'
 import type { SignInLinks } from './sign-in-links.js'
+import type { Page, ProviderPages } from './pages.js'
+import type { ProviderLog } from './provider-log.js'
 
 /** Where the provider sends a browser to sign in: the service's own page, then back here. */
 export const INTERACTION_PREFIX = '/auth/oidc/interaction/'
@@ -20,6 +23,10 @@ export interface OidcRoutesOptions {
   links: SignInLinks
   /** When a Login token was issued or last refreshed (its expiry less its lifetime), epoch seconds. */
   issuedAt: (record: TokenRecord) => number
+  /** The provider's pages (pages.ts): its error page, also for an interaction that is gone; the way on after a sign-in. */
+  pages: ProviderPages
+  /** Where what the provider says of a request is logged, with the request's id. */
+  log: ProviderLog
 }
 
 /**
@@ -41,6 +48,7 @@ export async function oidcRoutes (app: FastifyInstance, options: OidcRoutesOptio
   const hand = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void): void => {
     reply.hijack()
     const raw = request.raw
+    options.log.attach(raw, request.log)
     const url = raw.url ?? '/'
     // As a mount (Express's, middie's) leaves it: the provider reads its mount path from the difference.
     Object.assign(raw, { originalUrl: url })
@@ -50,6 +58,8 @@ export async function oidcRoutes (app: FastifyInstance, options: OidcRoutesOptio
   const never = async (): Promise<never> => { throw new Error('the provider answers in its onRequest hook') }
   const methods: HTTPMethods[] = ['GET', 'POST', 'OPTIONS', 'HEAD']
   app.route({ method: methods, url: `${path}/*`, schema: { hide: true }, config: { ownQuery: true }, onRequest: hand, handler: never })
+
+  const send = async (reply: FastifyReply, page: Page): Promise<FastifyReply> => await reply.code(page.status).headers(page.headers).send(page.body)
 
   /** The browser's active sign-in token (a Login token's record), or undefined. */
   const signedIn = async (request: FastifyRequest): Promise<{ hash: string, record: TokenRecord } | undefined> => {
@@ -63,7 +73,14 @@ export async function oidcRoutes (app: FastifyInstance, options: OidcRoutesOptio
 
   app.get(`${INTERACTION_PREFIX}:uid`, { schema: { hide: true } }, async (request, reply) => {
     const provider = options.provider()
-    const details = await provider.interactionDetails(request.raw, reply.raw)
+    let details: Awaited<ReturnType<Provider['interactionDetails']>>
+    try {
+      details = await provider.interactionDetails(request.raw, reply.raw)
+    } catch (error) {
+      // Expired, finished already, or the cookie of another browser: the provider's page, not a 500.
+      if (!(error instanceof errors.SessionNotFound)) throw error
+      return await send(reply, options.pages.error(request.hostname, { error: error.error, error_description: error.error_description }, error, 400))
+    }
     const current = await signedIn(request)
     const reasons = details.prompt.reasons
     const authTime = current === undefined ? 0 : options.issuedAt(current.record)
@@ -73,14 +90,15 @@ export async function oidcRoutes (app: FastifyInstance, options: OidcRoutesOptio
       ? authTime >= details.iat
       : maxAge === undefined || authTime >= Math.floor(Date.now() / 1000) - maxAge
     if (current === undefined || !fresh) {
-      const again = reasons.includes('login_prompt') || maxAge !== undefined ? '&prompt=login' : ''
-      return await reply.code(303).header('location', `/auth/signin?rd=${encodeURIComponent(request.url)}${again}`).send()
+      // The prompt first: a query that begins with `rd=` and a path is a gateway's raw rd, which takes the rest of the query.
+      const again = reasons.includes('login_prompt') || maxAge !== undefined ? 'prompt=login&' : ''
+      return await reply.code(303).header('location', `/auth/signin?${again}rd=${encodeURIComponent(request.url)}`).send()
     }
     const { record, hash } = current
     if (details.session?.uid !== undefined) await links.link(details.session.uid, hash, record.expiresAt - Date.now())
     const account = await users.findByUsername(record.username)
     const amr = account?.secondFactor === true ? ['pwd', 'otp'] : ['pwd']
-    reply.hijack()
-    await provider.interactionFinished(request.raw, reply.raw, { login: { accountId: record.accountId, ts: authTime, amr, remember: true } }, { mergeWithLastSubmission: false })
+    const returnTo = await provider.interactionResult(request.raw, reply.raw, { login: { accountId: record.accountId, ts: authTime, amr, remember: true } }, { mergeWithLastSubmission: false })
+    return await send(reply, options.pages.continuing(request.hostname, returnTo))
   })
 }

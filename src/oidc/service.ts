@@ -1,5 +1,5 @@
 import { hkdfSync } from 'node:crypto'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import type { AdapterPayload, JWK } from 'oidc-provider'
 import type Provider from 'oidc-provider'
 import { errors } from 'oidc-provider'
@@ -13,7 +13,9 @@ import { clientTokenEnder, createAccessTokenRecords } from './access-tokens.js'
 import { createAdapterFactory } from './adapter.js'
 import { createMemoryArtifactStore, createRedisArtifactStore, type ArtifactStore } from './artifact-store.js'
 import type { OidcClients } from './clients.js'
+import { createProviderPages, providerErrorPage, type ProviderPageSettings } from './pages.js'
 import { createProvider } from './provider.js'
+import { createProviderLog } from './provider-log.js'
 import { INTERACTION_PREFIX, oidcRoutes } from './routes.js'
 import { createSignInLinks } from './sign-in-links.js'
 import { watchSigningKeys, type SigningJwks, type SigningKeys } from './signing-keys.js'
@@ -38,6 +40,10 @@ export interface OidcServiceDeps {
   proxy: boolean
   /** When a Login token was issued or last refreshed, epoch seconds. */
   issuedAt: (record: TokenRecord) => number
+  /** The sign-in pages' title and form targets: the provider's pages are in their frame (pages.ts). */
+  pages: ProviderPageSettings
+  /** The service's log: the provider's failures and refusals go there (provider-log.ts). */
+  log: FastifyBaseLogger
 }
 
 /** Keys for the provider's signed cookies, the same on every instance that shares the sealing key. */
@@ -66,7 +72,13 @@ export async function registerOidc (app: FastifyInstance, deps: OidcServiceDeps)
   const links = createSignInLinks(store, prefix)
   const accessTokens = createAccessTokenRecords({ tokens, users, links, store, prefix })
   const sealing = await deps.sealingKeys()
-  const build = (jwks: SigningJwks): Provider => createProvider({
+  const pages = createProviderPages(deps.pages)
+  const log = createProviderLog(deps.log)
+  const watched = (made: Provider): Provider => {
+    log.watch(made)
+    return made
+  }
+  const build = (jwks: SigningJwks): Provider => watched(createProvider({
     config,
     adapter: createAdapterFactory({
       store,
@@ -87,12 +99,13 @@ export async function registerOidc (app: FastifyInstance, deps: OidcServiceDeps)
     jwks: jwks.keys as unknown as JWK[],
     cookieKeys: [sealing.current, ...sealing.previous].map(cookieKey),
     interactionPath: (uid) => `${INTERACTION_PREFIX}${uid}`,
-    proxy: deps.proxy
-  })
+    proxy: deps.proxy,
+    renderError: providerErrorPage(pages)
+  }))
   // oidc-provider fixes its keys when it is made: a rotation makes a new one (its state is all in the stores).
   let provider: Provider | undefined
   const watch = await watchSigningKeys(deps.signingKeys, { onChange: (jwks) => { provider = build(jwks) }, onError: deps.onKeysError })
   provider ??= build(watch.jwks)
   app.addHook('onClose', async () => { watch.stop() })
-  await app.register(oidcRoutes, { provider: () => provider ?? build(watch.jwks), path: config.path, tokens, users, links, issuedAt: deps.issuedAt })
+  await app.register(oidcRoutes, { provider: () => provider ?? build(watch.jwks), path: config.path, tokens, users, links, issuedAt: deps.issuedAt, pages, log })
 }

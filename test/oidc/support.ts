@@ -82,19 +82,25 @@ export interface Credentials { username: string, password: string }
 /** Where a browser's way ended: back at the client (`back`), or on a page of the service (`page`, its status and body). */
 export type Arrival = { back: URL } | { page: { url: URL, status: number, body: string } }
 
+const unescaped = (value: string): string => value.replace(/&#(\d+);/g, (_all, code: string) => String.fromCharCode(Number(code)))
+
 /** The hidden fields of a page's form (rd, prompt), their HTML escapes undone. */
 function hiddenFields (body: string): Record<string, string> {
   const fields: Record<string, string> = {}
-  for (const [, name = '', value = ''] of body.matchAll(/<input type="hidden" name="([a-z]+)" value="([^"]*)">/g)) {
-    fields[name] = value.replace(/&#(\d+);/g, (_all, code: string) => String.fromCharCode(Number(code)))
-  }
+  for (const [, name = '', value = ''] of body.matchAll(/<input type="hidden" name="([a-z]+)" value="([^"]*)">/g)) fields[name] = unescaped(value)
   return fields
 }
 
+/** Where a page's refresh sends the browser on (the provider's continue page), or null. */
+function refreshOf (body: string): string | null {
+  const found = /<meta http-equiv="refresh" content="0;url=([^"]*)">/.exec(body)
+  return found?.[1] === undefined ? null : unescaped(found[1])
+}
+
 /**
- * Follows a browser's way from `url`: redirects taken, the sign-in form filled in and posted (with
- * its hidden fields, as a browser posts them) when `signIn` is given, until the browser is sent to
- * `redirect` (the client) or a page without a redirect is shown.
+ * Follows a browser's way from `url`: redirects and a page's refresh taken, the sign-in form filled
+ * in and posted (with its hidden fields, as a browser posts them) when `signIn` is given, until the
+ * browser is sent to `redirect` (the client) or a page that goes nowhere is shown.
  */
 export async function browse (base: string, jar: Jar, url: URL, signIn?: Credentials, redirect = REDIRECT): Promise<Arrival> {
   let next: string = url.href
@@ -104,14 +110,16 @@ export async function browse (base: string, jar: Jar, url: URL, signIn?: Credent
     const response = await fetch(target, { redirect: 'manual', headers: { cookie: jar.header() } })
     jar.take(response)
     let location = response.headers.get('location')
+    const body = location === null ? await response.text() : ''
     if (location === null && target.pathname === '/auth/signin' && response.status === 200 && signIn !== undefined) {
-      const body = new URLSearchParams({ ...hiddenFields(await response.text()), username: signIn.username, password: signIn.password })
-      const posted = await fetch(`${base}/auth/signin`, { method: 'POST', redirect: 'manual', headers: { cookie: jar.header(), origin: base, 'content-type': 'application/x-www-form-urlencoded' }, body })
+      const form = new URLSearchParams({ ...hiddenFields(body), username: signIn.username, password: signIn.password })
+      const posted = await fetch(`${base}/auth/signin`, { method: 'POST', redirect: 'manual', headers: { cookie: jar.header(), origin: base, 'content-type': 'application/x-www-form-urlencoded' }, body: form })
       jar.take(posted)
       location = posted.headers.get('location')
       if (location === null) return { page: { url: target, status: posted.status, body: await posted.text() } }
     } else if (location === null) {
-      return { page: { url: target, status: response.status, body: await response.text() } }
+      location = response.status === 200 ? refreshOf(body) : null
+      if (location === null) return { page: { url: target, status: response.status, body } }
     }
     next = location
   }
