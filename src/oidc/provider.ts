@@ -58,7 +58,8 @@ async function signInOf (ctx: KoaContextWithOIDC, tokens: Pick<TokenStore, 'find
 function policy (tokens: Pick<TokenStore, 'find'>, links: SignInLinks): interactionPolicy.DefaultPolicy {
   const base = interactionPolicy.base()
   const login = base.get('login')
-  login?.checks.add(new interactionPolicy.Check('signed_out', 'the sign-in session ended', async (ctx) => {
+  // Its error named: a check added after the prompt was made gets no default, and prompt=none would say interaction_required.
+  login?.checks.add(new interactionPolicy.Check('signed_out', 'the sign-in session ended', 'login_required', async (ctx) => {
     const { session } = ctx.oidc
     if (session === undefined || session.accountId === undefined) return interactionPolicy.Check.NO_NEED_TO_PROMPT
     const signIn = await signInOf(ctx, tokens, session.accountId)

@@ -13,6 +13,12 @@ import type { ProviderLog } from './provider-log.js'
 /** Where the provider sends a browser to sign in: the service's own page, then back here. */
 export const INTERACTION_PREFIX = '/auth/oidc/interaction/'
 
+/** The request's max_age in seconds: the provider keeps its parameters as given (text it checked is a whole number). */
+function maxAgeOf (value: unknown): number | undefined {
+  if (typeof value === 'number') return value
+  return typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : undefined
+}
+
 export interface OidcRoutesOptions {
   /** The provider now (a rotation of the signing keys makes a new one: oidc-provider fixes its keys when made). */
   provider: () => Provider
@@ -85,7 +91,7 @@ export async function oidcRoutes (app: FastifyInstance, options: OidcRoutesOptio
     const reasons = details.prompt.reasons
     const authTime = current === undefined ? 0 : options.issuedAt(current.record)
     // prompt=login or max_age: a sign-in made after the request began, not the one the browser had.
-    const maxAge = typeof details.params.max_age === 'number' ? details.params.max_age : undefined
+    const maxAge = maxAgeOf(details.params.max_age)
     const fresh = reasons.includes('login_prompt')
       ? authTime >= details.iat
       : maxAge === undefined || authTime >= Math.floor(Date.now() / 1000) - maxAge
