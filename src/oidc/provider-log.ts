@@ -5,8 +5,8 @@ import type { FastifyBaseLogger } from 'fastify'
 /**
  * What the provider says of its requests, in the service's log: its `server_error` (a failure of
  * ours: a store down, a bug) at error, a request it refused (a client's mistake, an expired code,
- * a wrong secret) at info, and a code or refresh token presented twice (the sign of a stolen one:
- * the provider ends its grant) at warn. Each line is written with the request's own logger, so it
+ * a wrong secret) at info, and a grant ended at the token endpoint — a code or refresh token
+ * presented after its use, the sign of a stolen one — at warn. Each line is written with the request's own logger, so it
  * carries the request id its access line has. Only what names the trouble is written (the event,
  * the route, the client, the error code, the provider's fixed description and detail; for a
  * failure the error's name, message and stack): never a parameter of the request, so never a code,
@@ -42,7 +42,7 @@ export interface ProviderLog {
 /** The parts of a provider's context read here (its Koa context, `oidc` set on its routes). */
 interface ContextLike {
   req?: IncomingMessage
-  oidc?: { route?: string, client?: { clientId?: string } }
+  oidc?: { route?: string, client?: { clientId?: string }, params?: { grant_type?: unknown } }
 }
 
 /** The parts of a provider's error read here (OIDCProviderError's fields; any Error's name and message). */
@@ -66,9 +66,6 @@ function errorOf (value: unknown): ErrorLike {
   return typeof value === 'object' && value !== null ? value as ErrorLike : { message: String(value) }
 }
 
-/** A code or refresh token presented after its use (oidc-provider's grant source check). */
-const REUSED = /already consumed$/
-
 export function createProviderLog (base: FastifyBaseLogger): ProviderLog {
   const logs = new WeakMap<IncomingMessage, FastifyBaseLogger>()
   const logOf = (ctx: ContextLike): FastifyBaseLogger => (ctx.req === undefined ? undefined : logs.get(ctx.req)) ?? base
@@ -84,21 +81,25 @@ export function createProviderLog (base: FastifyBaseLogger): ProviderLog {
   const failed = (event: string, ctxValue: unknown, errorValue: unknown): void => {
     const ctx = contextOf(ctxValue)
     const error = errorOf(errorValue)
-    // A plain object, not the Error: the log's error serializer would copy every enumerable member.
-    const err = { type: text(error.name) ?? 'Error', message: text(error.message) ?? '', stack: text(error.stack) }
+    // Its name, message and stack only, not the Error: the log's serializer copies every enumerable member of one.
+    const err = Object.assign(new Error(text(error.message) ?? ''), { name: text(error.name) ?? 'Error' })
+    err.stack = text(error.stack)
     logOf(ctx).error({ oidc: about(event, ctx, error), err }, 'the OpenID Connect provider failed a request')
   }
 
   const refused = (event: string, ctxValue: unknown, errorValue: unknown): void => {
     const ctx = contextOf(ctxValue)
     const error = errorOf(errorValue)
-    const detail = text(error.error_detail)
-    const oidc = { ...about(event, ctx, error), description: text(error.error_description), detail }
-    if (detail !== undefined && REUSED.test(detail)) {
-      logOf(ctx).warn({ oidc }, 'the OpenID Connect provider was shown a used code or refresh token: its grant is ended')
-    } else {
-      logOf(ctx).info({ oidc }, 'the OpenID Connect provider refused a request')
-    }
+    logOf(ctx).info({ oidc: { ...about(event, ctx, error), description: text(error.error_description), detail: text(error.error_detail) } }, 'the OpenID Connect provider refused a request')
+  }
+
+  /** A grant ended at the token endpoint: a code or refresh token was presented after its use (its refusal follows at info). */
+  const revoked = (ctxValue: unknown): void => {
+    const ctx = contextOf(ctxValue)
+    if (ctx.oidc?.route !== 'token') return
+    const grantType = text(ctx.oidc.params?.grant_type)
+    logOf(ctx).warn({ oidc: { event: 'grant.revoked', route: 'token', client_id: ctx.oidc.client?.clientId, grant_type: grantType } },
+      'the OpenID Connect provider was shown a used code or refresh token: its grant is ended')
   }
 
   return {
@@ -110,6 +111,7 @@ export function createProviderLog (base: FastifyBaseLogger): ProviderLog {
       for (const event of PROVIDER_ERROR_EVENTS) {
         provider.on(event, (ctx: unknown, error: unknown) => { refused(event, ctx, error) })
       }
+      provider.on('grant.revoked', (ctx: unknown) => { revoked(ctx) })
       // Koa's own: what escaped the provider's handlers. A listener here also keeps Koa from printing it to stderr.
       provider.on('error', (error: unknown, ctx: unknown) => {
         if (errorOf(error).expose === true) refused('error', ctx, error)
