@@ -8,7 +8,9 @@
  *   `provider.ts`: oidc-provider configured as the contract says; `routes.ts`: its mount and the
  *   interaction that signs a person in through the service's sign-in page; `adapter.ts`: its
  *   storage over the service's stores (`artifact-store.ts`; `access-tokens.ts`: access tokens as
- *   the service's own tokens; `sign-in-links.ts`: which sign-in token each provider session stands on).
+ *   the service's own tokens; `sign-in-links.ts`: which sign-in token each provider session stands on);
+ *   `pages.ts`: its error page and the continue page after a sign-in, in the sign-in pages' frame;
+ *   `provider-log.ts`: its failures and refusals in the service's log.
  * - `clients.ts`: the clients operators register (create with their URLs checked and a
  *   confidential client's secret shown once, list, remove with every token they hold), and each
  *   client as oidc-provider's metadata (`metadataOf`); `client-uris.ts`: the URL rules;
