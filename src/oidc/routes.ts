@@ -6,6 +6,7 @@ import type { TokenRecord } from '@auth-token-service/protocol/layout'
 import type { TokenStore } from '../core/stores/token-store.js'
 import type { UserStore } from '../core/stores/user-store.js'
 import type { SignInLinks } from './sign-in-links.js'
+import { sendContinuePage } from './continue-page.js'
 
 /** Where the provider sends a browser to sign in: the service's own page, then back here. */
 export const INTERACTION_PREFIX = '/auth/oidc/interaction/'
@@ -80,7 +81,13 @@ export async function oidcRoutes (app: FastifyInstance, options: OidcRoutesOptio
     if (details.session?.uid !== undefined) await links.link(details.session.uid, hash, record.expiresAt - Date.now())
     const account = await users.findByUsername(record.username)
     const amr = account?.secondFactor === true ? ['pwd', 'otp'] : ['pwd']
+    const result = { login: { accountId: record.accountId, ts: authTime, amr, remember: true } }
+    // The browser came by redirects from one of this origin's pages, the sign-in form's POST: its
+    // redirects must end here (continue-page.ts). From elsewhere (a client, single sign-on): on at once.
+    if (request.headers['sec-fetch-site'] === 'same-origin') {
+      return await sendContinuePage(reply, await provider.interactionResult(request.raw, reply.raw, result, { mergeWithLastSubmission: false }))
+    }
     reply.hijack()
-    await provider.interactionFinished(request.raw, reply.raw, { login: { accountId: record.accountId, ts: authTime, amr, remember: true } }, { mergeWithLastSubmission: false })
+    await provider.interactionFinished(request.raw, reply.raw, result, { mergeWithLastSubmission: false })
   })
 }
