@@ -21,7 +21,8 @@ const CLUSTER = `${INTEGRATION}/cluster/`
 const TIMING = `${INTEGRATION}/timing/`
 /**
  * Files whose subject is a browser or a gateway (Chromium, nginx, Caddy running the shipped files in
- * front of the service): `--no-browser` leaves them out. CI runs them on Node 24 only: what they
+ * front of the service; Apache's mod_auth_openidc signing in through the service's OpenID Connect
+ * provider): `--no-browser` leaves them out. CI runs them on Node 24 only: what they
  * judge (the pages in Chromium, the gateways' configuration, the redirects) does not depend on the
  * runtime under the service, which the rest of the set runs on both; they are the set's heaviest
  * files (Chromium), and CI stays under 20 minutes.

@@ -1,15 +1,18 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { readFile, writeFile } from 'node:fs/promises'
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { freePort, tempDir, waitFor, type Scope } from '../../support/processes.js'
 
 /**
  * Real gateways from Debian's packages in front of an echo upstream, each on free ports with
  * its configuration, pid, logs and temp files in a throwaway directory (no root needed):
  * nginx with `auth_request`, Caddy with `forward_auth`, both asking the service's
- * /auth/verify. A missing binary fails the test with how to get it.
+ * /auth/verify; Apache with mod_auth_openidc, a relying party of the service's OpenID Connect
+ * provider. A missing binary or module fails the test with how to get it.
  */
 
 export interface Upstream {
@@ -33,13 +36,14 @@ export async function startEchoUpstream (scope: Scope): Promise<Upstream> {
 }
 
 export interface Gateway {
-  readonly name: 'nginx' | 'caddy'
+  readonly name: 'nginx' | 'caddy' | 'apache'
   readonly origin: string
   readonly dir: string
 }
 
-function requireBinary (path: string, name: string): void {
-  if (!existsSync(path)) throw new Error(`${name} is required at ${path}: apt-get install ${name} (\`bash .ci/run\` does it)`)
+/** `what` is required at `path`; `pkg` is the Debian package that installs it. */
+function requireBinary (path: string, what: string, pkg = what): void {
+  if (!existsSync(path)) throw new Error(`${what} is required at ${path}: apt-get install ${pkg} (\`bash .ci/run\` does it)`)
 }
 
 async function run (scope: Scope, name: string, command: string, args: string[], env: NodeJS.ProcessEnv, dir: string, origin: string): Promise<void> {
@@ -129,4 +133,68 @@ export async function startCaddy (scope: Scope, serviceOrigin: string, upstream:
   }
   await run(scope, 'caddy', '/usr/bin/caddy', ['run', '--config', join(dir, 'Caddyfile'), '--adapter', 'caddyfile'], env, dir, origin)
   return { name: 'caddy', origin, dir }
+}
+
+const APACHE = '/usr/sbin/apache2'
+const APACHE_MODULES = '/usr/lib/apache2/modules'
+
+export interface OidcRelyingParty extends Gateway {
+  /** Where the provider sends the browser back (mod_auth_openidc's OIDCRedirectURI). */
+  readonly redirectUri: string
+}
+
+/** What the test registers at the provider for the relying party, given its redirect URI. */
+export type RegisterClient = (redirectUri: string) => Promise<{ clientId: string, clientSecret: string }>
+
+/**
+ * Apache (Debian's) with mod_auth_openidc (libapache2-mod-auth-openidc) and deploy/apache-oidc.conf
+ * as shipped, a relying party of the provider at `issuer`: its variables from the environment
+ * (the client `register` makes for its redirect URI, a crypto passphrase of its own, `upstream`),
+ * the server's own parts (modules, port, files) in a configuration that includes it. Reached as
+ * `siteHost` (default `localhost`: another site than the service's 127.0.0.1, so the two share
+ * no cookies). Its ServerRoot, pid, logs and runtime files in a temp dir; started as root, its
+ * children run as nobody (Apache runs none as root).
+ */
+export async function startApacheOidc (scope: Scope, options: { issuer: string, upstream: Upstream, register: RegisterClient, siteHost?: string }): Promise<OidcRelyingParty> {
+  requireBinary(APACHE, 'apache2', 'apache2-bin')
+  requireBinary(`${APACHE_MODULES}/mod_auth_openidc.so`, 'mod_auth_openidc', 'libapache2-mod-auth-openidc')
+  const dir = await tempDir(scope, 'ats-apache-')
+  const port = await freePort()
+  const origin = `http://${options.siteHost ?? 'localhost'}:${port}`
+  const redirectUri = `${origin}/protected/redirect_uri`
+  const { clientId, clientSecret } = await options.register(redirectUri)
+  const shipped = fileURLToPath(new URL('../../deploy/apache-oidc.conf', import.meta.url))
+  const modules = ['mpm_event', 'authn_core', 'authz_core', 'authz_user', 'proxy', 'proxy_http', 'auth_openidc']
+  const quoted = (value: string): string => `"${value.replace(/["\\]/g, '\\$&')}"`
+  const conf = [
+    `ServerRoot ${quoted(dir)}`,
+    `ServerName ${new URL(origin).host}`,
+    `Listen 127.0.0.1:${port}`,
+    `PidFile ${quoted(join(dir, 'apache2.pid'))}`,
+    `DefaultRuntimeDir ${quoted(dir)}`,
+    `ErrorLog ${quoted(join(dir, 'error.log'))}`,
+    ...modules.map((name) => `LoadModule ${name}_module ${APACHE_MODULES}/mod_${name}.so`),
+    'LogLevel warn auth_openidc:info',
+    // One child process: enough here (mod_auth_openidc keeps its sessions in shared memory either way).
+    'ServerLimit 1',
+    'StartServers 1',
+    'ThreadsPerChild 16',
+    'MaxRequestWorkers 16',
+    ...(process.getuid?.() === 0 ? ['User nobody', 'Group nogroup'] : []),
+    `Include ${quoted(shipped)}`,
+    ''
+  ].join('\n')
+  const file = join(dir, 'apache2.conf')
+  await writeFile(file, conf)
+  const env = {
+    ...process.env,
+    AUTH_OIDC_ISSUER: options.issuer,
+    APP_ORIGIN: origin,
+    OIDC_CLIENT_ID: clientId,
+    OIDC_CLIENT_SECRET: clientSecret,
+    OIDC_CRYPTO_PASSPHRASE: randomBytes(32).toString('base64url'),
+    UPSTREAM: options.upstream.origin
+  }
+  await run(scope, 'apache2', APACHE, ['-d', dir, '-f', file, '-DFOREGROUND'], env, dir, origin)
+  return { name: 'apache', origin, dir, redirectUri }
 }
