@@ -2,6 +2,7 @@ import type { Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
 import * as oidc from 'openid-client'
 import { readOidc } from '../../src/config/parts/oidc.js'
+import type { RedisTopology } from '../../src/core/stores/redis/client.js'
 import type { Config } from '../../src/config/config.js'
 import { freePort } from '../../support/processes.js'
 import { buildTestApp, type BackendKind, type TestApp } from '../support/app.js'
@@ -52,6 +53,8 @@ export interface FlowOptions {
   overrides?: Partial<Config>
   /** The service's own logger writes here (buildTestApp's logStream). */
   logStream?: NodeJS.WritableStream
+  /** A throwaway Redis topology (a Cluster) instead of the shared Redis. */
+  redis?: RedisTopology
 }
 
 /** The service with the provider on a free port, alice (group ops) and a confidential client. */
@@ -59,7 +62,10 @@ export async function setUp (t: Test, kind: BackendKind, options: FlowOptions = 
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
   const settings = readOidc({ AUTH_OIDC_ISSUER: `${base}/oidc` }).oidc
-  const testApp = await buildTestApp(t, kind, { oidc: settings, ...options.overrides }, options.logStream === undefined ? {} : { logStream: options.logStream })
+  const testApp = await buildTestApp(t, kind, { oidc: settings, ...options.overrides }, {
+    ...(options.logStream === undefined ? {} : { logStream: options.logStream }),
+    ...(options.redis === undefined ? {} : { redis: options.redis })
+  })
   const { app } = testApp
   await app.listen({ port, host: '127.0.0.1' })
   await app.accounts.add('alice', PASSWORD, false)

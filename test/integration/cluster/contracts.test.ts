@@ -8,6 +8,8 @@ import { createRedisTokenStore, type RedisTokenStore } from '../../../src/core/s
 import type { TokenRecord } from '@auth-token-service/protocol/layout'
 import { generateToken, hashToken } from '@auth-token-service/protocol/token'
 import { uniqueName, waitFor } from '../../../support/processes.js'
+import * as oidc from 'openid-client'
+import { authenticate as authenticateOidc, setUp as setUpOidc, signedInTokens, signOut } from '../../oidc/support.js'
 import { feedSubscription, freshRedisPrefix, requireRedis, startCluster, startThrowawayRedis, type ClusterUnderTest } from '../../../support/redis.js'
 import { loginLimiterContract } from '../../stores/login-limiter.contract.js'
 import { tokenStoreContract } from '../../stores/token-store.contract.js'
@@ -112,6 +114,21 @@ t.test('Redis Cluster, 3 masters + 3 replicas', async (t) => {
   t.test('token store contract, unchanged', async (t) => {
     tokenStoreContract(t, async (t, { denyTtlMs, maxTokensPerAccount, idleTimeoutMs }) =>
       await storeOn(t, cluster, `{${uniqueName('c')}}:`, { denyTtlMs, idleTimeoutMs, ...(maxTokensPerAccount === undefined ? {} : { maxTokensPerAccount }) }))
+  })
+
+  t.test('the OpenID Connect provider on the Cluster: code flow, refresh, a reused refresh token ends its grant, a sign-out ends the rest', async (t) => {
+    const flow = await setUpOidc(t, 'real', { redis: cluster.topology })
+    const { tokens, jar } = await signedInTokens(flow)
+    t.match(await authenticateOidc(flow.app, tokens.access_token), { status: 0, kind: 'oidc', client_id: flow.clientId })
+    const rotated = await oidc.refreshTokenGrant(flow.config, tokens.refresh_token ?? '')
+    t.match(await authenticateOidc(flow.app, rotated.access_token), { status: 0, kind: 'oidc' }, 'refreshed')
+    const reused = await oidc.refreshTokenGrant(flow.config, tokens.refresh_token ?? '').then(() => undefined, (error: unknown) => error)
+    t.match(reused, { error: 'invalid_grant' }, 'the rotated refresh token again: refused')
+    t.match(await authenticateOidc(flow.app, rotated.access_token), { status: 403 }, 'and its grant ended, on whichever master holds it')
+    const second = await signedInTokens(flow, jar)
+    t.match(await authenticateOidc(flow.app, second.tokens.access_token), { status: 0 }, 'single sign-on: a new grant')
+    await signOut(flow.base, jar)
+    t.match(await authenticateOidc(flow.app, second.tokens.access_token), { status: 403 }, 'a sign-out ends it')
   })
 
   t.test('login limiter contract, unchanged', async (t) => {
