@@ -1,10 +1,11 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
-import Provider, { errors, interactionPolicy, type Adapter, type Configuration, type ErrorOut, type JWK, type KoaContextWithOIDC } from 'oidc-provider'
+import Provider, { errors, interactionPolicy, type Adapter, type Configuration, type ErrorOut, type Account, type Grant, type JWK, type KoaContextWithOIDC } from 'oidc-provider'
 import { generateToken, hashToken, isTokenShaped } from '@auth-token-service/protocol/token'
 import type { OidcConfig } from '../config/parts/oidc.js'
 import type { UserStore } from '../core/stores/user-store.js'
 import type { TokenStore } from '../core/stores/token-store.js'
 import type { SignInLinks } from './sign-in-links.js'
+import type { TokenRecord } from '@auth-token-service/protocol/layout'
 
 /**
  * The OpenID Connect provider: oidc-provider (panva, OpenID Certified) configured as the contract
@@ -32,6 +33,7 @@ export interface ProviderDeps {
   interactionPath: (uid: string) => string
   /** Trust X-Forwarded-* (AUTH_TRUST_PROXY set). */
   proxy: boolean
+  facts: SignInFacts
   /** The page a browser sees when the provider cannot send it back to the client (pages.ts). */
   renderError: (ctx: KoaContextWithOIDC, out: ErrorOut, error: unknown) => Promise<void>
 }
@@ -40,13 +42,20 @@ export interface ProviderDeps {
 export const secretDigest = (secret: string): string => createHash('sha256').update(secret).digest('hex')
 
 /** The sign-in token a request carries, when it is an active one of `accountId` (a Login token: never an access token of the provider's). */
-async function signInOf (ctx: KoaContextWithOIDC, tokens: Pick<TokenStore, 'find'>, accountId: string): Promise<{ hash: string, ttlMs: number } | undefined> {
+async function signInOf (ctx: KoaContextWithOIDC, tokens: Pick<TokenStore, 'find'>, accountId?: string): Promise<{ hash: string, ttlMs: number, record: TokenRecord } | undefined> {
   const token = ctx.cookies.get(SIGN_IN_COOKIE)
   if (token === undefined || !isTokenShaped(token)) return undefined
   const hash = hashToken(token)
   const record = await tokens.find(hash, true)
-  if (record === null || record.accountId !== accountId || record.oidc !== undefined || record.keyId !== undefined) return undefined
-  return { hash, ttlMs: record.expiresAt - Date.now() }
+  if (record === null || record.oidc !== undefined || record.keyId !== undefined) return undefined
+  if (accountId !== undefined && record.accountId !== accountId) return undefined
+  return { hash, ttlMs: record.expiresAt - Date.now(), record }
+}
+
+/** What the provider's session takes of a sign-in: when it was made (epoch seconds) and how (amr). */
+export interface SignInFacts {
+  issuedAt: (record: TokenRecord) => number
+  amr: (record: TokenRecord) => Promise<string[]>
 }
 
 /**
@@ -55,9 +64,62 @@ async function signInOf (ctx: KoaContextWithOIDC, tokens: Pick<TokenStore, 'find
  * in) since: sign in again; with prompt=none, `login_required`. Passing, it (re)links the session to
  * the sign-in token now in use, so the tokens it gives out end with that one.
  */
-function policy (tokens: Pick<TokenStore, 'find'>, links: SignInLinks): interactionPolicy.DefaultPolicy {
+/** An account as the provider knows it: its id the subject, its claims by scope; none for a disabled or service account. */
+async function accountOf (users: Pick<UserStore, 'findById'>, sub: string): Promise<Account | undefined> {
+  const account = await users.findById(sub)
+  if (account === null || account.disabled || account.kind === 'service') return undefined
+  return {
+    accountId: sub,
+    claims: async (_use, scope) => ({
+      sub,
+      preferred_username: account.username,
+      ...(scope.split(' ').includes('groups') ? { groups: [...account.groups] } : {})
+    })
+  }
+}
+
+/** No consent page: the operators registered the client, so what it asks of the account is granted (loadExistingGrant). */
+async function grantFor (ctx: KoaContextWithOIDC): Promise<Grant | undefined> {
+  const { client, session, provider } = ctx.oidc
+  const accountId = session?.accountId
+  if (client === undefined || accountId === undefined) return undefined
+  const grantId = ctx.oidc.result?.consent?.grantId ?? session?.grantIdFor(client.clientId)
+  const grant = (grantId === undefined ? undefined : await provider.Grant.find(grantId)) ?? new provider.Grant({ accountId, clientId: client.clientId })
+  grant.addOIDCScope([...ctx.oidc.requestParamOIDCScopes].join(' '))
+  grant.addOIDCClaims([...ctx.oidc.requestParamClaims])
+  await grant.save()
+  return grant
+}
+
+function policy (tokens: Pick<TokenStore, 'find'>, users: Pick<UserStore, 'findById'>, links: SignInLinks, facts: SignInFacts): interactionPolicy.DefaultPolicy {
   const base = interactionPolicy.base()
   const login = base.get('login')
+  // Single sign-on from the service's own sign-in: a browser signed in here (AuthToken1) but new to
+  // the provider gets its session from that sign-in, asked nothing (prompt=none included). In place
+  // of the provider's own no_session check (a prompt's checks run side by side, so one that logs the
+  // session in must be the one that looks for it). prompt=login and max_age still ask.
+  login?.checks.remove('no_session')
+  login?.checks.add(new interactionPolicy.Check('no_session', 'End-User authentication is required', 'login_required', async (ctx) => {
+    const { session } = ctx.oidc
+    if (session === undefined) return interactionPolicy.Check.REQUEST_PROMPT
+    if (session.accountId !== undefined) return interactionPolicy.Check.NO_NEED_TO_PROMPT
+    const signIn = await signInOf(ctx, tokens)
+    const account = signIn === undefined ? undefined : await accountOf(users, signIn.record.accountId)
+    const client = ctx.oidc.client
+    if (signIn === undefined || account === undefined || client === undefined) return interactionPolicy.Check.REQUEST_PROMPT
+    session.loginAccount({ accountId: account.accountId, loginTs: facts.issuedAt(signIn.record), amr: await facts.amr(signIn.record), transient: false })
+    await links.link(session.uid, signIn.hash, signIn.ttlMs)
+    // The account and grant were looked for before the session had an account: found now, as the
+    // provider finds them for a session it knew (its loadAccount and loadGrant), for the consent
+    // prompt's checks and the code.
+    ctx.oidc.entity('Account', account)
+    const grant = await grantFor(ctx)
+    if (grant === undefined) return interactionPolicy.Check.REQUEST_PROMPT
+    session.ensureClientContainer(client.clientId)
+    session.grantIdFor(client.clientId, grant.jti)
+    ctx.oidc.entity('Grant', grant)
+    return interactionPolicy.Check.NO_NEED_TO_PROMPT
+  }), 0)
   // Its error named: a check added after the prompt was made gets no default, and prompt=none would say interaction_required.
   login?.checks.add(new interactionPolicy.Check('signed_out', 'the sign-in session ended', 'login_required', async (ctx) => {
     const { session } = ctx.oidc
@@ -77,18 +139,7 @@ export function createProvider (deps: ProviderDeps): Provider {
     clients: [],
     jwks: { keys: [...deps.jwks] },
     cookies: { keys: [...deps.cookieKeys], long: { signed: true }, short: { signed: true } },
-    findAccount: async (_ctx, sub) => {
-      const account = await users.findById(sub)
-      if (account === null || account.disabled || account.kind === 'service') return undefined
-      return {
-        accountId: sub,
-        claims: async (_use, scope) => ({
-          sub,
-          preferred_username: account.username,
-          ...(scope.split(' ').includes('groups') ? { groups: [...account.groups] } : {})
-        })
-      }
-    },
+    findAccount: async (_ctx, sub) => await accountOf(users, sub),
     claims: { openid: ['sub', 'preferred_username', 'amr', 'auth_time'], groups: ['groups'] },
     scopes: ['openid', 'offline_access', 'groups'],
     conformIdTokenClaims: false,
@@ -112,21 +163,10 @@ export function createProvider (deps: ProviderDeps): Provider {
     },
     renderError: deps.renderError,
     interactions: {
-      policy: policy(tokens, links),
+      policy: policy(tokens, users, links, deps.facts),
       url: (_ctx, interaction) => deps.interactionPath(interaction.uid)
     },
-    loadExistingGrant: async (ctx) => {
-      // No consent page: the operators registered the client, so what it asks of the account is granted.
-      const { client, session, provider } = ctx.oidc
-      const accountId = session?.accountId
-      if (client === undefined || accountId === undefined) return undefined
-      const grantId = ctx.oidc.result?.consent?.grantId ?? session?.grantIdFor(client.clientId)
-      const grant = (grantId === undefined ? undefined : await provider.Grant.find(grantId)) ?? new provider.Grant({ accountId, clientId: client.clientId })
-      grant.addOIDCScope([...ctx.oidc.requestParamOIDCScopes].join(' '))
-      grant.addOIDCClaims([...ctx.oidc.requestParamClaims])
-      await grant.save()
-      return grant
-    },
+    loadExistingGrant: grantFor,
     ttl: {
       AccessToken: config.accessTokenTtlSeconds,
       IdToken: config.idTokenTtlSeconds,

@@ -5,8 +5,8 @@ import { cookieToken } from '@auth-token-service/protocol/token-source'
 import { hashToken, isTokenShaped } from '@auth-token-service/protocol/token'
 import type { TokenRecord } from '@auth-token-service/protocol/layout'
 import type { TokenStore } from '../core/stores/token-store.js'
-import type { UserStore } from '../core/stores/user-store.js'
 import type { SignInLinks } from './sign-in-links.js'
+import type { SignInFacts } from './provider.js'
 import type { Page, ProviderPages } from './pages.js'
 import type { ProviderLog } from './provider-log.js'
 
@@ -25,10 +25,9 @@ export interface OidcRoutesOptions {
   /** The issuer's path on the public port (`/oidc`). */
   path: string
   tokens: Pick<TokenStore, 'find'>
-  users: Pick<UserStore, 'findByUsername'>
   links: SignInLinks
-  /** When a Login token was issued or last refreshed (its expiry less its lifetime), epoch seconds. */
-  issuedAt: (record: TokenRecord) => number
+  /** When and how a sign-in was made (its token's issue or last refresh, epoch seconds; amr). */
+  facts: SignInFacts
   /** The provider's pages (pages.ts): its error page, also for an interaction that is gone; the way on after a sign-in. */
   pages: ProviderPages
   /** Where what the provider says of a request is logged, with the request's id. */
@@ -43,7 +42,7 @@ export interface OidcRoutesOptions {
  * as a mount would.
  */
 export async function oidcRoutes (app: FastifyInstance, options: OidcRoutesOptions): Promise<void> {
-  const { path, tokens, users, links } = options
+  const { path, tokens, links } = options
   const callbacks = new WeakMap<Provider, ReturnType<Provider['callback']>>()
   const callbackOf = (provider: Provider): ReturnType<Provider['callback']> => {
     let found = callbacks.get(provider)
@@ -89,7 +88,7 @@ export async function oidcRoutes (app: FastifyInstance, options: OidcRoutesOptio
     }
     const current = await signedIn(request)
     const reasons = details.prompt.reasons
-    const authTime = current === undefined ? 0 : options.issuedAt(current.record)
+    const authTime = current === undefined ? 0 : options.facts.issuedAt(current.record)
     // prompt=login or max_age: a sign-in made after the request began, not the one the browser had.
     const maxAge = maxAgeOf(details.params.max_age)
     const fresh = reasons.includes('login_prompt')
@@ -102,8 +101,7 @@ export async function oidcRoutes (app: FastifyInstance, options: OidcRoutesOptio
     }
     const { record, hash } = current
     if (details.session?.uid !== undefined) await links.link(details.session.uid, hash, record.expiresAt - Date.now())
-    const account = await users.findByUsername(record.username)
-    const amr = account?.secondFactor === true ? ['pwd', 'otp'] : ['pwd']
+    const amr = await options.facts.amr(record)
     const returnTo = await provider.interactionResult(request.raw, reply.raw, { login: { accountId: record.accountId, ts: authTime, amr, remember: true } }, { mergeWithLastSubmission: false })
     return await send(reply, options.pages.continuing(request.hostname, returnTo))
   })

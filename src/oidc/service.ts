@@ -14,7 +14,7 @@ import { createAdapterFactory } from './adapter.js'
 import { createMemoryArtifactStore, createRedisArtifactStore, type ArtifactStore } from './artifact-store.js'
 import type { OidcClients } from './clients.js'
 import { createProviderPages, providerErrorPage, type ProviderPageSettings } from './pages.js'
-import { createProvider } from './provider.js'
+import { createProvider, type SignInFacts } from './provider.js'
 import { createProviderLog } from './provider-log.js'
 import { INTERACTION_PREFIX, oidcRoutes } from './routes.js'
 import { createSignInLinks } from './sign-in-links.js'
@@ -70,6 +70,11 @@ export async function registerOidc (app: FastifyInstance, deps: OidcServiceDeps)
   const prefix = artifactPrefix(deps.keyPrefix)
   const store = deps.store
   const links = createSignInLinks(store, prefix)
+  const facts: SignInFacts = {
+    issuedAt: deps.issuedAt,
+    // The sign-in's methods as the account stands: a password, and a code when it has a second factor.
+    amr: async (record) => (await users.findByUsername(record.username))?.secondFactor === true ? ['pwd', 'otp'] : ['pwd']
+  }
   const accessTokens = createAccessTokenRecords({ tokens, users, links, store, prefix })
   const sealing = await deps.sealingKeys()
   const pages = createProviderPages(deps.pages)
@@ -100,6 +105,7 @@ export async function registerOidc (app: FastifyInstance, deps: OidcServiceDeps)
     cookieKeys: [sealing.current, ...sealing.previous].map(cookieKey),
     interactionPath: (uid) => `${INTERACTION_PREFIX}${uid}`,
     proxy: deps.proxy,
+    facts,
     renderError: providerErrorPage(pages)
   }))
   // oidc-provider fixes its keys when it is made: a rotation makes a new one (its state is all in the stores).
@@ -107,5 +113,5 @@ export async function registerOidc (app: FastifyInstance, deps: OidcServiceDeps)
   const watch = await watchSigningKeys(deps.signingKeys, { onChange: (jwks) => { provider = build(jwks) }, onError: deps.onKeysError })
   provider ??= build(watch.jwks)
   app.addHook('onClose', async () => { watch.stop() })
-  await app.register(oidcRoutes, { provider: () => provider ?? build(watch.jwks), path: config.path, tokens, users, links, issuedAt: deps.issuedAt, pages, log })
+  await app.register(oidcRoutes, { provider: () => provider ?? build(watch.jwks), path: config.path, tokens, links, facts, pages, log })
 }
