@@ -80,6 +80,24 @@ function logoutContract (t: Test, kind: BackendKind): void {
     t.equal(receiver.received.length, 1, 'and no client told anything more')
   })
 
+  t.test('a logout token the client refuses at the confirmation is sent again', async (t) => {
+    const provider = await startProvider(t, kind, { oidc: { backchannelRetryDelaysMs: [50] } })
+    const { app, base, issuer } = provider
+    const receiver = await startBackchannelReceiver(t, issuer)
+    const { client, secret } = await app.oidcClients.create({ name: 'Grafana', redirectUris: [REDIRECT], postLogoutRedirectUris: [POST_LOGOUT], backchannelLogoutUri: receiver.url }, { userAgent: 'test' })
+    receiver.audience = [client.clientId]
+    receiver.answers = [503, 204]
+    const rp = await discover(provider, client.clientId, secret)
+    const person = browser(base, { username: 'alice', password: PASSWORD })
+    const tokens = await codeFlow(rp, person)
+    const asked = await person.go(oidc.buildEndSessionUrl(rp, { id_token_hint: tokens.id_token ?? '', post_logout_redirect_uri: POST_LOGOUT }))
+    const confirm = formOf(asked.html)
+    t.equal((await person.go(new URL(confirm.action, base), confirm.fields)).url.href, POST_LOGOUT, 'the person is not held up by the client\'s refusal')
+    const got = await receiver.waitFor(2)
+    t.same(got.map((token) => token.claims.sid), [tokens.claims()?.sid, tokens.claims()?.sid], 'refused once, sent again for the same session')
+    t.not(got[0]?.claims.jti, got[1]?.claims.jti, 'a new token each time')
+  })
+
   t.test('an unregistered post_logout_redirect_uri is never redirected to, and signs nobody out', async (t) => {
     const provider = await startProvider(t, kind)
     const { app, base } = provider
