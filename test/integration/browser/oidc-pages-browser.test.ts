@@ -75,6 +75,8 @@ async function run (t: Test): Promise<void> {
     await page.getByLabel('Username').fill('alice')
     await page.getByLabel('Password').fill(PASSWORD)
     await page.getByRole('button', { name: 'Sign in', exact: true }).click()
+    // Through the service's continue page (a refresh, no script) to the provider, which shows the end.
+    await page.getByRole('heading', { name: 'Device connected' }).waitFor()
     t.equal(await page.title(), 'Device connected')
     await shot('device-done')
     const tokens = await polled
