@@ -38,8 +38,9 @@ import { PACKAGE_VERSION } from '../config/version.js'
 import { createSqlDeviceRecord, loginDevices } from '../webhooks/devices.js'
 import { createSqlWebhookOutbox, type WebhookOutbox } from '../webhooks/outbox.js'
 import { startWebhookDelivery } from '../webhooks/start.js'
-import { createOidcClients, createSigningKeys, createSqlSigningKeyStore, artifactStoreOf, endClientTokens, registerOidc, type OidcClients, type SigningKeys } from '../oidc/index.js'
+import { createOidcClients, createSigningKeys, createSqlSigningKeyStore, artifactStoreOf, endClientTokens, registerOidc, type OidcClients, type OidcServiceDeps, type SigningKeys } from '../oidc/index.js'
 import { lifetimeSeconds } from '../core/auth.js'
+import { tokenCookieOptions } from '../http/cookie.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -76,6 +77,29 @@ export interface BuildAppOptions extends LoggingOptions {
 /** Trust the nearest `hops` proxies, as Fastify's numeric `trustProxy` does. */
 function hopsTrusted (hops: number): (address: string, hop: number) => boolean {
   return (_address, hop) => hop < hops
+}
+
+/** The OpenID Connect provider on the public app, when AUTH_OIDC_ISSUER is set (after the sign-in pages it signs people in with). */
+async function registerOidcProvider (app: FastifyInstance, config: Config, parts: Pick<OidcServiceDeps, 'audit' | 'store' | 'sealingKeys'>): Promise<void> {
+  const { backends } = app
+  if (config.oidc === undefined || app.signingKeys === undefined) return
+  await registerOidc(app, {
+    ...parts,
+    config: config.oidc,
+    tokens: backends.tokens,
+    users: backends.users,
+    clients: app.oidcClients,
+    keyPrefix: config.redisKeyPrefix,
+    signingKeys: app.signingKeys,
+    onKeysError: (error) => { app.log.error({ err: error }, 'the OpenID Connect signing keys could not be read: the provider keeps the keys it has') },
+    proxy: config.trustProxy !== false,
+    issuedAt: (record) => Math.floor(record.expiresAt / 1000) - lifetimeSeconds(config, record.federated),
+    revocations: backends.revocations,
+    logout: app.auth.logout,
+    cookie: tokenCookieOptions(config),
+    pages: { title: config.signinTitle, redirectAllowed: config.redirectAllowed },
+    log: app.log
+  })
 }
 
 /**
@@ -188,23 +212,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     },
     account: { apiKeys, secondFactor, users: backends.users }
   })
-  if (config.oidc !== undefined && app.signingKeys !== undefined) {
-    await registerOidc(app, {
-      config: config.oidc,
-      tokens: backends.tokens,
-      users: backends.users,
-      clients: app.oidcClients,
-      keyPrefix: config.redisKeyPrefix,
-      store: oidcArtifacts,
-      sealingKeys,
-      signingKeys: app.signingKeys,
-      onKeysError: (error) => { app.log.error({ err: error }, 'the OpenID Connect signing keys could not be read: the provider keeps the keys it has') },
-      proxy: config.trustProxy !== false,
-      issuedAt: (record) => Math.floor(record.expiresAt / 1000) - lifetimeSeconds(config, record.federated),
-      pages: { title: config.signinTitle, redirectAllowed: config.redirectAllowed },
-      log: app.log
-    })
-  }
+  await registerOidcProvider(app, config, { audit: observed.audit, store: oidcArtifacts, sealingKeys })
   await app.register(introspectRoutes, { auth, config, limiter: openLoginLimiter(config, backends.tokens, 'introspect:'), audit: observed.audit })
   // The public port serves the internal surfaces only when AUTH_PUBLIC_INTERNALS asks for it.
   const internals = publicServesInternals(config)

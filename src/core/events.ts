@@ -6,7 +6,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'login.success', 'login.failure', 'login.new_device', 'logout', 'session.ended',
   'account.revoked', 'account.disabled', 'account.enabled', 'account.locked', 'password.changed',
   'key.created', 'key.revoked', 'totp.enabled', 'totp.disabled', 'account.groups_changed',
-  'oidc.client_created', 'oidc.client_removed'
+  'oidc.authorized', 'oidc.client_created', 'oidc.client_removed'
 ] as const
 
 export type WebhookEventType = typeof WEBHOOK_EVENT_TYPES[number]
@@ -35,6 +35,7 @@ export const WEBHOOK_OUTCOMES = {
   'totp.enabled': ['confirmed'],
   'totp.disabled': ['removed', 'reset'],
   'account.groups_changed': ['set:<groups>', 'directory:<groups>'],
+  'oidc.authorized': ['code:<client id>', 'device:<client id>'],
   'oidc.client_created': ['created:<client id>'],
   'oidc.client_removed': ['removed:<client id>']
 } as const satisfies Record<WebhookEventType, readonly string[]>
@@ -74,6 +75,7 @@ const TYPE_OF_AUDIT_EVENT: Partial<Record<AuditEventName | SecondFactorAuditEven
   'totp.enabled': 'totp.enabled',
   'totp.disabled': 'totp.disabled',
   'groups.change': 'account.groups_changed',
+  'oidc.authorized': 'oidc.authorized',
   'oidc.client_created': 'oidc.client_created',
   'oidc.client_removed': 'oidc.client_removed'
 }
@@ -106,6 +108,7 @@ export function webhookMessage (event: AuditEvent, at: Date): WebhookMessage | u
   }
   if (event.tokensEnded !== undefined) data.tokens_ended = event.tokensEnded
   if (event.groups !== undefined) data.groups = event.groups
+  if (event.clientId !== undefined) data.client_id = event.clientId
   if (event.device !== undefined) data.device = { user_agent_family: event.device.userAgentFamily, network: event.device.network }
   return {
     id: `msg_${randomBytes(16).toString('base64url')}`,

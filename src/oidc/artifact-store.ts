@@ -18,6 +18,8 @@ export interface ArtifactStore {
   /** Adds to a set whose expiry is raised to at least `ttlMs` (an index never outlives nothing, nor dies before a member). */
   addMember (key: string, member: string, ttlMs: number): Promise<void>
   members (key: string): Promise<string[]>
+  /** The set's members, and the set gone, in one step: of two callers at once, one gets them (the other none). */
+  takeMembers (key: string): Promise<string[]>
   removeMember (key: string, member: string): Promise<void>
 }
 
@@ -43,6 +45,13 @@ export function createRedisArtifactStore (redis: RedisClient): ArtifactStore {
       await redis.multi().sadd(key, member).pexpire(key, ms, 'GT').pexpire(key, ms, 'NX').exec()
     },
     members: async (key) => await redis.smembers(key),
+    async takeMembers (key) {
+      // MULTI on one key: no other client's command runs between the read and the delete.
+      const results = await redis.multi().smembers(key).del(key).exec()
+      const [error, members] = results?.[0] ?? [null, []]
+      if (error !== null) throw error
+      return Array.isArray(members) ? members.filter((member): member is string => typeof member === 'string') : []
+    },
     async removeMember (key, member) {
       await redis.srem(key, member)
     }
@@ -102,6 +111,12 @@ export function createMemoryArtifactStore (now: () => number = Date.now): Artifa
     async members (key) {
       const found = live(key)
       return found === undefined || typeof found.value === 'string' ? [] : [...found.value]
+    },
+    async takeMembers (key) {
+      const found = live(key)
+      if (found === undefined || typeof found.value === 'string') return []
+      held.delete(key)
+      return [...found.value]
     },
     async removeMember (key, member) {
       const found = live(key)

@@ -8,8 +8,12 @@
  *   `provider.ts`: oidc-provider configured as the contract says; `routes.ts`: its mount and the
  *   interaction that signs a person in through the service's sign-in page; `adapter.ts`: its
  *   storage over the service's stores (`artifact-store.ts`; `access-tokens.ts`: access tokens as
- *   the service's own tokens; `sign-in-links.ts`: which sign-in token each provider session stands on);
- *   `pages.ts`: its error page and the continue page after a sign-in, in the sign-in pages' frame;
+ *   the service's own tokens; `sign-in-links.ts`: which sign-in token each provider session stands on,
+ *   and the other way); `pages.ts`: its error page and the continue page after a sign-in, in the
+ *   sign-in pages' frame; `flow-pages.ts`, `page-sources.ts`: the device flow's and the logout's
+ *   pages, in the same; `provider-hooks.ts`: what the service adds around the provider's routes (the
+ *   `oidc.authorized` event, the sign-out of the service at an RP-initiated logout);
+ *   `backchannel-logout.ts`: logout tokens to the clients when a sign-in ends, any way it ends;
  *   `provider-log.ts`: its failures and refusals in the service's log.
  * - `clients.ts`: the clients operators register (create with their URLs checked and a
  *   confidential client's secret shown once, list, remove with every token they hold), and each

@@ -6,6 +6,7 @@ import type { UserStore } from '../core/stores/user-store.js'
 import type { TokenStore } from '../core/stores/token-store.js'
 import type { SignInLinks } from './sign-in-links.js'
 import type { TokenRecord } from '@auth-token-service/protocol/layout'
+import type { PageSources } from './page-sources.js'
 
 /**
  * The OpenID Connect provider: oidc-provider (panva, OpenID Certified) configured as the contract
@@ -36,6 +37,8 @@ export interface ProviderDeps {
   facts: SignInFacts
   /** The page a browser sees when the provider cannot send it back to the client (pages.ts). */
   renderError: (ctx: KoaContextWithOIDC, out: ErrorOut, error: unknown) => Promise<void>
+  /** The device flow's and the logout's pages, in the sign-in pages' style (page-sources.ts). */
+  pages: Pick<PageSources, 'deviceFlow' | 'rpInitiatedLogout'>
 }
 
 /** A client's secret as the store keeps it: SHA-256 hex (clients.ts). */
@@ -156,9 +159,10 @@ export function createProvider (deps: ProviderDeps): Provider {
       devInteractions: { enabled: false },
       revocation: { enabled: true },
       userinfo: { enabled: true },
-      rpInitiatedLogout: { enabled: true },
+      rpInitiatedLogout: { enabled: true, ...deps.pages.rpInitiatedLogout },
       backchannelLogout: { enabled: true },
-      deviceFlow: { enabled: true },
+      // RFC 8628 for command-line clients, public ones included (clients.ts gives every client the grant).
+      deviceFlow: { enabled: true, ...deps.pages.deviceFlow },
       introspection: { enabled: false }
     },
     renderError: deps.renderError,
@@ -167,6 +171,11 @@ export function createProvider (deps: ProviderDeps): Provider {
       url: (_ctx, interaction) => deps.interactionPath(interaction.uid)
     },
     loadExistingGrant: grantFor,
+    // The provider fetches nothing but the back-channel logout URIs operators registered (no dynamic
+    // registration, no request_uri, no client jwks_uri): on an internal network those are private
+    // addresses, which its guard against server-side request forgery (a dispatcher that refuses
+    // special-use IPs) would refuse every one of. The global dispatcher, then; its 2.5 s timeout stays.
+    fetch: async (url, options) => await fetch(url, { ...options, dispatcher: undefined }),
     ttl: {
       AccessToken: config.accessTokenTtlSeconds,
       IdToken: config.idTokenTtlSeconds,

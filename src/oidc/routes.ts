@@ -1,9 +1,12 @@
+import type { IncomingMessage } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify'
 import type Provider from 'oidc-provider'
 import { errors } from 'oidc-provider'
 import { cookieToken } from '@auth-token-service/protocol/token-source'
 import { hashToken, isTokenShaped } from '@auth-token-service/protocol/token'
 import type { TokenRecord } from '@auth-token-service/protocol/layout'
+import type { ClientContext } from '../core/auth.js'
+import { clientOf } from '../core/routes/client-context.js'
 import type { TokenStore } from '../core/stores/token-store.js'
 import type { SignInLinks } from './sign-in-links.js'
 import type { SignInFacts } from './provider.js'
@@ -32,6 +35,8 @@ export interface OidcRoutesOptions {
   pages: ProviderPages
   /** Where what the provider says of a request is logged, with the request's id. */
   log: ProviderLog
+  /** Each request handed to the provider, with its client as the service's trust of proxies sees it (for the audit trail). */
+  requestClients: WeakMap<IncomingMessage, ClientContext>
 }
 
 /**
@@ -54,6 +59,7 @@ export async function oidcRoutes (app: FastifyInstance, options: OidcRoutesOptio
     reply.hijack()
     const raw = request.raw
     options.log.attach(raw, request.log)
+    options.requestClients.set(raw, clientOf(request))
     const url = raw.url ?? '/'
     // As a mount (Express's, middie's) leaves it: the provider reads its mount path from the difference.
     Object.assign(raw, { originalUrl: url })

@@ -1,20 +1,29 @@
 import { hkdfSync } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
+import type { CookieSerializeOptions } from '@fastify/cookie'
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
-import type { AdapterPayload, JWK } from 'oidc-provider'
+import type { AdapterPayload, JWK, KoaContextWithOIDC } from 'oidc-provider'
 import type Provider from 'oidc-provider'
 import { errors } from 'oidc-provider'
 import type { TokenRecord } from '@auth-token-service/protocol/layout'
+import { hashToken, isTokenShaped } from '@auth-token-service/protocol/token'
 import type { OidcConfig } from '../config/parts/oidc.js'
+import type { ClientContext } from '../core/auth.js'
+import type { AuditLog } from '../core/stores/audit-log.js'
+import type { RevocationFeed } from '../core/stores/revocation-feed.js'
 import type { TokenStore } from '../core/stores/token-store.js'
 import type { ApiKeyRecords } from '../core/stores/api-key-records.js'
 import type { UserStore } from '../core/stores/user-store.js'
 import type { RedisClient } from '@auth-token-service/protocol/redis-connection'
 import { clientTokenEnder, createAccessTokenRecords } from './access-tokens.js'
 import { createAdapterFactory } from './adapter.js'
+import { startBackchannelLogout, type BackchannelLogout } from './backchannel-logout.js'
+import { createPageSources } from './page-sources.js'
+import { attachProviderHooks, type ProviderHooksDeps } from './provider-hooks.js'
 import { createMemoryArtifactStore, createRedisArtifactStore, type ArtifactStore } from './artifact-store.js'
 import type { OidcClients } from './clients.js'
 import { createProviderPages, providerErrorPage, type ProviderPageSettings } from './pages.js'
-import { createProvider, type SignInFacts } from './provider.js'
+import { createProvider, SIGN_IN_COOKIE, type SignInFacts } from './provider.js'
 import { createProviderLog } from './provider-log.js'
 import { INTERACTION_PREFIX, oidcRoutes } from './routes.js'
 import { createSignInLinks } from './sign-in-links.js'
@@ -40,10 +49,17 @@ export interface OidcServiceDeps {
   proxy: boolean
   /** When a Login token was issued or last refreshed, epoch seconds. */
   issuedAt: (record: TokenRecord) => number
-  /** The sign-in pages' title and form targets: the provider's pages are in their frame (pages.ts). */
+  /** The sign-in pages' title and form targets: the provider's pages are in their frame (pages.ts, flow-pages.ts). */
   pages: ProviderPageSettings
-  /** The service's log: the provider's failures and refusals go there (provider-log.ts). */
+  /** The service's log: the provider's failures and refusals go there (provider-log.ts), and the back-channel's. */
   log: FastifyBaseLogger
+  /** The ended tokens (the same object as `tokens`): a sign-in's end is a back-channel logout. */
+  revocations: Pick<RevocationFeed, 'watchRevocations' | 'listDenied'>
+  audit: Pick<AuditLog, 'record'>
+  /** The service's Logout: an RP-initiated logout the person confirms ends their sign-in with it. */
+  logout: (token: string, client: ClientContext) => Promise<void>
+  /** The AuthToken1 cookie's attributes (clearing it needs the same). */
+  cookie: CookieSerializeOptions
 }
 
 /** Keys for the provider's signed cookies, the same on every instance that shares the sealing key. */
@@ -64,6 +80,16 @@ export function endClientTokens (tokens: OidcServiceDeps['tokens'], keyPrefix: s
   return clientTokenEnder(store, artifactPrefix(keyPrefix), tokens)
 }
 
+/** The username of the browser's active sign-in (its AuthToken1, a Login token), or undefined. */
+function signedInAs (tokens: Pick<TokenStore, 'find'>): (ctx: KoaContextWithOIDC) => Promise<string | undefined> {
+  return async (ctx) => {
+    const token = ctx.cookies.get(SIGN_IN_COOKIE)
+    if (token === undefined || !isTokenShaped(token)) return undefined
+    const record = await tokens.find(hashToken(token), true)
+    return record === null || record.oidc !== undefined || record.keyId !== undefined ? undefined : record.username
+  }
+}
+
 /** The provider and its routes on the public app (when AUTH_OIDC_ISSUER is set). */
 export async function registerOidc (app: FastifyInstance, deps: OidcServiceDeps): Promise<void> {
   const { config, tokens, users } = deps
@@ -75,43 +101,65 @@ export async function registerOidc (app: FastifyInstance, deps: OidcServiceDeps)
     // The sign-in's methods as the account stands: a password, and a code when it has a second factor.
     amr: async (record) => (await users.findByUsername(record.username))?.secondFactor === true ? ['pwd', 'otp'] : ['pwd']
   }
+  const requestClients = new WeakMap<IncomingMessage, ClientContext>()
   const accessTokens = createAccessTokenRecords({ tokens, users, links, store, prefix })
   const sealing = await deps.sealingKeys()
   const pages = createProviderPages(deps.pages)
   const log = createProviderLog(deps.log)
-  const watched = (made: Provider): Provider => {
+  const clientOf = (ctx: KoaContextWithOIDC): ClientContext => requestClients.get(ctx.req) ?? { ip: ctx.ip, userAgent: ctx.get('user-agent') }
+  const flowPages = createPageSources({ signinTitle: deps.pages.title, redirectAllowed: deps.pages.redirectAllowed, users, signedInAs: signedInAs(tokens), clientOf })
+  // Set below, before any request or revocation can reach the provider.
+  let backchannel: BackchannelLogout | undefined
+  const hooks: ProviderHooksDeps = {
+    pages: flowPages,
+    tokens,
+    users,
+    logout: deps.logout,
+    audit: deps.audit,
+    backchannel: { retry: (notice, failure) => { backchannel?.retry(notice, failure) } },
+    clientOf,
+    cookie: deps.cookie,
+    onError: (error, what) => { deps.log.error({ err: error }, what) }
+  }
+  const build = (jwks: SigningJwks): Provider => {
+    const made = createProvider({
+      config,
+      adapter: createAdapterFactory({
+        store,
+        prefix,
+        accessTokens,
+        sessionAlive: async (uid) => {
+          const signIn = await links.signInOf(uid)
+          return signIn !== undefined && await tokens.find(signIn, true) !== null
+        },
+        // The metadata's fields are oidc-provider's client metadata (clients.ts), which its payload type indexes loosely.
+        client: async (clientId) => await deps.clients.metadataOf(clientId) as AdapterPayload | undefined,
+        invalid: (message) => new errors.InvalidGrant(message)
+      }),
+      users,
+      tokens,
+      links,
+      // The provider's JWK type is looser than the keys' own (private RSA and EC members).
+      jwks: jwks.keys as unknown as JWK[],
+      cookieKeys: [sealing.current, ...sealing.previous].map(cookieKey),
+      interactionPath: (uid) => `${INTERACTION_PREFIX}${uid}`,
+      proxy: deps.proxy,
+      renderError: providerErrorPage(pages),
+      pages: flowPages,
+      facts
+    })
     log.watch(made)
+    attachProviderHooks(made, hooks)
     return made
   }
-  const build = (jwks: SigningJwks): Provider => watched(createProvider({
-    config,
-    adapter: createAdapterFactory({
-      store,
-      prefix,
-      accessTokens,
-      sessionAlive: async (uid) => {
-        const signIn = await links.signInOf(uid)
-        return signIn !== undefined && await tokens.find(signIn, true) !== null
-      },
-      // The metadata's fields are oidc-provider's client metadata (clients.ts), which its payload type indexes loosely.
-      client: async (clientId) => await deps.clients.metadataOf(clientId) as AdapterPayload | undefined,
-      invalid: (message) => new errors.InvalidGrant(message)
-    }),
-    users,
-    tokens,
-    links,
-    // The provider's JWK type is looser than the keys' own (private RSA and EC members).
-    jwks: jwks.keys as unknown as JWK[],
-    cookieKeys: [sealing.current, ...sealing.previous].map(cookieKey),
-    interactionPath: (uid) => `${INTERACTION_PREFIX}${uid}`,
-    proxy: deps.proxy,
-    facts,
-    renderError: providerErrorPage(pages)
-  }))
   // oidc-provider fixes its keys when it is made: a rotation makes a new one (its state is all in the stores).
   let provider: Provider | undefined
   const watch = await watchSigningKeys(deps.signingKeys, { onChange: (jwks) => { provider = build(jwks) }, onError: deps.onKeysError })
   provider ??= build(watch.jwks)
+  const current = (): Provider => provider ?? build(watch.jwks)
   app.addHook('onClose', async () => { watch.stop() })
-  await app.register(oidcRoutes, { provider: () => provider ?? build(watch.jwks), path: config.path, tokens, links, facts, pages, log })
+  const started = startBackchannelLogout({ revocations: deps.revocations, tokens, links, provider: current, log: deps.log, retryDelaysMs: config.backchannelRetryDelaysMs })
+  backchannel = started
+  app.addHook('onClose', async () => { await started.stop() })
+  await app.register(oidcRoutes, { provider: current, path: config.path, tokens, links, facts, pages, log, requestClients })
 }

@@ -70,6 +70,8 @@ textarea.secret{display:block;width:100%;resize:none;padding:10px 12px;color:var
 .aside{margin:16px 0 0;font-size:14px}
 a{color:var(--accent)}
 .foot{margin-top:16px;color:var(--muted);font-size:12px}
+.user-code{font:600 28px/1.3 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;letter-spacing:.14em;text-align:center;margin:4px 0 16px}
+input.user-code{margin:0;padding:8px 12px;font-size:22px;text-transform:uppercase}
 [hidden]{display:none!important}
 `
 

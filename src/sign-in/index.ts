@@ -11,9 +11,11 @@
  *
  * The composition root registers it; it is the one slice that shows other slices' data (keys,
  * sessions, the second factor), through their index files. Its page frame (`messagePage`,
- * `continuePage`, the pages' headers and brand) is what another slice's page uses to look and be
- * guarded the same (the OpenID provider's error and continue pages).
+ * `continuePage`, the layout, the escaping template and notices, the pages' headers and brand) is
+ * what another slice's page uses to look and be guarded the same (the OpenID provider's error,
+ * continue, device and logout pages).
  */
 export { signInRoutes, type SignInRoutesOptions } from './routes.js'
-export { continuePage, messagePage, type MessageView } from './pages.js'
+export { continuePage, layout, messagePage, notice, type MessageView, type Notice } from './pages.js'
+export { html, Markup } from './html.js'
 export { brandFor, pageHeaders } from './page-context.js'

@@ -75,7 +75,7 @@ t.test('the device record: the first Login is no new device; a new pair is; a pa
 })
 
 t.test('the catalogue and the message body', async (t) => {
-  t.equal(WEBHOOK_EVENT_TYPES.length, 17)
+  t.equal(WEBHOOK_EVENT_TYPES.length, 18)
   t.equal(webhookMessage({ event: 'user.add', outcome: 'created' }, new Date()), undefined, 'not every audit event is sent')
   const message = webhookMessage({ event: 'login.lockout', username: 'bob', accountId: '7', clientIp: '192.0.2.1', userAgent: 'curl/8', outcome: 'locked-60s' }, new Date('2026-11-27T08:00:00Z'))
   t.same(JSON.parse(message?.body ?? '{}'), {
@@ -83,6 +83,8 @@ t.test('the catalogue and the message body', async (t) => {
     timestamp: '2026-11-27T08:00:00.000Z',
     data: { account_id: '7', username: 'bob', client_ip: '192.0.2.1', user_agent: 'curl/8', outcome: 'locked-60s' }
   })
+  const authorized = webhookMessage({ event: 'oidc.authorized', username: 'alice', accountId: '42', outcome: 'code:app1', clientId: 'app1' }, new Date('2026-11-27T08:00:00Z'))
+  t.same(JSON.parse(authorized?.body ?? '{}').data, { account_id: '42', username: 'alice', client_ip: null, user_agent: null, outcome: 'code:app1', client_id: 'app1' }, 'an authorization names its client')
 })
 
 t.test('configuration: URLs and secret together, each checked', async (t) => {

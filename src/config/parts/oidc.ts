@@ -23,7 +23,15 @@ export interface OidcConfig {
   accessTokenTtlSeconds: number
   refreshTokenTtlSeconds: number
   idTokenTtlSeconds: number
+  /**
+   * The waits before each new try of a back-channel logout token a client's URI refused (not a
+   * setting: tests shorten it). Five tries over about three minutes, then an error in the log.
+   */
+  backchannelRetryDelaysMs: readonly number[]
 }
+
+/** Back-channel logout's retries: 1 s, 5 s, 30 s, 2 min. */
+export const BACKCHANNEL_RETRY_DELAYS_MS: readonly number[] = [1000, 5000, 30_000, 120_000]
 
 export interface OidcSettings {
   /** The provider; undefined: off. */
@@ -52,7 +60,8 @@ export function readOidc (env: Env): OidcSettings {
     oidc: {
       issuer: issuer.replace(/\/+$/, ''),
       path,
-      ...lifetimes
+      ...lifetimes,
+      backchannelRetryDelaysMs: BACKCHANNEL_RETRY_DELAYS_MS
     }
   }
 }

@@ -9,7 +9,7 @@ export type AuditEventName =
   | 'key.created' | 'key.revoked' | 'login.new_device'
   | 'totp.enrolled' | 'totp.enabled' | 'totp.disabled' | 'totp.recovery_used'
   | 'groups.change'
-  | 'oidc.client_created' | 'oidc.client_removed'
+  | 'oidc.authorized' | 'oidc.client_created' | 'oidc.client_removed'
 
 /** Every event name, for filters that must name one (the admin API's `event`). */
 export const AUDIT_EVENT_NAMES: readonly AuditEventName[] = [
@@ -17,7 +17,7 @@ export const AUDIT_EVENT_NAMES: readonly AuditEventName[] = [
   'user.add', 'user.passwd', 'user.disable', 'user.enable', 'session.end', 'sessions.end', 'password.change',
   'user.unlock', 'user.delete', 'admin.unauthorized', 'introspect.unauthorized', 'key.created', 'key.revoked',
   'totp.enrolled', 'totp.enabled', 'totp.disabled', 'totp.recovery_used', 'login.new_device', 'groups.change',
-  'oidc.client_created', 'oidc.client_removed'
+  'oidc.authorized', 'oidc.client_created', 'oidc.client_removed'
 ]
 
 export interface AuditEvent {
@@ -36,6 +36,8 @@ export interface AuditEvent {
   device?: { userAgentFamily: string, network: string } | undefined
   /** groups.change: the account's groups after it, every source (sent in the webhook as `data.groups`). */
   groups?: readonly string[] | undefined
+  /** oidc.authorized: the OpenID Connect client the account authorized (sent in the webhook as `data.client_id`; the outcome names it too). */
+  clientId?: string | undefined
 }
 
 export interface StoredAuditEvent extends AuditEvent {
