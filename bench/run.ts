@@ -340,7 +340,7 @@ async function main (): Promise<void> {
         ? ''
         : `; sent ${sample.window.startSeconds.toFixed(2)}-${(sample.window.startSeconds + sample.window.seconds).toFixed(2)} s${sample.window.stopped ? ' (log reader stopped)' : ''}: ${sample.window.answered} answered, p99 ${sample.window.p99Ms.toFixed(2)} ms, max ${sample.window.maxMs.toFixed(2)} ms`
       const logBytes = Number.isFinite(sample.logBytesPerRequest) ? `, log ${sample.logBytesPerRequest.toFixed(0)} B/req` : ''
-      const threads = sample.cpuMicrosPerRequestByThread === undefined ? '' : ` (${Object.entries(sample.cpuMicrosPerRequestByThread).map(([kind, micros]) => `${kind} ${micros.toFixed(0)}`).join(', ')})`
+      const threads = sample.cpuMicrosPerRequestByThread === undefined ? '' : ` (${Object.entries(sample.cpuMicrosPerRequestByThread).filter(([, micros]) => micros >= 0.5).map(([kind, micros]) => `${kind} ${micros.toFixed(0)}`).join(', ')})`
       log(`round ${round} ${label}: ${Math.round(sample.requestsPerSecond)} req/s, p99 ${sample.p99Ms.toFixed(2)} ms, ${sample.cpuMicrosPerRequest.toFixed(0)} µs CPU/req${threads}${logBytes}${window}${sample.unexpected > 0 ? `, ${sample.unexpected} unexpected ${JSON.stringify(sample.statuses)}` : ''}`)
     }
 

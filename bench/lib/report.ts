@@ -214,7 +214,7 @@ const KEYCLOAK_REFRESH_PER_VCPU = 120
 /** A row's CPU per request by kind of thread (medians over rounds), as a note says it. */
 const threadText = (row: Row): string => row.cpuMicrosPerRequestByThread === undefined
   ? ''
-  : ` (µs per refresh by thread: ${Object.entries(row.cpuMicrosPerRequestByThread).sort((a, b) => b[1] - a[1]).map(([kind, micros]) => `${kind} ${fixed(micros, 0)}`).join(', ')}; the signature runs in libuv's pool)`
+  : ` (µs per refresh by thread: ${Object.entries(row.cpuMicrosPerRequestByThread).filter(([, micros]) => micros >= 0.5).sort((a, b) => b[1] - a[1]).map(([kind, micros]) => `${kind} ${fixed(micros, 0)}`).join(', ')}; the signature runs in libuv's pool)`
 
 /** Refresh grants one CPU-second of the server answers. */
 const perCpuSecond = (cpuMicrosPerRequest: number): number => 1e6 / cpuMicrosPerRequest
