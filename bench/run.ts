@@ -14,16 +14,17 @@ import { createPasswordHasher } from '../src/passwords/hasher.js'
 import { generateToken, hashToken } from '@auth-token-service/protocol/token'
 import { SERVING_V8_FLAGS } from '../src/app/v8-tuning.js'
 import { accountName } from './lib/accounts.js'
-import { cpuSeconds, startChild, type Child } from './lib/children.js'
+import { cpuSeconds, cpuSecondsByThread, startChild, type Child } from './lib/children.js'
 import { freePort } from '../support/processes.js'
 import { createBenchDatabase, migrateWithCli, seedAccounts, type BenchDatabase } from './lib/fixture.js'
 import { runInterleaved, runLoad, runUnderLoad, type LoadSettings, type Pause, type Sample, type ServerClocks } from './lib/load.js'
 import { openLogPipe, type LogReader, type LogTotals } from './lib/log-pipe.js'
 import { describeMachine } from './lib/machine.js'
 import { measureTokenMemory, type MemoryFigure } from './lib/redis-memory.js'
+import { createPerson, refreshPool, registerClient, signedInBrowser, type BenchClient, type Browser } from './lib/oidc.js'
 import { AFTER, checkTargets, compareBindings, logNotes, renderMarkdown, renderSvg, renderText, summarize, tracingNote, type BenchReport, type ScenarioRuns } from './lib/report.js'
 import { formatShare, readCpuTimes, stolenShare } from './lib/steal.js'
-import { defineScenarios, type Binding, type Scenario, type ServerName } from './scenarios.js'
+import { defineScenarios, type Binding, type RefreshLoad, type Scenario, type ServerName } from './scenarios.js'
 
 /*
  * npm run bench [-- --duration 1.8 --warmup 1 --runs 3 --slices 16 --connections 50 --tokens 100000 --only a,b --profile service --root DIR]
@@ -106,6 +107,12 @@ const ACCOUNTS = 10_000
 /** Twenty groups named as an organisation names them (9-12 characters), for the `auth-groups` row's account. */
 const BENCH_GROUPS = ['engineering', 'ops-oncall', 'finance-ro', 'vpn-users', 'build-admin', 'hr-records', 'sales-emea', 'support-l2', 'deploy-prod', 'wiki-editor',
   'grafana-view', 'db-readonly', 'k8s-staging', 'payroll-ro', 'security-ir', 'design-team', 'legal-docs', 'marketing', 'data-science', 'backup-ops']
+/**
+ * The person the OpenID Connect rows sign in, made through the admin API: none of the seeded
+ * accounts, which the Login scenarios sign in by turns (a Login of an account holding more than
+ * AUTH_MAX_TOKENS_PER_ACCOUNT tokens ends its oldest, and the refresh row gives this one thousands).
+ */
+const OIDC_PERSON = 'bench.oidc'
 
 /**
  * V8 shrinks a process's young generation while it idles and grows it again only over
@@ -170,18 +177,23 @@ async function main (): Promise<void> {
     // Every baseline runs with the V8 flags the service sets for itself (src/app/v8-tuning.ts), so
     // both sides of a ratio run on the same engine settings; and every server, the service too,
     // with the young generation's floor at the size each one reaches under sustained load.
-    const start = async (name: string, script: string, env: Record<string, string>, readyPath: string, options: { args?: string[], logs?: boolean } = {}): Promise<Child> => {
+    const start = async (name: string, script: string, env: Record<string, string>, readyPath: string, options: { args?: string[], logs?: boolean, port?: number } = {}): Promise<Child> => {
       const engineFlags = [...BENCH_V8_FLAGS, ...(name === 'service' || name === 'service-traced' || name === 'service-idle' || name === 'service-webhooks' ? [] : SERVING_V8_FLAGS)]
       const pipe = options.logs === true ? await openLogPipe(compiled('./servers/log-reader.js')) : undefined
       if (pipe !== undefined) logReaders.set(name, pipe.reader)
-      const child = await startChild({ name, script, args: options.args ?? [], env, readyPath, nodeFlags: [...engineFlags, ...profiled(name)], ...(pipe === undefined ? {} : { stdoutFd: pipe.writeFd }) })
+      const child = await startChild({ name, script, args: options.args ?? [], env, readyPath, nodeFlags: [...engineFlags, ...profiled(name)], ...(pipe === undefined ? {} : { stdoutFd: pipe.writeFd }), ...(options.port === undefined ? {} : { port: options.port }) })
       children.push(child)
       return child
     }
 
     // The admin API's key is given to this service only (never to serviceEnv, which the report prints): the bench makes its API key there.
     const adminKey = randomBytes(32).toString('base64url')
-    const service = await start('service', join(ROOT, 'dist', 'cli', 'main.js'), { ...serviceEnv, AUTH_ADMIN_KEY: adminKey }, '/health/ready', { args: ['serve'], logs: true })
+    // The OpenID Connect provider on, at the service's own origin (so its port is picked here). It seals its
+    // signing keys with the TOTP key: a random one, shared with the provider's ES256 copy, never printed.
+    const servicePort = await freePort()
+    const issuer = `http://127.0.0.1:${servicePort}/oidc`
+    const sealingKey = randomBytes(32).toString('base64')
+    const service = await start('service', join(ROOT, 'dist', 'cli', 'main.js'), { ...serviceEnv, AUTH_OIDC_ISSUER: issuer, AUTH_TOTP_KEY: sealingKey, AUTH_ADMIN_KEY: adminKey }, '/health/ready', { args: ['serve'], logs: true, port: servicePort })
     const login = await fetch(`${service.origin}/auth/Login`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
@@ -192,6 +204,7 @@ async function main (): Promise<void> {
     const { account_id: accountId, username } = await (await fetch(`${service.origin}/auth/Authenticate?token=${token}`)).json() as { account_id: string, username: string }
     const apiKey = await createServiceKey(`http://127.0.0.1:${internalPort}`, adminKey)
     const groupsToken = await groupedAccountToken(service.origin, `http://127.0.0.1:${internalPort}`, adminKey, accountName(2))
+    const oidc = await prepareOidc(service.origin, issuer, `http://127.0.0.1:${internalPort}`, adminKey)
     log('service up, its stdout a pipe to a log reader of its own; starting the baselines')
 
     const argon2Env = { BENCH_HASH: passwordHash, BENCH_PASSWORD: PASSWORD, BENCH_CONCURRENCY: String(config.hashing.concurrency), BENCH_QUEUE_MAX: String(config.hashing.maxQueued) }
@@ -229,21 +242,31 @@ async function main (): Promise<void> {
     const serviceWebhooks = await start('service-webhooks', join(ROOT, 'dist', 'cli', 'main.js'), {
       ...serviceEnv, INTERNAL_PORT: String(webhooksInternalPort), ...(process.env.BENCH_WEBHOOKS_AA === '1' ? {} : { AUTH_WEBHOOK_URL: `${webhookReceiver.origin}/hooks`, AUTH_WEBHOOK_SECRET: webhookSecret })
     }, '/health/ready', { args: ['serve'], logs: true })
+    // The provider with its clients' ID tokens signed with ES256 (servers/service-oidc-alg.ts): the same build, Postgres and Redis.
+    const es256Port = await freePort()
+    const es256Issuer = `http://127.0.0.1:${es256Port}/oidc`
+    const serviceOidcEs256 = await start('service-oidc-es256', compiled('./servers/service-oidc-alg.js'), {
+      ...serviceEnv, INTERNAL_PORT: String(await freePort()), AUTH_OIDC_ISSUER: es256Issuer, AUTH_TOTP_KEY: sealingKey, BENCH_ROOT: ROOT, BENCH_ID_TOKEN_ALG: 'ES256'
+    }, '/health/ready', { logs: true, port: es256Port })
+    const es256Refresh = await refreshLoad(signedInBrowser(serviceOidcEs256.origin, es256Issuer, { username: OIDC_PERSON, password: PASSWORD }), es256Issuer, oidc.es256Client, 'ES256')
     const { token: jwtToken } = await (await fetch(`${jwt.origin}/token`)).json() as { token: string }
     await assertSameAnswer(`${ordersCached.origin}/orders`, `${ordersUnguarded.origin}/orders`, token)
     log(`${children.length} servers up`)
 
     const allScenarios = defineScenarios({
-      origins: { service: service.origin, bare: bare.origin, oneGet: oneGet.origin, oneGetTwin: oneGetTwin.origin, jwt: jwt.origin, argon2: argon2.origin, argon2NodeRs: argon2NodeRs.origin, ordersDirect: ordersDirect.origin, ordersCached: ordersCached.origin, ordersUnguarded: ordersUnguarded.origin, serviceOtherBinding: serviceOtherBinding.origin, serviceTraced: serviceTraced.origin, serviceIdle: serviceIdle.origin, serviceWebhooks: serviceWebhooks.origin },
+      origins: { service: service.origin, bare: bare.origin, oneGet: oneGet.origin, oneGetTwin: oneGetTwin.origin, jwt: jwt.origin, argon2: argon2.origin, argon2NodeRs: argon2NodeRs.origin, ordersDirect: ordersDirect.origin, ordersCached: ordersCached.origin, ordersUnguarded: ordersUnguarded.origin, serviceOtherBinding: serviceOtherBinding.origin, serviceTraced: serviceTraced.origin, serviceIdle: serviceIdle.origin, serviceWebhooks: serviceWebhooks.origin, serviceOidcEs256: serviceOidcEs256.origin },
       serviceBinding: SERVICE_BINDING,
       token,
       apiKey,
       groupsToken,
+      oidcAccessToken: oidc.accessToken,
+      refresh: { rs256: oidc.refresh, es256: es256Refresh },
       idleToken,
       unknownToken: generateToken('unknown'),
       jwtToken,
       password: PASSWORD,
-      accounts: ACCOUNTS
+      accounts: ACCOUNTS,
+      connections: settings.connections
     })
     const byId = new Map(allScenarios.map((scenario) => [scenario.id, scenario]))
     for (const id of only ?? []) {
@@ -284,11 +307,15 @@ async function main (): Promise<void> {
       byPartner[partner] = [...byPartner[partner] ?? [], sample]
       pairedSamples.set(id, byPartner)
     }
-    const servers: Record<ServerName, Child> = { service, bare, oneGet, oneGetTwin, jwt, argon2, argon2NodeRs, ordersDirect, ordersCached, ordersUnguarded, serviceOtherBinding, serviceTraced, serviceIdle, serviceWebhooks }
+    const servers: Record<ServerName, Child> = { service, bare, oneGet, oneGetTwin, jwt, argon2, argon2NodeRs, ordersDirect, ordersCached, ordersUnguarded, serviceOtherBinding, serviceTraced, serviceIdle, serviceWebhooks, serviceOidcEs256 }
     const clocksOf = (scenario: Scenario): ServerClocks => {
       const server = servers[scenario.server]
       const reader = logReaders.get(server.name)
-      return { cpuSeconds: () => cpuSeconds(server.pid), ...(reader === undefined ? {} : { logBytes: () => reader.bytesRead() }) }
+      return {
+        cpuSeconds: () => cpuSeconds(server.pid),
+        ...(reader === undefined ? {} : { logBytes: () => reader.bytesRead() }),
+        ...(scenario.threads === true ? { cpuSecondsByThread: () => cpuSecondsByThread(server.pid) } : {})
+      }
     }
     const durationOf = (scenario: Scenario): number => Math.max(settings.durationSeconds, scenario.minSeconds ?? 0)
     // The log reader's stop: a second in the middle of the run (60 % of a shorter one).
@@ -302,6 +329,7 @@ async function main (): Promise<void> {
     }
     const runScenario = async (scenario: Scenario, durationSeconds: number, pause?: Pause): Promise<{ primary: Sample, background?: Sample }> => {
       const runSettings = { ...settings, durationSeconds }
+      await scenario.prepare?.()
       await quiesce()
       // Two loads on one server: its CPU time cannot be split between them.
       if (scenario.background !== undefined) return await runUnderLoad(scenario.load, scenario.background.load, runSettings, STORM_LEAD_SECONDS)
@@ -312,7 +340,8 @@ async function main (): Promise<void> {
         ? ''
         : `; sent ${sample.window.startSeconds.toFixed(2)}-${(sample.window.startSeconds + sample.window.seconds).toFixed(2)} s${sample.window.stopped ? ' (log reader stopped)' : ''}: ${sample.window.answered} answered, p99 ${sample.window.p99Ms.toFixed(2)} ms, max ${sample.window.maxMs.toFixed(2)} ms`
       const logBytes = Number.isFinite(sample.logBytesPerRequest) ? `, log ${sample.logBytesPerRequest.toFixed(0)} B/req` : ''
-      log(`round ${round} ${label}: ${Math.round(sample.requestsPerSecond)} req/s, p99 ${sample.p99Ms.toFixed(2)} ms, ${sample.cpuMicrosPerRequest.toFixed(0)} µs CPU/req${logBytes}${window}${sample.unexpected > 0 ? `, ${sample.unexpected} unexpected ${JSON.stringify(sample.statuses)}` : ''}`)
+      const threads = sample.cpuMicrosPerRequestByThread === undefined ? '' : ` (${Object.entries(sample.cpuMicrosPerRequestByThread).filter(([, micros]) => micros >= 0.5).map(([kind, micros]) => `${kind} ${micros.toFixed(0)}`).join(', ')})`
+      log(`round ${round} ${label}: ${Math.round(sample.requestsPerSecond)} req/s, p99 ${sample.p99Ms.toFixed(2)} ms, ${sample.cpuMicrosPerRequest.toFixed(0)} µs CPU/req${threads}${logBytes}${window}${sample.unexpected > 0 ? `, ${sample.unexpected} unexpected ${JSON.stringify(sample.statuses)}` : ''}`)
     }
 
     log(`${scenarios.length} scenarios (${besideOnly.length} ceilings beside them): warm-up ${settings.warmupSeconds} s each, then ${settings.runs} rounds of ${settings.durationSeconds} s each`)
@@ -334,6 +363,7 @@ async function main (): Promise<void> {
         const pause = readerStop(scenario)
         if (scenario.background === undefined && pause === undefined && scenario.unsliced !== true && partners.length > 0) {
           // The scenario and the baselines it is divided by, in short slices taken in turns.
+          for (const entry of [scenario, ...partners]) await entry.prepare?.()
           await quiesce()
           const group = [scenario, ...partners]
           const [primary, ...beside] = shareLogBytes(group.map((entry) => entry.server), await runInterleaved(group.map((entry) => ({ spec: entry.load, clocks: clocksOf(entry) })), settings, settings.slices))
@@ -430,6 +460,7 @@ async function main (): Promise<void> {
       settings,
       service: {
         ...serviceEnv,
+        AUTH_OIDC_ISSUER: issuer,
         DATABASE_URL: '(a database of its own)',
         stdout: 'a pipe drained by a reader process of its own (bench/servers/log-reader.ts); the same for service-other-binding',
         AUTH_HASH_CONCURRENCY: String(config.hashing.concurrency)
@@ -537,6 +568,45 @@ async function groupedAccountToken (serviceOrigin: string, internalOrigin: strin
   const expected = [...BENCH_GROUPS].sort()
   if (JSON.stringify(groups) !== JSON.stringify(expected)) throw new Error(`Authenticate of the grouped account answered groups ${JSON.stringify(groups)}, not its ${expected.length}`)
   return token
+}
+
+/**
+ * What the OpenID Connect rows need of the service's provider, made as an operator and a relying
+ * party make them: a person (OIDC_PERSON) and three confidential clients through the admin API;
+ * the person signed in through the service's sign-in page, once; the code flow (openid-client,
+ * PKCE) of one client for the access token `auth-oidc` authenticates, which Authenticate must
+ * answer as kind oidc of that client; and the refresh load of another client (a grant of its own,
+ * so that nothing the refresh row does, a reuse's end of its grant included, can end the other's
+ * access token). The third client is the ES256 copy's (servers/service-oidc-alg.ts).
+ */
+async function prepareOidc (serviceOrigin: string, issuer: string, internalOrigin: string, adminKey: string): Promise<{ accessToken: string, refresh: RefreshLoad, es256Client: BenchClient }> {
+  await createPerson(internalOrigin, adminKey, OIDC_PERSON, PASSWORD)
+  const app = await registerClient(internalOrigin, adminKey, 'bench-app')
+  const refreshClient = await registerClient(internalOrigin, adminKey, 'bench-refresh')
+  const es256Client = await registerClient(internalOrigin, adminKey, 'bench-refresh-es256')
+  const browser = signedInBrowser(serviceOrigin, issuer, { username: OIDC_PERSON, password: PASSWORD })
+  const { accessToken } = await browser.codeFlow(app)
+  const answer = await (await fetch(`${serviceOrigin}/auth/Authenticate?token=${accessToken}`)).json() as { status?: unknown, kind?: unknown, client_id?: unknown, username?: unknown }
+  if (answer.status !== 0 || answer.kind !== 'oidc' || answer.client_id !== app.clientId || answer.username !== OIDC_PERSON) {
+    throw new Error(`Authenticate of the provider's access token answered ${JSON.stringify({ status: answer.status, kind: answer.kind, username: answer.username })}, not an active token of kind oidc of ${OIDC_PERSON}`)
+  }
+  return { accessToken, refresh: await refreshLoad(browser, issuer, refreshClient, 'RS256'), es256Client }
+}
+
+/**
+ * A refresh load on a provider, from a browser signed in there: one code flow and one refresh
+ * through openid-client, which checks that the refresh's answer carries an ID token signed with
+ * `alg`; the rotated refresh token is the pool's first, and each run's `prepare` tops the pool up
+ * with more code flows of the same browser (single sign-on: one sign-in session, one grant).
+ */
+async function refreshLoad (browser: Browser, issuer: string, client: BenchClient, alg: 'RS256' | 'ES256'): Promise<RefreshLoad> {
+  const first = await browser.codeFlow(client, { idTokenAlg: alg })
+  const refreshed = await browser.refresh(client, first.refreshToken, { idTokenAlg: alg })
+  if (first.idTokenAlg !== alg || refreshed.idTokenAlg !== alg) throw new Error(`${issuer}: ID tokens signed with ${first.idTokenAlg} and ${refreshed.idTokenAlg}, not ${alg}`)
+  const pool = refreshPool(browser, client, { idTokenAlg: alg })
+  pool.put(refreshed.refreshToken)
+  const credentials = Buffer.from(`${encodeURIComponent(client.clientId)}:${encodeURIComponent(client.secret)}`).toString('base64')
+  return { tokenEndpoint: `${issuer}/token`, authorization: `Basic ${credentials}`, pool }
 }
 
 /**

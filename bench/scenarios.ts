@@ -1,6 +1,7 @@
 import type autocannon from 'autocannon'
 import { accountName } from './lib/accounts.js'
 import type { LoadSpec } from './lib/load.js'
+import type { RefreshPool } from './lib/oidc.js'
 
 /** Where each server of the run listens, and what the requests present. */
 export interface ScenarioContext {
@@ -25,6 +26,8 @@ export interface ScenarioContext {
     serviceIdle: string
     /** The service with webhooks on, delivering to a local receiver that verifies each signature (servers/webhook-receiver.ts). */
     serviceWebhooks: string
+    /** A copy of the service (servers/service-oidc-alg.ts) whose clients' ID tokens are signed with ES256. */
+    serviceOidcEs256: string
   }
   /** The binding the service's own hasher uses. */
   serviceBinding: Binding
@@ -34,6 +37,10 @@ export interface ScenarioContext {
   apiKey: string
   /** An active token, from the service's own Login, of an account in 20 groups (its record carries them). */
   groupsToken: string
+  /** An access token of the service's OpenID Connect provider (code flow, openid-client): a token of the service, kind oidc. */
+  oidcAccessToken: string
+  /** The refresh grant's loads: the service (ID tokens RS256, the default) and its ES256 copy. */
+  refresh: { rs256: RefreshLoad, es256: RefreshLoad }
   /** An active token issued by the idle-timeout service's own Login (so it has its idle key). */
   idleToken: string
   /** Shaped like a token, never issued. */
@@ -42,11 +49,21 @@ export interface ScenarioContext {
   /** Every seeded account's password. */
   password: string
   accounts: number
+  /** autocannon's connections: the most refresh tokens in flight at once. */
+  connections: number
 }
 
 export type Binding = 'argon2' | 'node-rs'
 
-export type Group = 'baselines' | 'ceilings' | 'authenticate' | 'login' | 'guard' | 'logs' | 'storm'
+/** A provider's token endpoint, a client's credentials for it, and the refresh tokens to present. */
+export interface RefreshLoad {
+  tokenEndpoint: string
+  /** `Basic …` of the client's id and secret (client_secret_basic). */
+  authorization: string
+  pool: RefreshPool
+}
+
+export type Group = 'baselines' | 'ceilings' | 'authenticate' | 'login' | 'oidc' | 'guard' | 'logs' | 'storm'
 
 export type ServerName = keyof ScenarioContext['origins']
 
@@ -91,6 +108,10 @@ export interface Scenario {
   minSeconds?: number
   /** Requests per unit of work compared with the baseline (Logout + Login: two requests a cycle). */
   requestsPerUnit?: number
+  /** Runs before each of its runs, outside the measured time (the refresh grant's pool topped up with new code grants). */
+  prepare?: () => Promise<void>
+  /** Its server's CPU per request is also read by kind of thread (event loop, libuv's pool, V8's workers). */
+  threads?: boolean
   load: LoadSpec
   /** Runs at the same time as `load`, in its own autocannon instance; reported as `background.id`. */
   background?: { id: string, title: string, baseline: string, server: ServerName, load: LoadSpec }
@@ -139,6 +160,33 @@ function logoutLoginSpec (context: ScenarioContext): LoadSpec {
     }
   ]
   return { url: `${context.origins.service}/auth/Logout`, expectedStatuses: [200], requests }
+}
+
+/**
+ * The token endpoint's refresh grant, each request presenting a refresh token never presented
+ * before: taken from the pool, and its answer's rotated token put back (lib/oidc.ts RefreshPool).
+ * The rotated token is read off the answer with a regular expression: this process is the load
+ * generator, and its CPU is the load's.
+ */
+function refreshSpec (load: RefreshLoad): LoadSpec {
+  const { pool } = load
+  const rotated = /"refresh_token":"([^"]+)"/
+  return {
+    url: load.tokenEndpoint,
+    expectedStatuses: [200],
+    requests: [{
+      method: 'POST',
+      path: new URL(load.tokenEndpoint).pathname,
+      headers: { ...FORM, authorization: load.authorization },
+      // An empty pool sends no token (a 400, counted as unexpected): the pool is filled for more than the connections.
+      setupRequest: (request) => ({ ...request, body: `grant_type=refresh_token&refresh_token=${encodeURIComponent(pool.take() ?? '')}` }),
+      onResponse: (status, body) => {
+        if (status !== 200) return
+        const token = rotated.exec(body)?.[1]
+        if (token !== undefined) pool.put(token)
+      }
+    }]
+  }
 }
 
 export function defineScenarios (context: ScenarioContext): Scenario[] {
@@ -202,6 +250,9 @@ export function defineScenarios (context: ScenarioContext): Scenario[] {
     // The idle timeout's cost: the same request to the same build with AUTH_IDLE_TIMEOUT_SECONDS set
     // (the token's idle key read beside it, touched at most once per slack), against the service without it, in the same slices.
     { id: 'auth-idle', server: 'serviceIdle', group: 'authenticate', paired: ['auth-query-get'], title: 'Authenticate (query, GET), idle timeout on (AUTH_IDLE_TIMEOUT_SECONDS=900)', baseline: 'auth-query-get', load: { url: `${origins.serviceIdle}/auth/Authenticate?token=${context.idleToken}`, expectedStatuses: [200] } },
+    // An access token of the OpenID Connect provider is a token of the service (kind oidc, its client in the
+    // record): against a Login token's Authenticate, the same request shape and ceiling, their slices taken in turns.
+    { id: 'auth-oidc', server: 'service', group: 'authenticate', paired: ['one-get-query', 'auth-query-get'], title: 'Authenticate of an OpenID Connect access token, token in query, GET', baseline: 'one-get-query', load: { url: `${authenticate}?token=${context.oidcAccessToken}`, expectedStatuses: [200] } },
     { id: 'auth-unknown', server: 'service', group: 'authenticate', paired: ['one-get-query'], title: 'Authenticate, unknown token (403)', baseline: 'one-get-query', load: { url: `${authenticate}?token=${context.unknownToken}`, expectedStatuses: [403] } },
 
     { id: 'login-success', server: 'service', group: 'login', minSeconds: 1, title: 'Login, right password', baseline: ownArgon2, load: loginSpec(context, context.password, 200) },
@@ -220,6 +271,12 @@ export function defineScenarios (context: ScenarioContext): Scenario[] {
     // slices: a slice's Logins still hashing when it ends would meet the next slice's in a full hash queue (503s).
     { id: 'login-webhooks', server: 'serviceWebhooks', group: 'login', minSeconds: 1, unsliced: true, paired: ['login-success'], title: 'Login, right password, webhooks on (a receiver present)', baseline: 'login-success', load: loginSpec(context, context.password, 200, origins.serviceWebhooks) },
     { id: 'logout-login', server: 'service', group: 'login', minSeconds: 1, title: 'Logout + Login cycle (ratio per cycle)', baseline: ownArgon2, requestsPerUnit: 2, load: logoutLoginSpec(context) },
+
+    // The provider's token endpoint, refresh grant (client_secret_basic, rotation): whole runs, never slices (each
+    // run's end spends the refresh tokens in flight, which new code grants replace before the next: prepare).
+    { id: 'oidc-refresh', server: 'service', group: 'oidc', threads: true, title: 'OpenID Connect token endpoint, refresh grant (ID token RS256)', prepare: async () => { await context.refresh.rs256.pool.fill(2 * context.connections) }, load: refreshSpec(context.refresh.rs256) },
+    // The same on a copy of the service whose clients' ID tokens are signed with ES256, run right after oidc-refresh.
+    { id: 'oidc-refresh-es256', server: 'serviceOidcEs256', group: 'oidc', threads: true, unsliced: true, paired: ['oidc-refresh'], title: 'OpenID Connect token endpoint, refresh grant (ID token ES256, a copy of the service)', baseline: 'oidc-refresh', prepare: async () => { await context.refresh.es256.pool.fill(2 * context.connections) }, load: refreshSpec(context.refresh.es256) },
 
     { id: 'guard-direct', server: 'ordersDirect', group: 'guard', paired: ['one-get'], title: 'orders-service GET /orders, guard direct, no cache', baseline: 'one-get', load: { url: `${origins.ordersDirect}/orders`, headers: bearer, expectedStatuses: [200] } },
     { id: 'guard-cached', server: 'ordersCached', group: 'guard', paired: ['orders-unguarded'], title: 'orders-service GET /orders, guard direct, warm cache', baseline: 'orders-unguarded', load: { url: `${origins.ordersCached}/orders`, headers: bearer, expectedStatuses: [200] } },

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
-import { closeSync, readFileSync } from 'node:fs'
+import { closeSync, readdirSync, readFileSync } from 'node:fs'
 import { freePort } from '../../support/processes.js'
 import { setTimeout as sleep } from 'node:timers/promises'
 
@@ -29,6 +29,8 @@ export interface ChildSpec {
    * the child and closed here, so that the child holds the only copy; /dev/null when absent.
    */
   stdoutFd?: number
+  /** The port to listen on (a free one the caller picked: its URL is in the env, e.g. AUTH_OIDC_ISSUER); a free one when absent. */
+  port?: number
 }
 
 const running = new Set<ChildProcess>()
@@ -46,7 +48,7 @@ export async function startChild (spec: ChildSpec): Promise<Child> {
   let port: number
   let child: ChildProcess
   try {
-    port = await freePort()
+    port = spec.port ?? await freePort()
     child = spawn(process.execPath, [...(spec.nodeFlags ?? []), spec.script, ...(spec.args ?? [])], {
       env: { ...process.env, ...spec.env, BENCH_PORT: String(port), PORT: String(port), HOST: '127.0.0.1' },
       stdio: ['ignore', spec.stdoutFd ?? 'ignore', 'pipe']
@@ -103,4 +105,32 @@ export function cpuSeconds (pid: number): number {
   } catch {
     return Number.NaN
   }
+}
+
+/**
+ * The same, by kind of thread (Linux /proc/<pid>/task; empty elsewhere): the event loop's
+ * (`main`), libuv's pool (`libuv pool`: file system, DNS, and WebCrypto's signatures, which
+ * oidc-provider's ID tokens are made with), V8's own (`V8 workers`: concurrent GC and the
+ * optimizing compiler), and the rest (`other`: worker threads, the hash workers among them).
+ */
+export function cpuSecondsByThread (pid: number): Record<string, number> {
+  const byKind: Record<string, number> = {}
+  let tids: string[]
+  try {
+    tids = readdirSync(`/proc/${pid}/task`)
+  } catch {
+    return byKind
+  }
+  for (const tid of tids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      const kind = tid === String(pid) ? 'main' : name.startsWith('libuv-worker') ? 'libuv pool' : name.startsWith('V8') || name.startsWith('DelayedTask') ? 'V8 workers' : 'other'
+      byKind[kind] = (byKind[kind] ?? 0) + (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND
+    } catch {
+      // A thread that ended between the listing and the read: its time is gone from the total too.
+    }
+  }
+  return byKind
 }

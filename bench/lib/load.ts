@@ -32,6 +32,8 @@ export interface Sample {
   statuses: Record<string, number>
   /** CPU time (user + system, all threads) the server under load spent per response; NaN when not known. */
   cpuMicrosPerRequest: number
+  /** The same by kind of thread (lib/children.ts cpuSecondsByThread), when the scenario asks for it. */
+  cpuMicrosPerRequestByThread?: Record<string, number>
   /** Bytes of log its stdout's reader received per response (a logging server only); NaN when not known. */
   logBytesPerRequest: number
   /** The requests sent within a window of the run (a run with a `Pause`). */
@@ -55,6 +57,8 @@ export interface WindowStats {
 /** Where a server's figures are read: its CPU clock, and the bytes its log reader received. */
 export interface ServerClocks {
   cpuSeconds?: () => number
+  /** CPU seconds by kind of thread; read only for the scenarios that ask for the split. */
+  cpuSecondsByThread?: () => Record<string, number>
   logBytes?: () => number
 }
 
@@ -80,6 +84,7 @@ interface RawRun {
   elapsedSeconds: number
   /** CPU seconds the server under load spent during the run; NaN when not known. */
   cpuSeconds: number
+  cpuSecondsByThread?: Record<string, number>
   window?: { stopped: boolean, startedAt: number, from: number, to: number }
 }
 
@@ -92,7 +97,8 @@ const LOG_SETTLE_MS = 30
  * too coarse for sub-millisecond answers. With a `pause`, each answered request's send time
  * is kept too (its answer's time less its latency), to pick out the requests sent in the window.
  */
-async function measure (spec: LoadSpec, settings: LoadSettings, cpuSeconds: () => number = () => Number.NaN, pause?: Pause): Promise<RawRun> {
+async function measure (spec: LoadSpec, settings: LoadSettings, clocks: ServerClocks = {}, pause?: Pause): Promise<RawRun> {
+  const cpuSeconds = clocks.cpuSeconds ?? (() => Number.NaN)
   let latencies = new Float64Array(1 << 16)
   let sentAt = pause === undefined ? undefined : new Float64Array(1 << 16)
   let count = 0
@@ -100,6 +106,7 @@ async function measure (spec: LoadSpec, settings: LoadSettings, cpuSeconds: () =
   const expected = new Set(spec.expectedStatuses)
   let unexpected = 0
   const cpuBefore = cpuSeconds()
+  const threadsBefore = clocks.cpuSecondsByThread?.()
   const started = performance.now()
   const window = pause === undefined ? undefined : { stopped: pause.stop !== undefined, startedAt: started, from: Number.NaN, to: Number.NaN }
   const timers: NodeJS.Timeout[] = []
@@ -156,6 +163,7 @@ async function measure (spec: LoadSpec, settings: LoadSettings, cpuSeconds: () =
       unexpected: unexpected + result.errors + result.timeouts,
       elapsedSeconds,
       cpuSeconds: cpuSeconds() - cpuBefore,
+      ...(threadsBefore === undefined || clocks.cpuSecondsByThread === undefined ? {} : { cpuSecondsByThread: spent(threadsBefore, clocks.cpuSecondsByThread()) }),
       ...(window === undefined ? {} : { window })
     }
   } finally {
@@ -163,6 +171,11 @@ async function measure (spec: LoadSpec, settings: LoadSettings, cpuSeconds: () =
     // A reader stopped when the run ended (or failed) is never left stopped.
     if (window !== undefined && !Number.isNaN(window.from)) resume()
   }
+}
+
+/** CPU seconds per kind of thread between two readings (a kind that appeared since counts from zero). */
+function spent (before: Record<string, number>, after: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(after).map(([kind, seconds]) => [kind, seconds - (before[kind] ?? 0)]))
 }
 
 function grow (values: Float64Array<ArrayBuffer>): Float64Array<ArrayBuffer> {
@@ -193,6 +206,12 @@ function windowStats (run: RawRun): WindowStats | undefined {
   }
 }
 
+function perRequestByThread (runs: readonly RawRun[], responses: number): Record<string, number> {
+  const total: Record<string, number> = {}
+  for (const run of runs) for (const [kind, seconds] of Object.entries(run.cpuSecondsByThread ?? {})) total[kind] = (total[kind] ?? 0) + seconds
+  return Object.fromEntries(Object.entries(total).map(([kind, seconds]) => [kind, seconds * 1e6 / responses]))
+}
+
 /** Several runs of one load as if they were one: responses and seconds summed, percentiles over every response. */
 function toSample (runs: readonly RawRun[], logBytes = Number.NaN): Sample {
   const responses = runs.reduce((sum, run) => sum + run.latencies.length, 0)
@@ -215,6 +234,7 @@ function toSample (runs: readonly RawRun[], logBytes = Number.NaN): Sample {
     unexpected: runs.reduce((sum, run) => sum + run.unexpected, 0),
     statuses,
     cpuMicrosPerRequest: runs.reduce((sum, run) => sum + run.cpuSeconds, 0) * 1e6 / responses,
+    ...(runs.every((run) => run.cpuSecondsByThread !== undefined) && runs.length > 0 ? { cpuMicrosPerRequestByThread: perRequestByThread(runs, responses) } : {}),
     logBytesPerRequest: logBytes / responses,
     ...(window === undefined ? {} : { window })
   }
@@ -237,7 +257,7 @@ async function withLogBytes<T> (clocks: readonly ServerClocks[], body: () => Pro
  * request); with `pause`, its window's requests are reported apart (Sample.window).
  */
 export async function runLoad (spec: LoadSpec, settings: LoadSettings, clocks: ServerClocks = {}, pause?: Pause): Promise<Sample> {
-  const { result, bytes } = await withLogBytes([clocks], async () => await measure(spec, settings, clocks.cpuSeconds, pause))
+  const { result, bytes } = await withLogBytes([clocks], async () => await measure(spec, settings, clocks, pause))
   return toSample([result], bytes[0])
 }
 
@@ -263,7 +283,7 @@ export async function runInterleaved (loads: readonly InterleavedLoad[], setting
       const order = loads.map((_, index) => slice % 2 === 0 ? index : loads.length - 1 - index)
       for (const index of order) {
         const load = loads[index]
-        if (load !== undefined) runs[index]?.push(await measure(load.spec, sliceSettings, load.clocks?.cpuSeconds))
+        if (load !== undefined) runs[index]?.push(await measure(load.spec, sliceSettings, load.clocks))
       }
     }
   })

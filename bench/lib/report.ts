@@ -18,6 +18,8 @@ export interface Row {
   p50Ms: number
   p99Ms: number
   cpuMicrosPerRequest: number
+  /** Medians over rounds of its CPU µs per request by kind of thread, when the scenario reads them (lib/children.ts cpuSecondsByThread). */
+  cpuMicrosPerRequestByThread?: Record<string, number>
   /** Bytes its log reader received per response (servers that log); NaN otherwise. */
   logBytesPerRequest: number
   /** Median over rounds of (req/s ÷ requestsPerUnit) ÷ the baseline's req/s in the same round. */
@@ -144,6 +146,13 @@ function summarizeWindow (runs: Sample[], before: Sample[] | undefined, after: S
   }
 }
 
+/** Medians over rounds of the CPU per request of each kind of thread, when every run has them. */
+function byThread (runs: Sample[]): { cpuMicrosPerRequestByThread?: Record<string, number> } {
+  if (runs.length === 0 || runs.some((sample) => sample.cpuMicrosPerRequestByThread === undefined)) return {}
+  const kinds = [...new Set(runs.flatMap((sample) => Object.keys(sample.cpuMicrosPerRequestByThread ?? {})))]
+  return { cpuMicrosPerRequestByThread: Object.fromEntries(kinds.map((kind) => [kind, median(runs.map((sample) => sample.cpuMicrosPerRequestByThread?.[kind] ?? 0))])) }
+}
+
 export function summarize (all: ScenarioRuns[]): Row[] {
   const byId = new Map(all.map((entry) => [entry.id, entry]))
   return all.map((entry) => {
@@ -162,6 +171,7 @@ export function summarize (all: ScenarioRuns[]): Row[] {
       p50Ms: median(entry.runs.map((sample) => sample.p50Ms)),
       p99Ms: median(entry.runs.map((sample) => sample.p99Ms)),
       cpuMicrosPerRequest: median(entry.runs.map((sample) => sample.cpuMicrosPerRequest)),
+      ...byThread(entry.runs),
       logBytesPerRequest: median(entry.runs.map((sample) => sample.logBytesPerRequest)),
       ratio: base === undefined ? undefined : roundRatio(entry.runs, base, (sample) => sample.requestsPerSecond, unit),
       p99Ratio: base === undefined ? undefined : roundRatio(entry.runs, base, (sample) => sample.p99Ms),
@@ -192,6 +202,22 @@ export const KEY_CPU_LIMIT = 1.1
 
 /** Authenticate with the idle timeout on ÷ off, CPU per request. */
 export const IDLE_CPU_LIMIT = 1.3
+
+/**
+ * Refresh grants per second per vCPU of the service: ten times Keycloak's sizing (its guide gives
+ * a vCPU per 120 refresh token requests per second), read as refreshes per CPU-second of the
+ * service process (1e6 ÷ its CPU µs per refresh), Redis and Postgres apart, as Keycloak's database is.
+ */
+export const REFRESH_PER_VCPU_TARGET = 1200
+const KEYCLOAK_REFRESH_PER_VCPU = 120
+
+/** A row's CPU per request by kind of thread (medians over rounds), as a note says it. */
+const threadText = (row: Row): string => row.cpuMicrosPerRequestByThread === undefined
+  ? ''
+  : ` (µs per refresh by thread: ${Object.entries(row.cpuMicrosPerRequestByThread).filter(([, micros]) => micros >= 0.5).sort((a, b) => b[1] - a[1]).map(([kind, micros]) => `${kind} ${fixed(micros, 0)}`).join(', ')}; the signature runs in libuv's pool)`
+
+/** Refresh grants one CPU-second of the server answers. */
+const perCpuSecond = (cpuMicrosPerRequest: number): number => 1e6 / cpuMicrosPerRequest
 
 const fixed = (value: number, digits = 2): string => Number.isFinite(value) ? value.toFixed(digits) : value === Infinity ? '∞' : '—'
 
@@ -265,6 +291,21 @@ export function checkTargets (rows: Row[], memory: MemoryFigure | undefined): Ta
     const off = row.paired?.['login-success']
     return off === undefined ? undefined : roundRatio(off, row.runs, (sample) => sample.cpuMicrosPerRequest)
   }, 1 / WEBHOOKS_LOGIN_LIMIT)
+  const refresh = byId.get('oidc-refresh')
+  if (refresh === undefined) {
+    checks.push({ target: 'OpenID Connect refresh grant: refreshes per second per vCPU of the service', limit: `≥ ${REFRESH_PER_VCPU_TARGET}`, pass: undefined, detail: 'not measured in this run', scenarios: ['oidc-refresh'], threshold: REFRESH_PER_VCPU_TARGET })
+  } else {
+    const value = perCpuSecond(refresh.cpuMicrosPerRequest)
+    checks.push({
+      target: `OpenID Connect refresh grant: refreshes per second per vCPU of the service (1e6 ÷ its CPU µs per refresh; ${REFRESH_PER_VCPU_TARGET / KEYCLOAK_REFRESH_PER_VCPU} × Keycloak's ${KEYCLOAK_REFRESH_PER_VCPU})`,
+      limit: `≥ ${REFRESH_PER_VCPU_TARGET}`,
+      pass: Number.isFinite(value) ? value >= REFRESH_PER_VCPU_TARGET : undefined,
+      detail: `${fixed(value, 0)} (${fixed(refresh.cpuMicrosPerRequest, 0)} µs per refresh, ${fixed(refresh.requestsPerSecond, 0)} req/s)`,
+      value,
+      scenarios: ['oidc-refresh'],
+      threshold: REFRESH_PER_VCPU_TARGET
+    })
+  }
   each('Authenticate during a login storm: p99 ÷ its idle p99', ['auth-storm'], 2, false, (row) => row.p99Ratio)
   each('Authenticate with tracing on, every request sampled: CPU µs per request ÷ tracing off\'s', ['auth-traced'], TRACING_CPU_LIMIT, false, (row) => row.cpuRatio)
   each('Authenticate with its log reader stopped: p99 of the requests sent meanwhile ÷ p99 over the same seconds of the runs right before and after, reader running', ['auth-reader-stopped'], READER_STOP_P99_LIMIT, false, (row) => row.window?.p99Ratio)
@@ -301,6 +342,28 @@ export function compareBindings (rows: Row[]): string[] {
     const ratio = (pick: (sample: Sample) => number): string => fixed(roundRatio(grouped.runs, ungrouped, pick))
     notes.push(`${grouped.title} ÷ an account in none (auth-query-get), same slices: CPU µs per request ${ratio((sample) => sample.cpuMicrosPerRequest)}, ` +
       `p99 ${ratio((sample) => sample.p99Ms)}, req/s ${ratio((sample) => sample.requestsPerSecond)} (information, not a target; the A/A check below is its noise)`)
+  }
+  // An OpenID Connect access token is a token of the service: what Authenticate of one costs against a Login token's, same slices.
+  const oidcToken = byId.get('auth-oidc')
+  const loginToken = oidcToken?.paired?.['auth-query-get']
+  if (oidcToken !== undefined && loginToken !== undefined) {
+    const ratio = (pick: (sample: Sample) => number): string => fixed(roundRatio(oidcToken.runs, loginToken, pick))
+    notes.push(`${oidcToken.title} ÷ a Login token's (auth-query-get), same slices: CPU µs per request ${ratio((sample) => sample.cpuMicrosPerRequest)}, ` +
+      `p99 ${ratio((sample) => sample.p99Ms)}, req/s ${ratio((sample) => sample.requestsPerSecond)} (information, not a target; the A/A check below is its noise)`)
+  }
+  // The refresh grant's throughput, and what the ID token's signature costs it: ES256 on a copy of the service, RS256 in the run right before.
+  const refresh = byId.get('oidc-refresh')
+  if (refresh !== undefined) {
+    const rounds = refresh.runs.map((sample) => fixed(perCpuSecond(sample.cpuMicrosPerRequest), 0)).join(', ')
+    notes.push(`${refresh.title}: ${fixed(refresh.requestsPerSecond, 0)} req/s, ${fixed(refresh.cpuMicrosPerRequest, 0)} µs of the service's CPU per refresh, ` +
+      `so ${fixed(perCpuSecond(refresh.cpuMicrosPerRequest), 0)} refreshes per second per vCPU (rounds ${rounds}) against ${REFRESH_PER_VCPU_TARGET} (${REFRESH_PER_VCPU_TARGET / KEYCLOAK_REFRESH_PER_VCPU} × Keycloak's ${KEYCLOAK_REFRESH_PER_VCPU}); Redis and Postgres work apart${threadText(refresh)}`)
+  }
+  const es256 = byId.get('oidc-refresh-es256')
+  const rs256 = es256?.paired?.['oidc-refresh']
+  if (es256 !== undefined && rs256 !== undefined) {
+    const ratio = (pick: (sample: Sample) => number): string => fixed(roundRatio(es256.runs, rs256, pick))
+    notes.push(`${es256.title}: ${fixed(es256.requestsPerSecond, 0)} req/s, ${fixed(es256.cpuMicrosPerRequest, 0)} µs per refresh, ${fixed(perCpuSecond(es256.cpuMicrosPerRequest), 0)} per vCPU${threadText(es256)}; ` +
+      `÷ RS256 on the service, the run right before: CPU µs per request ${ratio((sample) => sample.cpuMicrosPerRequest)}, req/s ${ratio((sample) => sample.requestsPerSecond)} (two processes of one build: information)`)
   }
   // Beside the judge, not judged: what the same sources cost against the peer in CPU.
   const jwtCpu = AUTHENTICATE_SOURCES.flatMap((id) => {
