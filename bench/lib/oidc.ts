@@ -1,4 +1,5 @@
 import * as oidc from 'openid-client'
+import { Jar } from '../../support/cookie-jar.js'
 
 /*
  * The OpenID Connect rows' preparations, made as a relying party makes them: a client registered
@@ -10,25 +11,6 @@ import * as oidc from 'openid-client'
 
 /** Never contacted: the bench stops at the redirect and reads the code off its URL. */
 export const BENCH_REDIRECT_URI = 'http://127.0.0.1:9/callback'
-
-/** A browser's cookies, by name (paths ignored: one more cookie sent harms nothing here). */
-class Jar {
-  readonly cookies = new Map<string, string>()
-  take (response: Response): void {
-    for (const line of response.headers.getSetCookie()) {
-      const [pair = ''] = line.split(';')
-      const equals = pair.indexOf('=')
-      const name = pair.slice(0, equals).trim()
-      const value = pair.slice(equals + 1).trim()
-      if (value === '' || /expires=Thu, 01 Jan 1970/i.test(line)) this.cookies.delete(name)
-      else this.cookies.set(name, value)
-    }
-  }
-
-  header (): string {
-    return [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ')
-  }
-}
 
 export interface BenchClient {
   clientId: string

@@ -6,6 +6,7 @@ import type { RedisTopology } from '../../src/core/stores/redis/client.js'
 import type { Config } from '../../src/config/config.js'
 import { freePort } from '../../support/processes.js'
 import { buildTestApp, type BackendKind, type TestApp } from '../support/app.js'
+import { Jar } from '../../support/cookie-jar.js'
 
 /*
  * What the OpenID Connect tests share: the service on a real socket with the provider at
@@ -17,24 +18,7 @@ import { buildTestApp, type BackendKind, type TestApp } from '../support/app.js'
 export const PASSWORD = 'a long enough passphrase 1'
 export const REDIRECT = 'http://127.0.0.1:9/callback'
 
-/** A browser's cookies, by name (paths ignored: sending one more cookie harms nothing here). */
-export class Jar {
-  readonly cookies = new Map<string, string>()
-  take (response: Response): void {
-    for (const line of response.headers.getSetCookie()) {
-      const [pair = ''] = line.split(';')
-      const equals = pair.indexOf('=')
-      const name = pair.slice(0, equals).trim()
-      const value = pair.slice(equals + 1).trim()
-      if (value === '' || /expires=Thu, 01 Jan 1970/i.test(line)) this.cookies.delete(name)
-      else this.cookies.set(name, value)
-    }
-  }
-
-  header (): string {
-    return [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ')
-  }
-}
+export { Jar }
 
 export interface Flow {
   app: FastifyInstance
