@@ -21,3 +21,15 @@ export class Jar {
     return [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ')
   }
 }
+
+/** An attribute value with the service's HTML escapes (`&#NN;`) undone. */
+export const unescaped = (value: string): string => value.replace(/&#(\d+);/g, (_all, code: string) => String.fromCharCode(Number(code)))
+
+/**
+ * Where a page's refresh sends the browser on (the OpenID Connect provider's continue page after a
+ * sign-in: src/oidc/pages.ts), or null: a browser follows it as it follows a redirect.
+ */
+export function refreshTarget (body: string): string | null {
+  const found = /<meta http-equiv="refresh" content="0;url=([^"]*)">/.exec(body)
+  return found?.[1] === undefined ? null : unescaped(found[1])
+}

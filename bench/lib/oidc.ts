@@ -1,5 +1,5 @@
 import * as oidc from 'openid-client'
-import { Jar } from '../../support/cookie-jar.js'
+import { Jar, refreshTarget } from '../../support/cookie-jar.js'
 
 /*
  * The OpenID Connect rows' preparations, made as a relying party makes them: a client registered
@@ -100,7 +100,8 @@ export function signedInBrowser (origin: string, issuer: string, person: { usern
         response = await fetch(target, { redirect: 'manual', headers: { cookie: jar.header() } })
       }
       jar.take(response)
-      const location = response.headers.get('location')
+      // A finished sign-in goes on through the provider's continue page (a refresh), as a browser follows it.
+      const location = response.headers.get('location') ?? (response.status === 200 ? refreshTarget(await response.text()) : null)
       if (location === null) throw new Error(`${target.pathname}: ${response.status} without a redirect`)
       next = location
     }

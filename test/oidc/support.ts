@@ -6,7 +6,7 @@ import type { RedisTopology } from '../../src/core/stores/redis/client.js'
 import type { Config } from '../../src/config/config.js'
 import { freePort } from '../../support/processes.js'
 import { buildTestApp, type BackendKind, type TestApp } from '../support/app.js'
-import { Jar } from '../../support/cookie-jar.js'
+import { Jar, refreshTarget, unescaped } from '../../support/cookie-jar.js'
 
 /*
  * What the OpenID Connect tests share: the service on a real socket with the provider at
@@ -72,19 +72,11 @@ export interface Credentials { username: string, password: string }
 /** Where a browser's way ended: back at the client (`back`), or on a page of the service (`page`, its status and body). */
 export type Arrival = { back: URL } | { page: { url: URL, status: number, body: string } }
 
-const unescaped = (value: string): string => value.replace(/&#(\d+);/g, (_all, code: string) => String.fromCharCode(Number(code)))
-
 /** The hidden fields of a page's form (rd, prompt), their HTML escapes undone. */
 function hiddenFields (body: string): Record<string, string> {
   const fields: Record<string, string> = {}
   for (const [, name = '', value = ''] of body.matchAll(/<input type="hidden" name="([a-z]+)" value="([^"]*)">/g)) fields[name] = unescaped(value)
   return fields
-}
-
-/** Where a page's refresh sends the browser on (the provider's continue page), or null. */
-function refreshOf (body: string): string | null {
-  const found = /<meta http-equiv="refresh" content="0;url=([^"]*)">/.exec(body)
-  return found?.[1] === undefined ? null : unescaped(found[1])
 }
 
 /**
@@ -108,7 +100,7 @@ export async function browse (base: string, jar: Jar, url: URL, signIn?: Credent
       location = posted.headers.get('location')
       if (location === null) return { page: { url: target, status: posted.status, body: await posted.text() } }
     } else if (location === null) {
-      location = response.status === 200 ? refreshOf(body) : null
+      location = response.status === 200 ? refreshTarget(body) : null
       if (location === null) return { page: { url: target, status: response.status, body } }
     }
     next = location
