@@ -1,10 +1,10 @@
-import { createHash, timingSafeEqual } from 'node:crypto'
 import Provider, { errors, interactionPolicy, type Adapter, type Configuration, type ErrorOut, type Account, type Grant, type JWK, type KoaContextWithOIDC } from 'oidc-provider'
 import { generateToken, hashToken, isTokenShaped } from '@auth-token-service/protocol/token'
 import type { OidcConfig } from '../config/parts/oidc.js'
 import type { UserStore } from '../core/stores/user-store.js'
 import type { TokenStore } from '../core/stores/token-store.js'
 import type { SignInLinks } from './sign-in-links.js'
+import { clientSecretMatches } from './client-secret.js'
 import type { TokenRecord } from '@auth-token-service/protocol/layout'
 import type { PageSources } from './page-sources.js'
 
@@ -40,9 +40,6 @@ export interface ProviderDeps {
   /** The device flow's and the logout's pages, in the sign-in pages' style (page-sources.ts). */
   pages: Pick<PageSources, 'deviceFlow' | 'rpInitiatedLogout'>
 }
-
-/** A client's secret as the store keeps it: SHA-256 hex (clients.ts). */
-export const secretDigest = (secret: string): string => createHash('sha256').update(secret).digest('hex')
 
 /** The sign-in token a request carries, when it is an active one of `accountId` (a Login token: never an access token of the provider's). */
 async function signInOf (ctx: KoaContextWithOIDC, tokens: Pick<TokenStore, 'find'>, accountId?: string): Promise<{ hash: string, ttlMs: number, record: TokenRecord } | undefined> {
@@ -190,10 +187,9 @@ export function createProvider (deps: ProviderDeps): Provider {
   const provider = new Provider(config.issuer, configuration)
   provider.proxy = deps.proxy
   // The stored secret is its digest (clients.ts): a presented one is compared by its digest, in constant time.
+  // The client's `clientSecret` is the hash the store keeps (clients.ts metadata), compared by client-secret.ts.
   provider.Client.prototype.compareClientSecret = function compareClientSecret (this: { clientSecret?: string }, actual: string): boolean {
-    const stored = Buffer.from(this.clientSecret ?? '', 'hex')
-    const presented = Buffer.from(secretDigest(actual), 'hex')
-    return stored.length === presented.length && timingSafeEqual(stored, presented)
+    return clientSecretMatches(actual, this.clientSecret ?? '')
   }
   // An access token is a token of the service: made as Login makes one, in its account's bucket.
   // The provider's own generator runs first (it settles the token's format, opaque, and checks it); its value is not used.
