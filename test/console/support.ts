@@ -57,8 +57,8 @@ export async function getPage (app: FastifyInstance, url: string, cookieHeader?:
   return await app.inject({ method: 'GET', url, headers: cookieHeader === undefined ? {} : { cookie: cookieHeader } })
 }
 
-/** The audit events written so far of this kind (flushed first). */
-export async function events (app: FastifyInstance, event: string): Promise<Array<{ username?: string | undefined, actor?: string | undefined, credential?: string | undefined, outcome: string }>> {
+/** The audit events written so far of this kind about these accounts (flushed first). */
+export async function events (app: FastifyInstance, event: string, usernames: readonly string[] = ['alice']): Promise<Array<{ username?: string | undefined, actor?: string | undefined, credential?: string | undefined, outcome: string }>> {
   await app.backends.audit.flush()
-  return await app.backends.audit.list({ event })
+  return (await app.backends.audit.list({ event })).filter((found) => found.username !== undefined && usernames.includes(found.username))
 }
