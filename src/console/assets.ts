@@ -31,7 +31,7 @@ tbody th{font-weight:600}
 .search-row{display:flex;gap:8px;margin-top:6px}
 .search-row .secondary{width:auto}
 input[type=search]{flex:1;padding:10px 12px;font:inherit;color:var(--text);background:var(--card);border:1px solid var(--line);border-radius:8px}
-select{padding:9px 10px;font:inherit;color:var(--text);background:var(--card);border:1px solid var(--line);border-radius:8px}
+select{height:46px;padding:0 10px;font:inherit;color:var(--text);background:var(--card);border:1px solid var(--line);border-radius:8px}
 select:focus-visible,input[type=search]:focus-visible,input[type=radio]:focus-visible,input[type=checkbox]:focus-visible{outline:3px solid var(--accent);outline-offset:2px}
 .narrow{max-width:520px}
 .choice{border:0;padding:0;margin:8px 0 0}
@@ -67,6 +67,7 @@ a.danger{color:var(--error)}
 .filters div{display:flex;flex-direction:column;gap:4px}
 .filters input{min-width:200px}
 .filter-go .secondary{width:auto}
+.filters + .hint{margin:6px 0 14px}
 .confirm{border-top:0;margin-top:0}
 .confirm h2{margin-top:0;font-size:20px}
 textarea.secret{width:100%;font:14px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;padding:10px;border:1px solid var(--line);border-radius:8px;background:var(--card);color:var(--text)}

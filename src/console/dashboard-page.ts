@@ -30,12 +30,11 @@ export function lastDayOfLogins (found: readonly HourlyLogins[], now: number): H
 
 const hh = (at: Date): string => `${String(at.getUTCHours()).padStart(2, '0')}:00`
 
-/** A round top for the axis: 1, 2, 5 × a power of ten, at least the highest count. */
-function axisTop (max: number): number {
-  if (max <= 4) return 4
-  const power = 10 ** Math.floor(Math.log10(max))
-  const step = [1, 2, 5, 10].map((m) => m * power).find((value) => value >= max) ?? 10 * power
-  return step
+/** The axis's step: 1, 2 or 5 × a power of ten, so that four steps reach the highest count (whole numbers only). */
+function axisStep (max: number): number {
+  const wanted = Math.max(1, max / 4)
+  const power = 10 ** Math.floor(Math.log10(wanted))
+  return [1, 2, 5, 10].map((m) => m * power).find((step) => step >= wanted) ?? 10 * power
 }
 
 function chart (hours: readonly HourlyLogins[]): Markup {
@@ -45,15 +44,17 @@ function chart (hours: readonly HourlyLogins[]): Markup {
   const bottom = 28
   const top = 12
   const plotHeight = height - bottom - top
-  const max = axisTop(Math.max(0, ...hours.map((bucket) => Math.max(bucket.successes, bucket.failures))))
+  const step = axisStep(Math.max(0, ...hours.map((bucket) => Math.max(bucket.successes, bucket.failures))))
+  const max = 4 * step
   const slot = (width - left - 8) / hours.length
   const bar = Math.max(2, Math.floor(slot / 2) - 2)
   const y = (value: number): number => top + plotHeight - (value / max) * plotHeight
-  const ticks = [0, max / 4, max / 2, (3 * max) / 4, max]
-  const grid = ticks.map((tick) => html`<g class="tick"><line x1="${left}" x2="${width - 4}" y1="${y(tick).toFixed(1)}" y2="${y(tick).toFixed(1)}"></line><text x="${left - 6}" y="${(y(tick) + 4).toFixed(1)}" text-anchor="end">${Number.isInteger(tick) ? tick : tick.toFixed(1)}</text></g>`)
+  const ticks = [0, step, 2 * step, 3 * step, max]
+  const grid = ticks.map((tick) => html`<g class="tick"><line x1="${left}" x2="${width - 4}" y1="${y(tick).toFixed(1)}" y2="${y(tick).toFixed(1)}"></line><text x="${left - 6}" y="${(y(tick) + 4).toFixed(1)}" text-anchor="end">${tick}</text></g>`)
   const bars = hours.map((bucket, i) => {
     const x = left + i * slot + 2
-    const label = i % 3 === 0 ? html`<text class="hour" x="${(x + bar).toFixed(1)}" y="${height - 8}" text-anchor="middle">${hh(bucket.hour)}</text>` : html``
+    // Every third hour labelled, counted from the current one (the hour one looks at first).
+    const label = (hours.length - 1 - i) % 3 === 0 ? html`<text class="hour" x="${(x + bar).toFixed(1)}" y="${height - 8}" text-anchor="middle">${hh(bucket.hour)}</text>` : html``
     return html`<g><rect class="ok" x="${x.toFixed(1)}" y="${y(bucket.successes).toFixed(1)}" width="${bar}" height="${(top + plotHeight - y(bucket.successes)).toFixed(1)}"></rect><rect class="failed" x="${(x + bar + 1).toFixed(1)}" y="${y(bucket.failures).toFixed(1)}" width="${bar}" height="${(top + plotHeight - y(bucket.failures)).toFixed(1)}"></rect>${label}</g>`
   })
   const total = hours.reduce((sum, bucket) => sum + bucket.successes, 0)

@@ -30,7 +30,7 @@ export function eventsBody (view: EventsView): Markup {
 <td>${instant(event.occurredAt.getTime())}</td>
 <td><code>${event.event}</code></td>
 <td>${event.username === undefined ? html`<span class="meta">–</span>` : html`<a href="${accountPath(event.username)}">${event.username}</a>`}</td>
-<td class="actor">${event.actor ?? event.credential ?? html`<span class="meta">–</span>`}</td>
+<td class="actor">${event.actor ?? (event.credential === undefined ? html`<span class="meta">–</span>` : html`<span class="meta" title="no person: the credential that acted">${event.credential}</span>`)}</td>
 <td>${event.clientIp ?? ''}</td>
 <td><code>${event.outcome}</code></td>
 </tr>`)

@@ -149,7 +149,7 @@ t.test('set groups, unlock, reset the second factor', async (t) => {
   const alice = await app.backends.users.findByUsername('alice')
   if (alice === null) throw new Error('no alice')
   const { secret } = await app.secondFactor.begin(alice, { userAgent: 'test' })
-  await app.secondFactor.confirm(alice, totpAt(base32Decode(secret), Date.now()), { userAgent: 'test' })
+  await app.secondFactor.confirm(alice, totpAt(base32Decode(secret) ?? Buffer.alloc(0), Date.now()), { userAgent: 'test' })
   t.equal((await app.accounts.show('alice')).totp, true)
   t.match((await getPage(app, '/console/accounts/alice/reset-totp', admin)).body, /Reset the second factor of alice\?/)
   t.equal((await postForm(app, '/console/accounts/alice/reset-totp', admin, { confirm: 'yes' })).statusCode, 303)
@@ -168,7 +168,7 @@ t.test('a cross-site post is refused and changes nothing', async (t) => {
   }
   t.equal((await postForm(app, '/console/accounts', admin, { username: 'mallory', kind: 'service' }, { 'sec-fetch-site': 'cross-site' })).statusCode, 403)
   t.equal((await app.accounts.show('alice')).disabled, false)
-  await t.rejects(app.accounts.show('mallory'), { status: 404 })
+  t.match(await app.accounts.show('mallory').then(() => null, (error: unknown) => error), { status: 404 }, 'no account made')
 })
 
 t.test('the events page and the admin API show the actor; the admin API\'s own changes have none', async (t) => {
