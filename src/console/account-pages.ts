@@ -87,7 +87,8 @@ function actions (account: AccountView): Markup {
     : html`<a href="${path}/disable" class="button-link danger" id="disable-link">Disable…</a>`)
   if (account.lockedUntil !== null) parts.push(html`<form method="post" action="${path}/unlock" class="inline"><button type="submit" class="secondary" id="unlock-button">Unlock</button></form>`)
   if (account.totp) parts.push(html`<a href="${path}/reset-totp" class="button-link danger" id="reset-totp-link">Reset second factor…</a>`)
-  parts.push(html`<a href="${path}/revoke-all" class="button-link danger" id="revoke-all-link">Sign out everywhere…</a>`)
+  // A service account has no sessions to sign out of: what ends is its keys.
+  parts.push(html`<a href="${path}/revoke-all" class="button-link danger" id="revoke-all-link">${account.kind === 'service' ? 'Revoke every key…' : 'Sign out everywhere…'}</a>`)
   return html`<div class="row-actions" id="account-actions">${parts}</div>`
 }
 

@@ -22,6 +22,8 @@ const CHROMIUM = '/usr/bin/chromium'
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
   '--disable-background-networking', '--disable-component-update', '--disable-sync']
 const SCREENS = process.env.ATS_CONSOLE_SCREENSHOTS ?? '/tmp/ats-screens'
+/** Pages looked at but not kept in the docs. */
+const EXTRA_SCREENS = '/tmp/ats-screens'
 const ROOT_PASSWORD = `console admin ${randomBytes(6).toString('hex')}`
 const PERSON_PASSWORD = `a person's passphrase ${randomBytes(6).toString('hex')}`
 const ADMIN_KEY = randomBytes(32).toString('base64url')
@@ -143,6 +145,7 @@ async function endPhoneSession (t: Test, page: Page, service: ServiceProcess, sh
 async function run (t: Test): Promise<void> {
   const { service } = await setUp(t)
   await mkdir(SCREENS, { recursive: true })
+  await mkdir(EXTRA_SCREENS, { recursive: true })
 
   await t.test('an admin signs in, finds a person, ends her session: her token is refused at once', async (t) => {
     const phone = await login(service, 'alice', PERSON_PASSWORD)
@@ -174,6 +177,56 @@ async function run (t: Test): Promise<void> {
     await endPhoneSession(t, page, service)
     t.equal(await authenticateStatus(service, phone), 403, 'refused at once')
     t.same(errors, [])
+  })
+
+  await t.test('with JavaScript off, every kind of action: create, set groups, disable and enable, revoke a key, sign out everywhere', async (t) => {
+    const { page, errors } = await browser(t, false)
+    const extra = async (name: string): Promise<void> => { await page.screenshot({ path: join(EXTRA_SCREENS, `console-${name}.png`), fullPage: true }) }
+    await signIn(page, service, '/console/accounts')
+    await page.fill('#new-username', 'dave')
+    await page.fill('#new-password', PERSON_PASSWORD)
+    await Promise.all([page.waitForURL(/\/console\/accounts\/dave\?done=created$/), page.click('#create-button')])
+    t.equal(await page.locator('#notice').innerText(), 'The account was created.')
+    const dave = await login(service, 'dave', PERSON_PASSWORD)
+
+    await page.fill('#groups', 'staff, ops')
+    await Promise.all([page.waitForURL(/done=groups$/), page.click('#groups-button')])
+    t.equal(await page.locator('#fact-groups').innerText(), 'ops, staff')
+
+    await Promise.all([page.waitForURL(/\/dave\/disable$/), page.click('#disable-link')])
+    await extra('confirm-disable')
+    await Promise.all([page.waitForURL(/done=disabled$/), page.click('#confirm-button')])
+    t.match(await page.locator('#fact-status').innerText(), /disabled/)
+    t.equal(await authenticateStatus(service, dave), 403, 'disabling ended his token')
+    await Promise.all([page.waitForURL(/done=enabled$/), page.click('#enable-button')])
+    t.match(await page.locator('#fact-status').innerText(), /active/)
+
+    await page.goto(`${service.baseUrl}/console/accounts/ci-bot`)
+    await extra('service-account')
+    await Promise.all([page.waitForURL(/\/keys\/[^/]+\/revoke$/), page.click('#keys a.danger')])
+    await Promise.all([page.waitForURL(/done=key-revoked$/), page.click('#confirm-button')])
+    t.equal(await page.locator('#no-keys').count(), 1, 'the key is gone')
+
+    const bobToken = await login(service, 'bob', PERSON_PASSWORD)
+    await page.goto(`${service.baseUrl}/console/accounts/bob`)
+    await Promise.all([page.waitForURL(/\/bob\/revoke-all$/), page.click('#revoke-all-link')])
+    await Promise.all([page.waitForURL(/done=all-ended$/), page.click('#confirm-button')])
+    t.equal(await authenticateStatus(service, bobToken), 403, 'every session of bob ended')
+    await page.goto(`${service.baseUrl}/console/webhooks`)
+    await extra('webhooks')
+    t.same(errors, [])
+  })
+
+  await t.test('a person outside the admin group gets the 403 page', async (t) => {
+    const { page } = await browser(t, true)
+    await page.goto(`${service.baseUrl}/console`)
+    await page.fill('#username', 'carol')
+    await page.fill('#password', PERSON_PASSWORD)
+    const answer = page.waitForResponse((response) => response.url() === `${service.baseUrl}/console`)
+    await page.click('button[type=submit].primary')
+    t.equal((await answer).status(), 403)
+    t.match(await page.locator('#notice').innerText(), /carol, who is not in the group allowed/)
+    await page.screenshot({ path: join(EXTRA_SCREENS, 'console-forbidden.png'), fullPage: true })
   })
 
   await t.test('keyboard only: the focus order reaches the search field and the buttons; every field has a label', async (t) => {
