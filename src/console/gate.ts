@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify'
 import type { AuthService } from '../core/auth.js'
 import { StatusError } from '../errors/status.js'
 import { cookieToken } from '@auth-token-service/protocol/token-source'
+import type { TokenRecord } from '@auth-token-service/protocol/layout'
 
 /**
  * Who is at the console: the browser's own sign-in (the `AuthToken1` cookie, the sign-in pages'
@@ -25,7 +26,7 @@ export function createGate (auth: Pick<AuthService, 'authenticate'>, adminGroup:
       const token = cookieToken(request.headers.cookie)
       // Absent, or several values of the cookie (ambiguous: never first-wins).
       if (typeof token !== 'string') return { kind: 'anonymous' }
-      let record
+      let record: TokenRecord
       try {
         record = await auth.authenticate(token)
       } catch (error) {
