@@ -8,7 +8,7 @@ import neostandard from 'neostandard'
 //   core           the contract: Login, Authenticate, Logout, accounts, token store, limits
 //   http logging tracing passwords db   the edges the core stands on
 //   errors config  leaves
-const FEATURES = ['api-keys', 'totp', 'sign-in', 'sessions', 'webhooks', 'federation', 'groups', 'oidc']
+const FEATURES = ['api-keys', 'totp', 'sign-in', 'sessions', 'webhooks', 'federation', 'groups', 'oidc', 'console']
 const FRAME = ['admin', 'metrics']
 const BELOW_CORE = ['http', 'logging', 'tracing', 'passwords', 'db']
 const LEAVES = ['errors', 'config']

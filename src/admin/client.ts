@@ -71,6 +71,8 @@ export interface AdminEvent {
   outcome: string
   /** Which credential made an administrative change (`key:<fingerprint>`, `local-cli`); null otherwise. */
   credential: string | null
+  /** The account that made an administrative change from the admin console; null otherwise. */
+  actor: string | null
 }
 
 /** What POST /admin/oidc/keys/rotate answers: the OpenID Connect provider's new signing keys, and those it retired. */

@@ -64,6 +64,9 @@ export const EventSchema = Type.Object({
   outcome: Type.String(),
   credential: Type.Union([Type.String(), Type.Null()], {
     description: 'Which credential made an administrative change: `key:` and the first 8 hex digits of the admin key\'s SHA-256, or `local-cli`; null for events of a person\'s own requests'
+  }),
+  actor: Type.Union([Type.String(), Type.Null()], {
+    description: 'The account that made an administrative change from the admin console (its username); null for the admin API, the command line and a person\'s own requests'
   })
 })
 

@@ -33,7 +33,8 @@ export function eventView (event: StoredAuditEvent) {
     client_ip: event.clientIp ?? null,
     user_agent: event.userAgent ?? null,
     outcome: event.outcome,
-    credential: event.credential ?? null
+    credential: event.credential ?? null,
+    actor: event.actor ?? null
   }
 }
 

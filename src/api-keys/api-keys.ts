@@ -30,6 +30,8 @@ export interface KeyActor {
   clientIp?: string | undefined
   userAgent?: string | undefined
   credential?: string | undefined
+  /** The signed-in account acting from the admin console. */
+  actor?: string | undefined
 }
 
 /** A page of an account's live keys; `next`: the id the next page starts after, if there is one. */
@@ -132,7 +134,7 @@ export function createApiKeys ({
   recoverPerSecond = 5, recoverBurst = 10, recoverClients = 10_000, recoverInFlight = 32, negativeTtlMs = 60_000, flushEveryMs = 60_000
 }: ApiKeysDeps): ApiKeys {
   const record = (event: 'key.created' | 'key.revoked', row: ApiKeyRow, actor: KeyActor, outcome: 'created' | 'revoked' | 'already-ended' | KeysEndedBy | `${KeysEndedBy}-incomplete`): void => {
-    audit.record({ event, username: row.username, accountId: row.accountId, clientIp: actor.clientIp, userAgent: actor.userAgent, credential: actor.credential, outcome: `${outcome}:${row.id}` satisfies OutcomeOf<'key.created' | 'key.revoked'> })
+    audit.record({ event, username: row.username, accountId: row.accountId, clientIp: actor.clientIp, userAgent: actor.userAgent, credential: actor.credential, actor: actor.actor, outcome: `${outcome}:${row.id}` satisfies OutcomeOf<'key.created' | 'key.revoked'> })
   }
 
   // Recover's bounds: a negative cache of hashes Postgres did not know, one look-up in flight

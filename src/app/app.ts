@@ -41,6 +41,7 @@ import { startWebhookDelivery } from '../webhooks/start.js'
 import { createOidcClients, createSigningKeys, createSqlSigningKeyStore, artifactStoreOf, endClientTokens, registerOidc, type OidcClients, type OidcServiceDeps, type SigningKeys } from '../oidc/index.js'
 import { lifetimeSeconds } from '../core/auth.js'
 import { tokenCookieOptions } from '../http/cookie.js'
+import { consoleRoutes } from '../console/index.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -213,6 +214,19 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     account: { apiKeys, secondFactor, users: backends.users }
   })
   await registerOidcProvider(app, config, { audit: observed.audit, store: oidcArtifacts, sealingKeys })
+  // The admin console: the same operations as the admin API, acting as the signed-in admin.
+  if (config.consoleOn) {
+    await app.register(consoleRoutes, {
+      config,
+      auth,
+      accountsFor: (actor) => createAccountAdmin({ ...observed, actor, passwordPolicy, apiKeys, keyHashes: apiKeys }),
+      sessions,
+      apiKeys,
+      audit: observed.audit,
+      oidcClients: config.oidc === undefined ? undefined : app.oidcClients,
+      webhooks: config.webhooks === undefined ? undefined : outbox
+    })
+  }
   await app.register(introspectRoutes, { auth, config, limiter: openLoginLimiter(config, backends.tokens, 'introspect:'), audit: observed.audit })
   // The public port serves the internal surfaces only when AUTH_PUBLIC_INTERNALS asks for it.
   const internals = publicServesInternals(config)

@@ -43,8 +43,8 @@ export interface AccountAdmin {
   setPassword (username: string, password: string): Promise<{ account: UserRecord, ended: number }>
   setDisabled (username: string, disabled: boolean): Promise<{ account: UserRecord, ended: number }>
   list (): Promise<UserRecord[]>
-  /** Up to `limit` accounts after the username `after`, in username order. */
-  page (after: string | undefined, limit: number): Promise<AccountPage>
+  /** Up to `limit` accounts after the username `after`, in username order; with `prefix`, those whose usernames begin with it. */
+  page (after: string | undefined, limit: number, prefix?: string): Promise<AccountPage>
   show (username: string): Promise<AccountView>
   /** Lifts the brute-force lock (and its doubling level) of the account. */
   unlock (username: string): Promise<AccountView>
@@ -78,6 +78,8 @@ export interface AdminActor {
   userAgent: string | undefined
   /** `key:<fingerprint>` (admin/admin-key.ts), `local-cli`; never a key. */
   credential?: string | undefined
+  /** The signed-in account acting from the admin console (its username); absent for the admin API and the command line. */
+  actor?: string | undefined
 }
 
 /**
@@ -121,7 +123,7 @@ type AdminEvent = 'user.add' | 'user.passwd' | 'user.disable' | 'user.enable' | 
 
 export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now = Date.now, actor = { userAgent: 'admin' }, passwordPolicy = DEFAULT_PASSWORD_POLICY, apiKeys, totp, groupStore, keyHashes }: AccountAdminDeps): AccountAdmin {
   const groupChanges = createGroupChanges({ store: groupStore, tokens, audit, keys: keyHashes })
-  const by = { clientIp: actor.clientIp, userAgent: actor.userAgent, credential: actor.credential }
+  const by = { clientIp: actor.clientIp, userAgent: actor.userAgent, credential: actor.credential, actor: actor.actor }
   const outcomes: Partial<Record<AdminEvent, string>> = { 'user.add': 'created', 'user.unlock': 'unlocked' }
   const record = (event: AdminEvent, account: UserRecord, ended: number): void => {
     audit.record({ event, username: account.username, accountId: account.id, ...by, outcome: outcomes[event] ?? `tokens-ended-${ended}` satisfies OutcomeOf<'account.revoked' | 'account.disabled' | 'account.enabled' | 'password.changed'>, tokensEnded: ended })
@@ -194,9 +196,9 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now
       return { account: updated, ended }
     },
     list: async () => await users.list(),
-    async page (after, limit) {
+    async page (after, limit, prefix) {
       // One more than asked: whether a next page exists without a second query.
-      const found = await users.page(after, limit + 1)
+      const found = await users.page(after, limit + 1, prefix)
       const accounts = await Promise.all(found.slice(0, limit).map(view))
       return { accounts, next: found.length > limit ? accounts.at(-1)?.username : undefined }
     },

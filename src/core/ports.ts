@@ -11,7 +11,7 @@ import type { UserRecord } from './stores/user-store.js'
  */
 
 /** Who made a change, for the audit trail: an address, a user agent, an admin credential. */
-export type AuditActor = Pick<AuditEvent, 'clientIp' | 'userAgent' | 'credential'>
+export type AuditActor = Pick<AuditEvent, 'clientIp' | 'userAgent' | 'credential' | 'actor'>
 
 /** What Login tells the sessions, after the token store took the token. */
 export interface NewSession {

@@ -21,6 +21,8 @@ export interface ClientActor {
   clientIp?: string | undefined
   userAgent?: string | undefined
   credential?: string | undefined
+  /** The signed-in account acting from the admin console. */
+  actor?: string | undefined
 }
 
 /** A client to register, as the admin API and the command line take it. */
@@ -113,7 +115,7 @@ export function metadataOfRow (row: OidcClientRow): OidcClientMetadata {
 
 export function createOidcClients ({ store, audit, onRemoved }: OidcClientsDeps): OidcClients {
   const record = (event: 'oidc.client_created' | 'oidc.client_removed', outcome: OutcomeOf<typeof event>, actor: ClientActor): void => {
-    audit.record({ event, clientIp: actor.clientIp, userAgent: actor.userAgent, credential: actor.credential, outcome })
+    audit.record({ event, clientIp: actor.clientIp, userAgent: actor.userAgent, credential: actor.credential, actor: actor.actor, outcome })
   }
 
   return {

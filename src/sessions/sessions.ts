@@ -44,6 +44,8 @@ export interface Sessions {
   endAll (accountId: string, client: ClientContext, exceptTokenHash?: string, actor?: string): Promise<number>
   /** The session id of a token hash, to mark the current one. */
   idOf (tokenHash: string): Promise<string | null>
+  /** How many sessions of every account have not expired (a dashboard's count: rows, not tokens checked one by one). */
+  countActive (): Promise<number>
 }
 
 /** What Login tells the sessions (NewSession), and how (SessionRecorder): core's port, which the SQL sessions fill. */

@@ -140,6 +140,7 @@ export function createSqlSessions ({ db, tokens, audit, now = Date.now, onError 
         clientIp: client.ip,
         userAgent: client.userAgent,
         credential: client.credential,
+        actor: client.actor,
         outcome: actor === undefined ? 'terminated' : `terminated-by-${actor}` satisfies OutcomeOf<'session.ended'>,
         tokensEnded: 1
       })
@@ -158,10 +159,17 @@ export function createSqlSessions ({ db, tokens, audit, now = Date.now, onError 
         clientIp: client.ip,
         userAgent: client.userAgent,
         credential: client.credential,
+        actor: client.actor,
         outcome: `tokens-ended-${ended.length}${exceptTokenHash === undefined ? '' : '-but-current'}${actor === undefined ? '' : `-by-${actor}`}` satisfies OutcomeOf<'session.ended'>,
         tokensEnded: ended.length
       })
       return ended.length
+    },
+
+    countActive: async () => {
+      const { rows } = await guarded(async () => await db.query<{ count: string | number }>(
+        'SELECT count(*) AS count FROM sessions WHERE expires_at > $1', [iso(now())]))
+      return Number(rows[0]?.count ?? 0)
     },
 
     idOf: async (tokenHash) => {

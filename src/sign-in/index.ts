@@ -13,9 +13,10 @@
  * sessions, the second factor), through their index files. Its page frame (`messagePage`,
  * `continuePage`, the layout, the escaping template and notices, the pages' headers and brand) is
  * what another slice's page uses to look and be guarded the same (the OpenID provider's error,
- * continue, device and logout pages).
+ * continue, device and logout pages, and the admin console).
  */
 export { signInRoutes, type SignInRoutesOptions } from './routes.js'
-export { continuePage, layout, messagePage, notice, type MessageView, type Notice } from './pages.js'
+export { ASSET_PATH, continuePage, layout, messagePage, notice, type MessageView, type Notice } from './pages.js'
+export { clientName, instant } from './display.js'
 export { html, Markup } from './html.js'
 export { brandFor, pageHeaders } from './page-context.js'

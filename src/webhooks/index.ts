@@ -11,3 +11,4 @@
  * - `admin-routes.ts`: GET /admin/webhooks/deliveries, POST …/:id/retry.
  */
 export { startWebhookDelivery } from './start.js'
+export type { DeliveryView, WebhookOutbox } from './outbox.js'

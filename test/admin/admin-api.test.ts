@@ -198,7 +198,8 @@ function adminContract (t: Test, kind: BackendKind): void {
       ['user.add', 'fay'], ['user.add', 'gus'], ['login.success', 'fay'], ['login.failure', 'fay'],
       ['user.passwd', 'gus'], ['user.disable', 'gus'], ['user.unlock', 'gus']
     ])
-    t.same(Object.keys(events[0] ?? {}).sort(), ['account_id', 'client_ip', 'credential', 'event', 'outcome', 'time', 'user_agent', 'username'])
+    t.same(Object.keys(events[0] ?? {}).sort(), ['account_id', 'actor', 'client_ip', 'credential', 'event', 'outcome', 'time', 'user_agent', 'username'])
+    t.ok(events.every((e) => e.actor === null), 'the admin API acts as no account: actor null (the console names its person)')
     t.ok(events.filter((e) => e.event?.startsWith('user.')).every((e) => e.credential === KEY_FINGERPRINT && e.client_ip === '127.0.0.1'),
       'admin actions name the caller\'s address and the key, by its fingerprint')
     t.ok(events.filter((e) => e.event?.startsWith('login.')).every((e) => e.credential === null), 'a person\'s own requests name no credential')

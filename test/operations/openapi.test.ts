@@ -107,12 +107,14 @@ const BROWSER_PAGES = new Set([
   'POST /auth/account/keys', 'POST /auth/account/keys/:id/revoke'
 ])
 
-t.test('the hidden routes are the 405 fallbacks, the legacy Login without a password, the other methods of forward-auth, the browser sign-in, and the docs themselves', async (t) => {
+t.test('the hidden routes are the 405 fallbacks, the legacy Login without a password, the other methods of forward-auth, the browser sign-in, the admin console, and the docs themselves', async (t) => {
   const hidden = routes.filter((route) => route.hidden)
   t.ok(hidden.some((route) => route.url === '/auth/signin'), 'the sign-in page is among them')
   for (const route of hidden) {
     if (route.url === '/openapi.json' || route.url === '/docs' || route.url.startsWith('/docs/')) continue
     if (route.methods.every((method) => BROWSER_PAGES.has(`${method} ${route.url}`))) continue
+    // The admin console's pages and forms (docs/console.md): for a person in a browser, not the API.
+    if (/^\/console(\/|$)/.test(route.url) && route.methods.every((method) => method === 'GET' || method === 'POST')) continue
     if (route.url.startsWith('/auth/verify')) {
       // Forward-auth takes every method on every sub-path (documented once, as GET /auth/verify).
       const method = route.methods.find((m) => m !== 'QUERY') ?? 'GET'

@@ -31,6 +31,19 @@ function userStoreContract (t: Test, makeDatabase: MakeDatabase): void {
     t.same((await users.list()).map((u) => [u.username, u.federated]), [['Ann', false], ['bob', true]])
   })
 
+  t.test('a page by name prefix (the admin console\'s find): keyset after a name, only names that begin with it, pattern characters as data', async (t) => {
+    const { users } = await storeFor(t)
+    for (const username of ['al', 'alex', 'alice', 'alina', 'bob', 'al_x', 'al%y']) await users.create({ username, passwordHash: 'h', federated: false })
+    const names = async (after: string | undefined, limit: number, prefix?: string): Promise<string[]> => (await users.page(after, limit, prefix)).map((u) => u.username)
+    t.same(await names(undefined, 10, 'ali'), ['alice', 'alina'])
+    t.same(await names('alice', 10, 'ali'), ['alina'], 'after a name')
+    t.same(await names(undefined, 2, 'al'), ['al', 'al%y'], 'a limit, in byte order')
+    t.same(await names(undefined, 10, 'al_'), ['al_x'], '_ is a character, not a wildcard')
+    t.same(await names(undefined, 10, 'al%'), ['al%y'], '% is a character, not a wildcard')
+    t.same(await names(undefined, 10, 'zz'), [])
+    t.same(await names(undefined, 10, ''), ['al', 'al%y', 'al_x', 'alex', 'alice', 'alina', 'bob'], 'an empty prefix: every account')
+  })
+
   t.test("findByUsername (Login's read) says whether a second factor is active: waiting, confirmed, removed", async (t) => {
     const { db, users } = await storeFor(t)
     const factors = createSqlTotpStore(db)

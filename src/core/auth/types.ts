@@ -13,6 +13,8 @@ export interface ClientContext {
   userAgent?: string | undefined
   /** The admin credential acting for the account (the admin API); absent for the account's own requests. */
   credential?: string | undefined
+  /** The signed-in account acting for the account from the admin console (its username). */
+  actor?: string | undefined
 }
 
 export interface LoginRequest {

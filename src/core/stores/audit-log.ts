@@ -10,6 +10,7 @@ export type AuditEventName =
   | 'totp.enrolled' | 'totp.enabled' | 'totp.disabled' | 'totp.recovery_used'
   | 'groups.change'
   | 'oidc.authorized' | 'oidc.client_created' | 'oidc.client_removed'
+  | 'webhook.retry'
 
 /** Every event name, for filters that must name one (the admin API's `event`). */
 export const AUDIT_EVENT_NAMES: readonly AuditEventName[] = [
@@ -17,7 +18,7 @@ export const AUDIT_EVENT_NAMES: readonly AuditEventName[] = [
   'user.add', 'user.passwd', 'user.disable', 'user.enable', 'session.end', 'sessions.end', 'password.change',
   'user.unlock', 'user.delete', 'admin.unauthorized', 'introspect.unauthorized', 'key.created', 'key.revoked',
   'totp.enrolled', 'totp.enabled', 'totp.disabled', 'totp.recovery_used', 'login.new_device', 'groups.change',
-  'oidc.authorized', 'oidc.client_created', 'oidc.client_removed'
+  'oidc.authorized', 'oidc.client_created', 'oidc.client_removed', 'webhook.retry'
 ]
 
 export interface AuditEvent {
@@ -28,6 +29,8 @@ export interface AuditEvent {
   userAgent?: string | undefined
   /** The credential that made an administrative change (`key:<fingerprint>`, `local-cli`, …); never a secret. */
   credential?: string | undefined
+  /** The account that made an administrative change from the admin console (its username); absent for the admin API, the command line and a person's own requests. */
+  actor?: string | undefined
   /** What happened, in a word or two: success, wrong-password, unknown-user, account-locked, ... Never a secret. */
   outcome: string
   /** How many active tokens the event ended (logout: 1; revocations: any). Counted, not stored. */
@@ -64,7 +67,19 @@ export interface AuditLog {
   /** Writes what is buffered (called on close, and by tests). */
   flush (): Promise<void>
   list (filter: AuditFilter): Promise<StoredAuditEvent[]>
+  /**
+   * Logins per hour from `since` (truncated to its hour) until now: one bucket per hour that has
+   * any, oldest first; an hour without a Login is absent (the caller fills the gaps).
+   */
+  loginsPerHour (since: Date): Promise<HourlyLogins[]>
   close (): Promise<void>
+}
+
+/** The Logins of one hour (its start), successes and failures counted apart. */
+export interface HourlyLogins {
+  hour: Date
+  successes: number
+  failures: number
 }
 
 export interface SqlAuditLogOptions {
@@ -83,6 +98,7 @@ export interface SqlAuditLogOptions {
 
 const BATCH = 100
 const USER_AGENT_MAX = 512
+const HOUR_MS = 3_600_000
 
 /**
  * The audit log on the user database's `auth_events` table. Events go into a
@@ -105,11 +121,11 @@ export function createSqlAuditLog (db: Queryable, options: SqlAuditLogOptions = 
     const values: unknown[] = []
     const rows = batch.map(({ at, event }, i) => {
       values.push(at.toISOString(), event.event, event.username ?? null, event.accountId ?? null,
-        event.clientIp ?? null, event.userAgent?.slice(0, USER_AGENT_MAX) ?? null, event.outcome, event.credential ?? null)
-      const b = i * 8
-      return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}, $${b + 7}, $${b + 8})`
+        event.clientIp ?? null, event.userAgent?.slice(0, USER_AGENT_MAX) ?? null, event.outcome, event.credential ?? null, event.actor ?? null)
+      const b = i * 9
+      return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}, $${b + 7}, $${b + 8}, $${b + 9})`
     })
-    const insertEvents = `INSERT INTO auth_events (occurred_at, event, username, account_id, client_ip, user_agent, outcome, credential) VALUES ${rows.join(', ')}`
+    const insertEvents = `INSERT INTO auth_events (occurred_at, event, username, account_id, client_ip, user_agent, outcome, credential, actor) VALUES ${rows.join(', ')}`
     const outbox: string[] = []
     for (const { at, event } of webhookUrls.length === 0 ? [] : batch) {
       const message = webhookMessage(event, at)
@@ -184,7 +200,8 @@ export function createSqlAuditLog (db: Queryable, options: SqlAuditLogOptions = 
         user_agent: string | null,
         outcome: string,
         credential: string | null
-      }>(`SELECT id::text AS id, occurred_at, event, username, account_id::text AS account_id, client_ip, user_agent, outcome, credential FROM auth_events
+        actor: string | null
+      }>(`SELECT id::text AS id, occurred_at, event, username, account_id::text AS account_id, client_ip, user_agent, outcome, credential, actor FROM auth_events
           ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY occurred_at, id LIMIT $${params.length}`, params)
       return rows.map((row) => ({
         id: row.id,
@@ -195,8 +212,19 @@ export function createSqlAuditLog (db: Queryable, options: SqlAuditLogOptions = 
         clientIp: row.client_ip ?? undefined,
         userAgent: row.user_agent ?? undefined,
         outcome: row.outcome,
-        credential: row.credential ?? undefined
+        credential: row.credential ?? undefined,
+        actor: row.actor ?? undefined
       }))
+    },
+    async loginsPerHour (since) {
+      // Counted where the rows are (the by-time index bounds the scan), never fetched to count.
+      const { rows } = await db.query<{ hour: Date | string, successes: string | number, failures: string | number }>(
+        `SELECT date_trunc('hour', occurred_at) AS hour,
+            count(*) FILTER (WHERE event = 'login.success') AS successes,
+            count(*) FILTER (WHERE event = 'login.failure') AS failures
+          FROM auth_events WHERE occurred_at >= $1 AND event IN ('login.success', 'login.failure')
+          GROUP BY 1 ORDER BY 1`, [new Date(Math.floor(since.getTime() / HOUR_MS) * HOUR_MS).toISOString()])
+      return rows.map((row) => ({ hour: new Date(row.hour), successes: Number(row.successes), failures: Number(row.failures) }))
     },
     close: flush
   }

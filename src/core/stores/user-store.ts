@@ -73,8 +73,11 @@ export interface UserStore {
   /** Raises the epoch alone (revoke-all). Returns the updated account, or null when there is none. */
   raiseTokenEpoch (username: string): Promise<UserRecord | null>
   list (): Promise<UserRecord[]>
-  /** Up to `limit` accounts whose usernames sort after `after` (keyset pagination), in username order. */
-  page (after: string | undefined, limit: number): Promise<AccountDetails[]>
+  /**
+   * Up to `limit` accounts whose usernames sort after `after` (keyset pagination), in username
+   * order; with `prefix`, only those whose usernames begin with it.
+   */
+  page (after: string | undefined, limit: number, prefix?: string): Promise<AccountDetails[]>
   details (username: string): Promise<AccountDetails | null>
   /**
    * Removes the account; returns it with its epoch one higher than it was (the value to end its
@@ -191,11 +194,15 @@ export function createSqlUserStore (db: Queryable, onError?: (error: unknown) =>
       const { rows } = await db.query<UserRow>(`SELECT ${COLUMNS} FROM users ORDER BY username`)
       return rows.map(toRecord)
     }),
-    page: async (after, limit) => await guarded(async () => {
+    page: async (after, limit, prefix) => await guarded(async () => {
       // COLLATE "C": the order of the UNIQUE index's bytes, the same on every server and in PGlite.
-      const { rows } = after === undefined
-        ? await db.query<DetailsRow>(`SELECT ${DETAILS} FROM users ORDER BY username COLLATE "C" LIMIT $1`, [limit])
-        : await db.query<DetailsRow>(`SELECT ${DETAILS} FROM users WHERE username COLLATE "C" > $1 ORDER BY username COLLATE "C" LIMIT $2`, [after, limit])
+      const where: string[] = []
+      const params: unknown[] = []
+      if (after !== undefined) { params.push(after); where.push(`username COLLATE "C" > $${params.length}`) }
+      if (prefix !== undefined && prefix !== '') { params.push(prefix); where.push(`starts_with(username, $${params.length})`) }
+      params.push(limit)
+      const { rows } = await db.query<DetailsRow>(`SELECT ${DETAILS} FROM users ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
+        ORDER BY username COLLATE "C" LIMIT $${params.length}`, params)
       return rows.map(toDetails)
     }),
     details: async (username) => await guarded(async () => {
