@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { createAccountAdmin, type AccountAdmin } from '../core/accounts.js'
 import { createAuthService, type AuthService } from '../core/auth.js'
-import { canLose, openBackends, openLoginLimiter, openPreSignInLimiter, type Backends } from './backends.js'
+import { canLose, openBackends, openLoginLimiter, openPreSignInLimiter, openRecoveryLimits, type Backends } from './backends.js'
 import type { Config } from '../config/config.js'
 import { protectCookieRoutes } from '../http/cross-site.js'
 import { answerClientError, answerFrameworkError, registerErrorHandlers } from '../http/errors.js'
@@ -40,6 +40,8 @@ import { createSqlWebhookOutbox, type WebhookOutbox } from '../webhooks/outbox.j
 import { startWebhookDelivery } from '../webhooks/start.js'
 import { createOidcClients, createSigningKeys, createSqlSigningKeyStore, artifactStoreOf, endClientTokens, registerOidc, type OidcClients, type OidcServiceDeps, type SigningKeys } from '../oidc/index.js'
 import { lifetimeSeconds } from '../core/auth.js'
+import { createRecovery, createSqlMailOutbox, createSqlRecoveryStore, recoveryRoutes, startMailDelivery, type MailOutbox, type Recovery } from '../recovery/index.js'
+import { mailBrand } from '../recovery/start.js'
 import { tokenCookieOptions } from '../http/cookie.js'
 
 declare module 'fastify' {
@@ -64,6 +66,10 @@ declare module 'fastify' {
     oidcClients: OidcClients
     /** The OpenID Connect provider's signing keys; undefined while it is off (no AUTH_OIDC_ISSUER). */
     signingKeys: SigningKeys | undefined
+    /** Account recovery by email; undefined while mail is off (no AUTH_SMTP_URL). */
+    recovery: Recovery | undefined
+    /** The mail outbox: the admin API lists and retries its deliveries; undefined while mail is off. */
+    mailOutbox: MailOutbox | undefined
     /** Shutdown state: once draining, readiness answers 503. */
     lifecycle: { draining: boolean }
   }
@@ -161,9 +167,41 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     // onClose hooks run last-registered first: the worker stops before the database closes under it.
     app.addHook('onClose', async () => { await delivery.stop() })
   }
+  let recovery: Recovery | undefined
+  let mailOutbox: MailOutbox | undefined
+  if (config.mail !== undefined) {
+    const mail = config.mail
+    mailOutbox = createSqlMailOutbox(backends.database)
+    const worker = startMailDelivery(mail, { outbox: mailOutbox, keys: sealingKeys, brand: mailBrand(mail, config.signinTitle), log: app.log })
+    app.addHook('onClose', async () => { await worker.stop() })
+    const started = createRecovery({
+      store: createSqlRecoveryStore(backends.database, () => { metrics.backendError('postgres') }),
+      users: backends.users,
+      tokens: backends.tokens,
+      hasher: observed.hasher,
+      audit: observed.audit,
+      passwordPolicy,
+      sessions,
+      limiter: backends.limiter,
+      secondFactor: {
+        verify: async (account, otp, client) => (await secondFactor.verify(account, otp, { clientIp: client.ip, userAgent: client.userAgent })).kind === 'accepted'
+      },
+      keys: sealingKeys,
+      limits: openRecoveryLimits(config, backends.tokens),
+      resetTtlMs: mail.resetTtlMs,
+      inviteTtlMs: mail.inviteTtlMs,
+      onQueued: worker.nudge,
+      onBackgroundError: (error) => { app.log.warn({ err: { message: error instanceof Error ? error.message : String(error) } }, 'a password reset request could not be handled: no mail was queued for it') }
+    })
+    // Runs before the worker stops (onClose hooks run last-registered first): requests answered get their mail queued.
+    app.addHook('onClose', async () => { await started.settled() })
+    recovery = started
+  }
   app.decorate('backends', backends)
   app.decorate('auth', auth)
-  app.decorate('accounts', createAccountAdmin({ ...observed, passwordPolicy, apiKeys, keyHashes: apiKeys }))
+  app.decorate('accounts', createAccountAdmin({ ...observed, passwordPolicy, apiKeys, keyHashes: apiKeys, invitations: recovery }))
+  app.decorate('recovery', recovery)
+  app.decorate('mailOutbox', mailOutbox)
   app.decorate('apiKeys', apiKeys)
   app.decorate('secondFactor', secondFactor)
   app.decorate('sessions', sessions)
@@ -212,6 +250,15 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     },
     account: { apiKeys, secondFactor, users: backends.users }
   })
+  if (recovery !== undefined && config.mail !== undefined) {
+    await app.register(recoveryRoutes, {
+      recovery,
+      preSignIn: openPreSignInLimiter(config, backends.tokens),
+      signinTitle: config.signinTitle,
+      redirectAllowed: config.redirectAllowed,
+      resetTtlMs: config.mail.resetTtlMs
+    })
+  }
   await registerOidcProvider(app, config, { audit: observed.audit, store: oidcArtifacts, sealingKeys })
   await app.register(introspectRoutes, { auth, config, limiter: openLoginLimiter(config, backends.tokens, 'introspect:'), audit: observed.audit })
   // The public port serves the internal surfaces only when AUTH_PUBLIC_INTERNALS asks for it.

@@ -92,9 +92,10 @@ export async function buildInternalApp (app: FastifyInstance, config: Config, op
   await internal.register(adminApi, {
     prefix: '/admin',
     keys,
-    accountsFor: (actor) => createAccountAdmin({ ...observed, actor, passwordPolicy, apiKeys: app.apiKeys, keyHashes: app.apiKeys }),
+    accountsFor: (actor) => createAccountAdmin({ ...observed, actor, passwordPolicy, apiKeys: app.apiKeys, keyHashes: app.apiKeys, invitations: app.recovery }),
     apiKeys: app.apiKeys,
     webhooks: app.webhookOutbox,
+    mail: app.mailOutbox,
     audit: backends.audit,
     limiter: openLoginLimiter(config, backends.tokens, 'admin:'),
     sessions: { sessions: app.sessions, accountOf: sessionOwner(backends.database) },

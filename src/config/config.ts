@@ -14,6 +14,7 @@ import { readTokens, TokensSchema, type TokenSettings } from './parts/tokens.js'
 import { readTotp, TotpSchema, type TotpSettings } from './parts/totp.js'
 import { readWebhooks, WebhooksSchema, type WebhookSettings } from './parts/webhooks.js'
 import { OidcSchema, readOidc, type OidcSettings } from './parts/oidc.js'
+import { MailSchema, readMail, type MailSettings } from './parts/mail.js'
 import type { Env } from './variables.js'
 
 export { ConfigError } from './config-error.js'
@@ -32,12 +33,12 @@ export { defaultHashConcurrency } from './parts/passwords.js'
 export type Config =
   ListenerSettings & HttpSettings & DatabaseSettings & RedisSettings & TokenSettings & LimitSettings &
   PasswordSettings & AdminSettings & ApiKeySettings & TotpSettings & SignInSettings & WebhookSettings &
-  FederationSettings & LoggingSettings & OidcSettings
+  FederationSettings & LoggingSettings & OidcSettings & MailSettings
 
 /** The parts in the order the configuration page shows them. */
 export const SETTINGS_PARTS: readonly TObject[] = [
   ListenersSchema, DatabaseSchema, RedisSchema, TokensSchema, LimitsSchema, PasswordsSchema, HttpSchema,
-  AdminSchema, ApiKeysSchema, TotpSchema, SignInSchema, OidcSchema, WebhooksSchema, FederationSchema, LoggingSchema
+  AdminSchema, ApiKeysSchema, TotpSchema, SignInSchema, MailSchema, OidcSchema, WebhooksSchema, FederationSchema, LoggingSchema
 ]
 
 export function loadConfig (env: Env = process.env, overrides: Partial<Config> = {}): Config {
@@ -57,6 +58,7 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     ...readSignIn(env),
     ...readTotp(env),
     ...readOidc(env),
+    ...readMail(env),
     ...overrides
   }
   // What spans variables is checked on the settings as they will be used, a caller's overrides included.
