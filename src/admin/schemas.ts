@@ -33,7 +33,8 @@ export const NewUserSchema = Type.Object({
 export const UserChangeSchema = Type.Object({
   disabled: Type.Optional(Type.Boolean({ description: 'true disables the account and ends its sessions; false enables it' })),
   password: Type.Optional(Type.String({ maxLength: 4096, description: 'A new password (the policy applies); ends the account\'s sessions' })),
-  email: Type.Optional(Type.Union([Type.String({ maxLength: 320 }), Type.Null()], { description: 'Where recovery mail goes; null removes it' }))
+  // Null first: the admin API's validator coerces types, and would make a null the string ''.
+  email: Type.Optional(Type.Union([Type.Null(), Type.String({ maxLength: 320 })], { description: 'Where recovery mail goes; null removes it' }))
 }, { additionalProperties: false, minProperties: 1 })
 
 export const EventsQuerySchema = Type.Object({

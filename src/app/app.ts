@@ -13,7 +13,7 @@ import { serverTimeouts } from '../http/server-timeouts.js'
 import { publicServesInternals, revocationsOpen } from './internal-surfaces.js'
 import { createMetrics, type Metrics } from '../metrics/metrics.js'
 import { registerMetricsRoute } from '../metrics/route.js'
-import { configuredPasswordPolicy } from '../passwords/policy.js'
+import { configuredPasswordPolicy, type PasswordPolicy } from '../passwords/policy.js'
 import { authenticateRoutes } from '../core/routes/authenticate.js'
 import { healthRoutes } from './health.js'
 import { docsLocation, pointerRoutes } from './pointer.js'
@@ -34,6 +34,7 @@ import { createMemoryPendingStore, createRedisPendingStore } from '../sign-in/pe
 import { totpRoutes } from '../totp/routes.js'
 import { createSecondFactor, type SecondFactor } from '../totp/second-factor.js'
 import { totpKeySource } from '../totp/keys.js'
+import type { TotpKeys } from '../totp/index.js'
 import { PACKAGE_VERSION } from '../config/version.js'
 import { createSqlDeviceRecord, loginDevices } from '../webhooks/devices.js'
 import { createSqlWebhookOutbox, type WebhookOutbox } from '../webhooks/outbox.js'
@@ -108,6 +109,46 @@ async function registerOidcProvider (app: FastifyInstance, config: Config, parts
   })
 }
 
+/** Account recovery by email, while AUTH_SMTP_URL is set: its mail worker (stopped on close) and the service the routes and the admin use. */
+function startRecovery (app: FastifyInstance, config: Config, parts: {
+  backends: Backends
+  observed: Pick<Backends, 'audit' | 'hasher'>
+  passwordPolicy: PasswordPolicy
+  sessions: SqlSessions
+  secondFactor: SecondFactor
+  sealingKeys: () => Promise<TotpKeys>
+  metrics: Metrics
+}): { recovery: Recovery | undefined, mailOutbox: MailOutbox | undefined } {
+  if (config.mail === undefined) return { recovery: undefined, mailOutbox: undefined }
+  const { backends, observed, passwordPolicy, sessions, secondFactor, sealingKeys, metrics } = parts
+  const mail = config.mail
+  const mailOutbox = createSqlMailOutbox(backends.database)
+  const worker = startMailDelivery(mail, { outbox: mailOutbox, keys: sealingKeys, brand: mailBrand(mail, config.signinTitle), log: app.log })
+  app.addHook('onClose', async () => { await worker.stop() })
+  const recovery = createRecovery({
+    store: createSqlRecoveryStore(backends.database, () => { metrics.backendError('postgres') }),
+    users: backends.users,
+    tokens: backends.tokens,
+    hasher: observed.hasher,
+    audit: observed.audit,
+    passwordPolicy,
+    sessions,
+    limiter: backends.limiter,
+    secondFactor: {
+      verify: async (account, otp, client) => (await secondFactor.verify(account, otp, { clientIp: client.ip, userAgent: client.userAgent })).kind === 'accepted'
+    },
+    keys: sealingKeys,
+    limits: openRecoveryLimits(config, backends.tokens),
+    resetTtlMs: mail.resetTtlMs,
+    inviteTtlMs: mail.inviteTtlMs,
+    onQueued: worker.nudge,
+    onBackgroundError: (error) => { app.log.warn({ err: { message: error instanceof Error ? error.message : String(error) } }, 'a password reset request could not be handled: no mail was queued for it') }
+  })
+  // Runs before the worker stops (onClose hooks run last-registered first): requests answered get their mail queued.
+  app.addHook('onClose', async () => { await recovery.settled() })
+  return { recovery, mailOutbox }
+}
+
 /**
  * The app without a listening socket: the HTTP edge (http/), the backends, and the
  * operations. The process entry (server.ts) listens; tests inject.
@@ -167,36 +208,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     // onClose hooks run last-registered first: the worker stops before the database closes under it.
     app.addHook('onClose', async () => { await delivery.stop() })
   }
-  let recovery: Recovery | undefined
-  let mailOutbox: MailOutbox | undefined
-  if (config.mail !== undefined) {
-    const mail = config.mail
-    mailOutbox = createSqlMailOutbox(backends.database)
-    const worker = startMailDelivery(mail, { outbox: mailOutbox, keys: sealingKeys, brand: mailBrand(mail, config.signinTitle), log: app.log })
-    app.addHook('onClose', async () => { await worker.stop() })
-    const started = createRecovery({
-      store: createSqlRecoveryStore(backends.database, () => { metrics.backendError('postgres') }),
-      users: backends.users,
-      tokens: backends.tokens,
-      hasher: observed.hasher,
-      audit: observed.audit,
-      passwordPolicy,
-      sessions,
-      limiter: backends.limiter,
-      secondFactor: {
-        verify: async (account, otp, client) => (await secondFactor.verify(account, otp, { clientIp: client.ip, userAgent: client.userAgent })).kind === 'accepted'
-      },
-      keys: sealingKeys,
-      limits: openRecoveryLimits(config, backends.tokens),
-      resetTtlMs: mail.resetTtlMs,
-      inviteTtlMs: mail.inviteTtlMs,
-      onQueued: worker.nudge,
-      onBackgroundError: (error) => { app.log.warn({ err: { message: error instanceof Error ? error.message : String(error) } }, 'a password reset request could not be handled: no mail was queued for it') }
-    })
-    // Runs before the worker stops (onClose hooks run last-registered first): requests answered get their mail queued.
-    app.addHook('onClose', async () => { await started.settled() })
-    recovery = started
-  }
+  const { recovery, mailOutbox } = startRecovery(app, config, { backends, observed, passwordPolicy, sessions, secondFactor, sealingKeys, metrics })
   app.decorate('backends', backends)
   app.decorate('auth', auth)
   app.decorate('accounts', createAccountAdmin({ ...observed, passwordPolicy, apiKeys, keyHashes: apiKeys, invitations: recovery }))

@@ -130,6 +130,43 @@ export interface AccountAdminDeps {
 
 type AdminEvent = 'user.add' | 'user.passwd' | 'user.disable' | 'user.enable' | 'sessions.revoke' | 'user.unlock' | 'user.delete' | 'user.email' | 'user.invite'
 
+/** Setting an account's address and inviting one (src/recovery sends the mail through the InvitationSender port). */
+function emailAdmin ({ users, invitations, audit, by, view, details, record }: Pick<AccountAdminDeps, 'users' | 'invitations' | 'audit'> & {
+  by: AdminActor
+  view: (account: AccountDetails) => Promise<AccountView>
+  details: (username: string) => Promise<AccountDetails>
+  record: (event: 'user.add' | 'user.invite', account: UserRecord, ended: number) => void
+}): Pick<AccountAdmin, 'setEmail' | 'invite'> {
+  return {
+    async setEmail (username, email) {
+      const checked = email === null ? null : checkedEmail(email)
+      const account = await users.setEmail(checkedUsername(username), checked)
+      if (account === null) throw unknownUser()
+      // The trail says that the address changed, never the address.
+      audit.record({ event: 'user.email', username: account.username, accountId: account.id, ...by, outcome: checked === null ? 'removed' : 'set' })
+      return await view(await details(account.username))
+    },
+    async invite (username, email) {
+      const name = checkedUsername(username)
+      const address = checkedEmail(email)
+      if (invitations === undefined) throw badRequest(reasons.mailOff())
+      let account = await users.findByUsername(name)
+      if (account === null) {
+        account = await users.create({ username: name, passwordHash: null, federated: false, kind: 'person' })
+        record('user.add', account, 0)
+      } else if (account.passwordHash !== null || account.federated || account.kind !== 'person') {
+        throw duplicateUsername()
+      }
+      if (account.disabled) throw badRequest(reasons.notInvitable())
+      const withEmail = await users.setEmail(account.username, address)
+      if (withEmail === null) throw unknownUser()
+      await invitations.invite(withEmail, address, by)
+      record('user.invite', withEmail, 0)
+      return await view(await details(withEmail.username))
+    }
+  }
+}
+
 export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now = Date.now, actor = { userAgent: 'admin' }, passwordPolicy = DEFAULT_PASSWORD_POLICY, apiKeys, totp, groupStore, keyHashes, invitations }: AccountAdminDeps): AccountAdmin {
   const groupChanges = createGroupChanges({ store: groupStore, tokens, audit, keys: keyHashes })
   const by = { clientIp: actor.clientIp, userAgent: actor.userAgent, credential: actor.credential }
@@ -225,32 +262,7 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now
       return await view(await details(checked))
     },
     groups: async () => await groupStore.list(),
-    async setEmail (username, email) {
-      const checked = email === null ? null : checkedEmail(email)
-      const account = await users.setEmail(checkedUsername(username), checked)
-      if (account === null) throw unknownUser()
-      // The trail says that the address changed, never the address.
-      audit.record({ event: 'user.email', username: account.username, accountId: account.id, ...by, outcome: checked === null ? 'removed' : 'set' })
-      return await view(await details(account.username))
-    },
-    async invite (username, email) {
-      const name = checkedUsername(username)
-      const address = checkedEmail(email)
-      if (invitations === undefined) throw badRequest(reasons.mailOff())
-      let account = await users.findByUsername(name)
-      if (account === null) {
-        account = await users.create({ username: name, passwordHash: null, federated: false, kind: 'person' })
-        record('user.add', account, 0)
-      } else if (account.passwordHash !== null || account.federated || account.kind !== 'person') {
-        throw duplicateUsername()
-      }
-      if (account.disabled) throw badRequest(reasons.notInvitable())
-      const withEmail = await users.setEmail(account.username, address)
-      if (withEmail === null) throw unknownUser()
-      await invitations.invite(withEmail, address, by)
-      record('user.invite', withEmail, 0)
-      return await view(await details(withEmail.username))
-    },
+    ...emailAdmin({ users, invitations, audit, by, view, details, record }),
     async groupMembers (group, after, limit) {
       if (!isGroupName(group)) throw unknownGroup()
       // One more than asked: whether a next page exists without a second query.

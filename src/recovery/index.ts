@@ -12,7 +12,7 @@
  *
  * Other slices use what this file exports.
  */
-export { createRecovery, type Recovery } from './recovery.js'
+export { createInvitationSender, createRecovery, type Recovery } from './recovery.js'
 export { createSqlMailOutbox, createSqlRecoveryStore, type MailOutbox } from './store.js'
 export { recoveryRoutes } from './routes.js'
 export { mailAdminRoutes } from './admin-routes.js'

@@ -3,7 +3,7 @@ import type { ClientContext } from '../core/auth.js'
 import { checkedPassword, checkedUsername } from '../core/credentials.js'
 import { normalizedEmail } from '../core/email-addresses.js'
 import type { OutcomeOf } from '../core/events.js'
-import type { AuditActor, SessionRecorder } from '../core/ports.js'
+import type { AuditActor, InvitationSender, SessionRecorder } from '../core/ports.js'
 import type { AuditLog } from '../core/stores/audit-log.js'
 import type { LoginLimiter } from '../core/stores/login-limiter.js'
 import type { RequestLimiter } from '../core/stores/request-limiter.js'
@@ -104,24 +104,47 @@ function asUsername (identifier: string): string | undefined {
 
 const pageOf = (link: FoundLink): LinkPage => ({ kind: link.kind, username: link.username, needsCode: link.totp })
 
-export function createRecovery (deps: RecoveryDeps): Recovery {
-  const { store, users, tokens, hasher, audit, passwordPolicy, limits } = deps
-  const background = createBackgroundWork({ onError: (error) => deps.onBackgroundError?.(error) })
+type LinkIssuer = (account: { id: string, username: string }, email: string, kind: LinkKind) => Promise<void>
 
-  async function issue (account: { id: string, username: string }, email: string, kind: LinkKind): Promise<void> {
+/** A new link of the account (its older ones voided) and its mail queued, the secret sealed for the outbox. */
+function linkIssuer (deps: Pick<RecoveryDeps, 'store' | 'keys' | 'inviteTtlMs' | 'onQueued'> & { resetTtlMs?: number }): LinkIssuer {
+  return async (account, email, kind) => {
+    const ttlMs = kind === 'invite' ? deps.inviteTtlMs : deps.resetTtlMs
+    if (ttlMs === undefined) throw new Error('no reset lifetime given')
     const secret = newLinkSecret()
     const keys = await deps.keys()
-    await store.issue({
+    await deps.store.issue({
       accountId: account.id,
       kind,
       secretHash: linkSecretHash(secret),
-      ttlMs: kind === 'invite' ? deps.inviteTtlMs : deps.resetTtlMs,
+      ttlMs,
       recipient: email,
       username: account.username,
       sealedSecret: sealSecret(keys.current, Buffer.from(secret, 'utf8'), sealingContext(account.id))
     })
     deps.onQueued?.()
   }
+}
+
+function inviteWith (issue: LinkIssuer): InvitationSender['invite'] {
+  return async (account, email) => {
+    if (account.kind !== 'person' || account.federated || account.disabled) throw badRequest(reasons.notInvitable())
+    await issue(account, email, 'invite')
+  }
+}
+
+/**
+ * Invitations alone, for the command line on the database itself: the mail is queued in the
+ * outbox, and the service's worker sends it (at once if one runs, else when it starts).
+ */
+export function createInvitationSender (deps: Pick<RecoveryDeps, 'store' | 'keys' | 'inviteTtlMs'>): InvitationSender {
+  return { invite: inviteWith(linkIssuer(deps)) }
+}
+
+export function createRecovery (deps: RecoveryDeps): Recovery {
+  const { store, users, tokens, hasher, audit, passwordPolicy, limits } = deps
+  const background = createBackgroundWork({ onError: (error) => deps.onBackgroundError?.(error) })
+  const issue = linkIssuer(deps)
 
   async function matchAndSend (identifier: string): Promise<void> {
     const username = asUsername(identifier)
@@ -149,10 +172,7 @@ export function createRecovery (deps: RecoveryDeps): Recovery {
     },
     settled: async () => { await background.settled() },
     identifierLimit: async (identifier) => await limits.identifier.hit('reset-request', identifierKey(identifier)),
-    async invite (account, email) {
-      if (account.kind !== 'person' || account.federated || account.disabled) throw badRequest(reasons.notInvitable())
-      await issue(account, email, 'invite')
-    },
+    invite: inviteWith(issue),
     async openLink (secret) {
       const link = await usableLink(secret)
       return link === undefined ? undefined : pageOf(link)

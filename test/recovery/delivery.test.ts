@@ -98,7 +98,7 @@ t.test('no link secret in Postgres or Redis, none in the log; links ignore Host 
   let scanned = ''
   let cursor = '0'
   do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000)
+    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', '1000')
     cursor = next
     for (const key of keys) {
       const type = await redis.type(key)
@@ -106,8 +106,8 @@ t.test('no link secret in Postgres or Redis, none in the log; links ignore Host 
       if (type === 'string') scanned += await redis.get(key) ?? ''
       else if (type === 'hash') scanned += JSON.stringify(await redis.hgetall(key))
       else if (type === 'set') scanned += (await redis.smembers(key)).join(' ')
-      else if (type === 'zset') scanned += (await redis.zrange(key, 0, -1)).join(' ')
-      else if (type === 'list') scanned += (await redis.lrange(key, 0, -1)).join(' ')
+      else if (type === 'zset') scanned += (await redis.zrange(key, '0', '-1')).join(' ')
+      else if (type === 'list') scanned += (await redis.lrange(key, '0', '-1')).join(' ')
     }
   } while (cursor !== '0')
   t.ok(scanned.length > 0, 'the scan reads Redis (the limits are there)')
