@@ -45,8 +45,11 @@ function smtpUrl (vars: Variables<typeof MailSchema.properties>): string | undef
 
 export function readMail (env: Env): MailSettings {
   const vars = variables(MailSchema, env)
+  // Every variable is read (and checked) whether mail is on or not: a bad value is refused either way.
   const smtp = smtpUrl(vars)
   const publicUrl = vars.read('AUTH_PUBLIC_URL')
+  const from = vars.read('AUTH_MAIL_FROM')
+  const resetTtlSeconds = vars.read('AUTH_RESET_TTL_SECONDS')
   if (smtp === undefined) return { mail: undefined }
   if (publicUrl === undefined) throw new ConfigError('AUTH_PUBLIC_URL', 'is required with AUTH_SMTP_URL: the service\'s public origin (https://auth.example.org), which links in mail are built from')
   const base = new URL(publicUrl)
@@ -55,9 +58,9 @@ export function readMail (env: Env): MailSettings {
   return {
     mail: {
       smtpUrl: smtp,
-      from: vars.read('AUTH_MAIL_FROM') ?? `no-reply@${base.hostname}`,
+      from: from ?? `no-reply@${base.hostname}`,
       publicUrl: trimmed,
-      resetTtlMs: vars.read('AUTH_RESET_TTL_SECONDS') * 1000,
+      resetTtlMs: resetTtlSeconds * 1000,
       inviteTtlMs: INVITE_TTL_MS,
       timeoutMs: 30_000,
       backoffMs: 5000,
