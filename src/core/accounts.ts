@@ -140,8 +140,10 @@ function emailAdmin ({ users, invitations, audit, by, view, details, record }: P
   return {
     async setEmail (username, email) {
       const checked = email === null ? null : checkedEmail(email)
-      const account = await users.setEmail(checkedUsername(username), checked)
+      const before = await details(username)
+      const account = await users.setEmail(before.username, checked)
       if (account === null) throw unknownUser()
+      if (before.email !== checked) await invitations?.addressChanged(account)
       // The trail says that the address changed, never the address.
       audit.record({ event: 'user.email', username: account.username, accountId: account.id, ...by, outcome: checked === null ? 'removed' : 'set' })
       return await view(await details(account.username))

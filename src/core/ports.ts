@@ -120,4 +120,6 @@ export interface LoginDevices {
  */
 export interface InvitationSender {
   invite (account: UserRecord, email: string, actor: AuditActor): Promise<void>
+  /** The account's address changed: the links mailed to the old one stop working (their unsent mail withdrawn). */
+  addressChanged (account: UserRecord): Promise<void>
 }

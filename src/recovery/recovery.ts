@@ -84,6 +84,7 @@ export interface Recovery {
   /** The request-side limit of a username or address (checked before requestReset; 429 past it). */
   identifierLimit (identifier: string): ReturnType<RequestLimiter['hit']>
   invite (account: UserRecord, email: string, actor: AuditActor): Promise<void>
+  addressChanged (account: UserRecord): Promise<void>
   /** The link's page, or undefined when the link cannot be used. */
   openLink (secret: string): Promise<LinkPage | undefined>
   completeReset (request: { secret: string, password: string, otp: string | undefined, client: ClientContext }): Promise<ResetOutcome>
@@ -138,7 +139,12 @@ function inviteWith (issue: LinkIssuer): InvitationSender['invite'] {
  * outbox, and the service's worker sends it (at once if one runs, else when it starts).
  */
 export function createInvitationSender (deps: Pick<RecoveryDeps, 'store' | 'keys' | 'inviteTtlMs'>): InvitationSender {
-  return { invite: inviteWith(linkIssuer(deps)) }
+  return { invite: inviteWith(linkIssuer(deps)), addressChanged: addressChangedWith(deps.store) }
+}
+
+/** A link went to the address the account had: once it has another, that link opens nothing. */
+function addressChangedWith (store: RecoveryStore): InvitationSender['addressChanged'] {
+  return async (account) => { await store.voidLinks(account.id, 'withdrawn: the account\'s address changed') }
 }
 
 export function createRecovery (deps: RecoveryDeps): Recovery {
@@ -173,6 +179,7 @@ export function createRecovery (deps: RecoveryDeps): Recovery {
     settled: async () => { await background.settled() },
     identifierLimit: async (identifier) => await limits.identifier.hit('reset-request', identifierKey(identifier)),
     invite: inviteWith(issue),
+    addressChanged: addressChangedWith(store),
     async openLink (secret) {
       const link = await usableLink(secret)
       return link === undefined ? undefined : pageOf(link)

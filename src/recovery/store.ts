@@ -80,6 +80,8 @@ export interface RecoveryStore {
   findLink (secretHash: string): Promise<FoundLink | undefined>
   /** Marks the link used if it still is usable: true for exactly one caller. The account's other links are voided. */
   consume (linkId: string): Promise<boolean>
+  /** Voids every open link of the account, their unsent mail withdrawn (failed, its sealed secret wiped). */
+  voidLinks (accountId: string, reason: string): Promise<void>
 }
 
 export interface MailOutbox {
@@ -140,6 +142,14 @@ export function createSqlRecoveryStore (db: Queryable, onError?: (error: unknown
       const row = rows[0]
       return row === undefined ? undefined : { id: row.id, kind: row.kind, accountId: row.account_id, username: row.username, usable: row.usable, eligible: row.eligible, totp: row.totp }
     }),
+    voidLinks: async (accountId, reason) => {
+      await guarded(async () => await db.query(
+        `WITH voided AS (
+           UPDATE reset_links SET voided_at = now() WHERE account_id = $1 AND used_at IS NULL AND voided_at IS NULL RETURNING id
+         )
+         UPDATE mail_deliveries SET status = 'failed', sealed_secret = NULL, leased_until = NULL, last_error = $2
+          WHERE status = 'pending' AND link_id IN (SELECT id FROM voided)`, [accountId, reason]))
+    },
     consume: async (linkId) => await guarded(async () => {
       const { rows } = await db.query<{ id: string }>(
         `WITH used AS (

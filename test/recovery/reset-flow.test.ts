@@ -110,6 +110,23 @@ t.test('a newer link voids the older; an expired link changes nothing', async (t
   t.equal(garbage.statusCode, 410, 'a made-up link is the same error page')
 })
 
+t.test('a link mailed to an address the account no longer has opens nothing', async (t) => {
+  const { app, smtp } = await buildRecoveryApp(t)
+  const accounts = fixtureAccounts(app)
+  await accounts.add('ivy', OLD, false)
+  await accounts.setEmail('ivy', 'ivy@example.org')
+  await askReset(app, 'ivy')
+  const mail = await smtp.next()
+  // The service's own account admin (the admin API's and the command line's), which tells recovery.
+  await app.accounts.setEmail('ivy', 'ivy@example.org')
+  t.equal((await app.inject({ url: pathOf(mail.link) })).statusCode, 200, 'the same address again changes nothing')
+  await app.accounts.setEmail('ivy', 'ivy.new@example.org')
+  t.equal((await app.inject({ url: pathOf(mail.link) })).statusCode, 410, 'a new address voids the link')
+  const set = await app.inject({ method: 'POST', url: pathOf(mail.link), headers: FORM, payload: form({ new_password: NEW }) })
+  t.equal(set.statusCode, 410)
+  t.ok(await loginToken(app, 'ivy', OLD), 'nothing changed')
+})
+
 t.test('no mail for an unknown name, a federated, disabled or service account, or one without an address; the answer is the same', async (t) => {
   const { app, smtp, database } = await buildRecoveryApp(t)
   const accounts = fixtureAccounts(app)
