@@ -24,6 +24,8 @@ export interface AdminUser {
   groups: string[]
   /** Of those, the ones its directory named at its last Login (a federated account's). */
   directory_groups: string[]
+  /** Where recovery and invitation mail goes; null: none. */
+  email: string | null
 }
 
 /** A group as GET /admin/groups lists it: its name and how many accounts are in it. */
@@ -110,7 +112,9 @@ export interface AdminClient {
   addUser (username: string, password: string | undefined, federated: boolean, kind?: 'person' | 'service'): Promise<AdminUser>
   /** The account (GET /admin/users/{username}). */
   user (username: string): Promise<AdminUser>
-  changeUser (username: string, change: { disabled?: boolean, password?: string }): Promise<{ user: AdminUser, ended: number }>
+  changeUser (username: string, change: { disabled?: boolean, password?: string, email?: string | null }): Promise<{ user: AdminUser, ended: number }>
+  /** A person's account without a password, invited by email (POST /admin/users with `invite`). */
+  inviteUser (username: string, email: string): Promise<AdminUser>
   deleteUser (username: string): Promise<number>
   unlockUser (username: string): Promise<AdminUser>
   /** Removes the account's second factor (DELETE /admin/users/{username}/totp). */
@@ -191,6 +195,7 @@ export function createAdminClient ({ url, key, timeoutMs = 30_000 }: AdminClient
     addUser: async (username, password, federated, kind) =>
       (await call<{ user: AdminUser }>('POST', '/admin/users', { username, ...(password === undefined ? {} : { password }), federated, ...(kind === undefined ? {} : { kind }) })).user,
     user: async (username) => (await call<{ user: AdminUser }>('GET', user(username))).user,
+    inviteUser: async (username, email) => (await call<{ user: AdminUser }>('POST', '/admin/users', { username, email, invite: true })).user,
     async changeUser (username, change) {
       const answer = await call<{ user: AdminUser, sessions_ended: number }>('PATCH', user(username), change)
       return { user: answer.user, ended: answer.sessions_ended }

@@ -25,12 +25,16 @@ export const NewUserSchema = Type.Object({
   federated: Type.Optional(Type.Boolean({ default: false })),
   kind: Type.Optional(Type.Union([Type.Literal('person'), Type.Literal('service')], {
     default: 'person', description: 'service: no password, never a Login; it authenticates with API keys'
-  }))
+  })),
+  email: Type.Optional(Type.String({ maxLength: 320, description: 'Where recovery and invitation mail goes (docs/recovery.md)', examples: ['alice@example.org'] })),
+  invite: Type.Optional(Type.Boolean({ default: false, description: 'true (with email, without password): the account gets a mailed link, valid 7 days, to set its first password' }))
 }, { additionalProperties: false })
 
 export const UserChangeSchema = Type.Object({
   disabled: Type.Optional(Type.Boolean({ description: 'true disables the account and ends its sessions; false enables it' })),
-  password: Type.Optional(Type.String({ maxLength: 4096, description: 'A new password (the policy applies); ends the account\'s sessions' }))
+  password: Type.Optional(Type.String({ maxLength: 4096, description: 'A new password (the policy applies); ends the account\'s sessions' })),
+  // Null first: the admin API's validator coerces types, and would make a null the string ''.
+  email: Type.Optional(Type.Union([Type.Null(), Type.String({ maxLength: 320 })], { description: 'Where recovery mail goes; null removes it' }))
 }, { additionalProperties: false, minProperties: 1 })
 
 export const EventsQuerySchema = Type.Object({
@@ -51,7 +55,8 @@ export const UserSchema = Type.Object({
   created: DATE('When the account was created'),
   last_login: NULLABLE_DATE('The last successful Login; null when none is known'),
   groups: Type.Array(Type.String(), { description: 'Every group the account is in, sorted: its local groups and, for a federated account, those its directory named at its last Login' }),
-  directory_groups: Type.Array(Type.String(), { description: 'Of those, the ones its directory named (set at each Login; always [] for a local account)' })
+  directory_groups: Type.Array(Type.String(), { description: 'Of those, the ones its directory named (set at each Login; always [] for a local account)' }),
+  email: Type.Union([Type.String(), Type.Null()], { description: 'Where recovery and invitation mail goes; null: none' })
 })
 
 export const EventSchema = Type.Object({

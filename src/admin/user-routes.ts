@@ -6,6 +6,9 @@ import {
   UserListAnswerSchema, UserListQuerySchema, UsernamePathSchema
 } from './schemas.js'
 import { decodeUserCursor, encodeUserCursor, OK, userView } from './views.js'
+import { checkedEmail } from '../core/email-addresses.js'
+import { badRequest } from '../errors/status.js'
+import { reasons } from '../errors/reasons.js'
 
 /** /admin/users: the accounts, over the same AccountAdmin the command line uses (accounts.ts). */
 export const userRoutes: FastifyPluginAsyncTypebox<{ accounts: (request: FastifyRequest) => AccountAdmin }> = async (app, { accounts: accountsOf }) => {
@@ -20,10 +23,19 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ accounts: (request: Fastify
 
   app.post('/users', {
     // 200 as every Success of the contract (status 0 is HTTP 200), not 201.
-    schema: { summary: 'Create an account (the password policy applies)', body: NewUserSchema, response: { 200: UserAnswerSchema, ...errors } }
+    schema: { summary: 'Create an account (the password policy applies), or invite one by email (`invite`)', body: NewUserSchema, response: { 200: UserAnswerSchema, ...errors } }
   }, async (request) => {
-    const { username, password, federated = false, kind = 'person' } = request.body
+    const { username, password, federated = false, kind = 'person', email, invite = false } = request.body
+    if (invite) {
+      // An invitation: no password, an address, a person's local account (docs/recovery.md).
+      if (password !== undefined || federated || kind !== 'person') throw badRequest(reasons.inviteWithPassword())
+      if (email === undefined) throw badRequest(reasons.adminParameterRequired('email'))
+      return { ...OK, user: userView(await accountsOf(request).invite(username, email)) }
+    }
+    // The address is checked before the account is made: a bad one makes nothing.
+    if (email !== undefined) checkedEmail(email)
     const account = await accountsOf(request).add(username, password, federated, kind)
+    if (email !== undefined) return { ...OK, user: userView(await accountsOf(request).setEmail(account.username, email)) }
     return { ...OK, user: userView(await accountsOf(request).show(account.username)) }
   })
 
@@ -33,15 +45,17 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ accounts: (request: Fastify
 
   app.patch('/users/:username', {
     schema: {
-      summary: 'Disable or enable an account, or set its password; disabling and a new password end its sessions',
+      summary: 'Disable or enable an account, set its password or its email; disabling and a new password end its sessions',
       params: UsernamePathSchema,
       body: UserChangeSchema,
       response: { 200: EndedAnswerSchema, ...errors }
     }
   }, async (request) => {
-    const { disabled, password } = request.body
+    const { disabled, password, email } = request.body
     let { username } = request.params
     let ended = 0
+    // A bad address is refused before anything changes.
+    if (typeof email === 'string') checkedEmail(email)
     // The password first: a refused one (the policy) leaves the account as it was.
     if (password !== undefined) {
       const changed = await accountsOf(request).setPassword(username, password)
@@ -53,6 +67,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ accounts: (request: Fastify
       username = changed.account.username
       ended += changed.ended
     }
+    if (email !== undefined) username = (await accountsOf(request).setEmail(username, email)).username
     return { ...OK, user: userView(await accountsOf(request).show(username)), sessions_ended: ended }
   })
 

@@ -20,7 +20,8 @@ export function userView (account: AccountView) {
     created: formatExpirationDate(account.createdAt.getTime()),
     last_login: dateOrNull(account.lastLoginAt),
     groups: account.groups,
-    directory_groups: account.directoryGroups
+    directory_groups: account.directoryGroups,
+    email: account.email
   }
 }
 

@@ -1,5 +1,6 @@
 import { webhookRoutes } from '../webhooks/admin-routes.js'
 import type { WebhookOutbox } from '../webhooks/outbox.js'
+import { mailAdminRoutes, type MailOutbox } from '../recovery/index.js'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import type { AccountAdmin, AdminActor } from '../core/accounts.js'
@@ -41,6 +42,8 @@ export interface AdminApiOptions {
   apiKeys?: ApiKeys | undefined
   /** The webhook outbox: its deliveries listed and retried; absent: no webhook routes (404). */
   webhooks?: WebhookOutbox | undefined
+  /** The mail outbox: its deliveries listed and retried; absent (mail off): no mail routes (404). */
+  mail?: MailOutbox | undefined
   /** The session routes' parts; absent: no session routes (404). */
   sessions?: Pick<SessionRoutesOptions, 'sessions' | 'accountOf'> | undefined
   /** The OpenID Connect provider's clients; absent: the provider is off, and its routes answer 404 saying so. */
@@ -56,7 +59,7 @@ const unauthorized = (missing: boolean): StatusError =>
   new StatusError(401, 'Unauthorized', 401, { 'www-authenticate': 'Bearer realm="admin"' },
     { detail: missing ? reasons.adminKeyRequired() : reasons.adminKeyWrong() })
 
-export const adminApi: FastifyPluginAsyncTypebox<AdminApiOptions> = async (app, { keys, accountsFor, audit, limiter, sessions, apiKeys, webhooks, oidcClients, signingKeys }) => {
+export const adminApi: FastifyPluginAsyncTypebox<AdminApiOptions> = async (app, { keys, accountsFor, audit, limiter, sessions, apiKeys, webhooks, mail, oidcClients, signingKeys }) => {
   // Off: nothing registered, so the listener's own 404 answers every /admin path alike.
   if (keys.length === 0) return
   const accepted = adminKeyCheck(keys)
@@ -100,6 +103,7 @@ export const adminApi: FastifyPluginAsyncTypebox<AdminApiOptions> = async (app, 
   await app.register(eventRoutes, { audit })
   if (apiKeys !== undefined) await app.register(keyRoutes, { accounts, apiKeys, actorOf: (request) => actors.get(request) ?? {} })
   if (webhooks !== undefined) await app.register(webhookRoutes, { outbox: webhooks })
+  if (mail !== undefined) await app.register(mailAdminRoutes, { outbox: mail })
   await app.register(signingKeyAdminRoutes, { signingKeys })
   if (sessions !== undefined) await app.register(sessionRoutes, { ...sessions, accounts, actor: ADMIN_API_ACTOR, credentialOf: (request) => actors.get(request)?.credential })
   await app.register(clientAdminRoutes, { clients: oidcClients, actorOf: (request) => actors.get(request) ?? {} })

@@ -1,8 +1,9 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance } from 'fastify'
-import { createAccountAdmin, type AccountAdmin } from '../core/accounts.js'
+import { createAccountAdmin, type AccountAdmin, type AdminActor } from '../core/accounts.js'
+import type { AuditLog } from '../core/stores/audit-log.js'
 import { createAuthService, type AuthService } from '../core/auth.js'
-import { canLose, openBackends, openLoginLimiter, openPreSignInLimiter, type Backends } from './backends.js'
+import { canLose, openBackends, openLoginLimiter, openPreSignInLimiter, openRecoveryLimits, type Backends } from './backends.js'
 import type { Config } from '../config/config.js'
 import { protectCookieRoutes } from '../http/cross-site.js'
 import { answerClientError, answerFrameworkError, registerErrorHandlers } from '../http/errors.js'
@@ -13,7 +14,7 @@ import { serverTimeouts } from '../http/server-timeouts.js'
 import { publicServesInternals, revocationsOpen } from './internal-surfaces.js'
 import { createMetrics, type Metrics } from '../metrics/metrics.js'
 import { registerMetricsRoute } from '../metrics/route.js'
-import { configuredPasswordPolicy } from '../passwords/policy.js'
+import { configuredPasswordPolicy, type PasswordPolicy } from '../passwords/policy.js'
 import { authenticateRoutes } from '../core/routes/authenticate.js'
 import { healthRoutes } from './health.js'
 import { docsLocation, pointerRoutes } from './pointer.js'
@@ -34,12 +35,15 @@ import { createMemoryPendingStore, createRedisPendingStore } from '../sign-in/pe
 import { totpRoutes } from '../totp/routes.js'
 import { createSecondFactor, type SecondFactor } from '../totp/second-factor.js'
 import { totpKeySource } from '../totp/keys.js'
+import type { TotpKeys } from '../totp/index.js'
 import { PACKAGE_VERSION } from '../config/version.js'
 import { createSqlDeviceRecord, loginDevices } from '../webhooks/devices.js'
 import { createSqlWebhookOutbox, type WebhookOutbox } from '../webhooks/outbox.js'
 import { startWebhookDelivery } from '../webhooks/start.js'
 import { createOidcClients, createSigningKeys, createSqlSigningKeyStore, artifactStoreOf, endClientTokens, registerOidc, type OidcClients, type OidcServiceDeps, type SigningKeys } from '../oidc/index.js'
 import { lifetimeSeconds } from '../core/auth.js'
+import { createRecovery, createSqlMailOutbox, createSqlRecoveryStore, recoveryRoutes, startMailDelivery, type MailOutbox, type Recovery } from '../recovery/index.js'
+import { mailBrand } from '../recovery/start.js'
 import { tokenCookieOptions } from '../http/cookie.js'
 import { consoleRoutes } from '../console/index.js'
 
@@ -49,6 +53,8 @@ declare module 'fastify' {
     backends: Backends
     auth: AuthService
     accounts: AccountAdmin
+    /** The account operations acting as `actor` (the admin API's caller, the console's admin), for their audit events. */
+    accountsFor: (actor: AdminActor) => AccountAdmin
     /** The accounts' sessions: the self-service routes and the admin API act through it. */
     sessions: SqlSessions
     /** API keys: the admin API, the self-service routes and the command line act through it. */
@@ -65,6 +71,10 @@ declare module 'fastify' {
     oidcClients: OidcClients
     /** The OpenID Connect provider's signing keys; undefined while it is off (no AUTH_OIDC_ISSUER). */
     signingKeys: SigningKeys | undefined
+    /** Account recovery by email; undefined while mail is off (no AUTH_SMTP_URL). */
+    recovery: Recovery | undefined
+    /** The mail outbox: the admin API lists and retries its deliveries; undefined while mail is off. */
+    mailOutbox: MailOutbox | undefined
     /** Shutdown state: once draining, readiness answers 503. */
     lifecycle: { draining: boolean }
   }
@@ -100,6 +110,56 @@ async function registerOidcProvider (app: FastifyInstance, config: Config, parts
     cookie: tokenCookieOptions(config),
     pages: { title: config.signinTitle, redirectAllowed: config.redirectAllowed },
     log: app.log
+  })
+}
+
+/** Account recovery by email, while AUTH_SMTP_URL is set: its mail worker (stopped on close) and the service the routes and the admin use. */
+function startRecovery (app: FastifyInstance, config: Config, parts: {
+  backends: Backends
+  observed: Pick<Backends, 'audit' | 'hasher'>
+  passwordPolicy: PasswordPolicy
+  sessions: SqlSessions
+  secondFactor: SecondFactor
+  sealingKeys: () => Promise<TotpKeys>
+  metrics: Metrics
+}): { recovery: Recovery | undefined, mailOutbox: MailOutbox | undefined } {
+  if (config.mail === undefined) return { recovery: undefined, mailOutbox: undefined }
+  const { backends, observed, passwordPolicy, sessions, secondFactor, sealingKeys, metrics } = parts
+  const mail = config.mail
+  const mailOutbox = createSqlMailOutbox(backends.database)
+  const worker = startMailDelivery(mail, { outbox: mailOutbox, keys: sealingKeys, brand: mailBrand(mail, config.signinTitle), log: app.log })
+  app.addHook('onClose', async () => { await worker.stop() })
+  const recovery = createRecovery({
+    store: createSqlRecoveryStore(backends.database, () => { metrics.backendError('postgres') }),
+    users: backends.users,
+    tokens: backends.tokens,
+    hasher: observed.hasher,
+    audit: observed.audit,
+    passwordPolicy,
+    sessions,
+    limiter: backends.limiter,
+    secondFactor: {
+      verify: async (account, otp, client) => (await secondFactor.verify(account, otp, { clientIp: client.ip, userAgent: client.userAgent })).kind === 'accepted'
+    },
+    keys: sealingKeys,
+    limits: openRecoveryLimits(config, backends.tokens),
+    resetTtlMs: mail.resetTtlMs,
+    inviteTtlMs: mail.inviteTtlMs,
+    onQueued: worker.nudge,
+    onBackgroundError: (error) => { app.log.warn({ err: { message: error instanceof Error ? error.message : String(error) } }, 'a password reset request could not be handled: no mail was queued for it') }
+  })
+  // Runs before the worker stops (onClose hooks run last-registered first): requests answered get their mail queued.
+  app.addHook('onClose', async () => { await recovery.settled() })
+  return { recovery, mailOutbox }
+}
+
+/** The admin console: the same operations as the admin API (app.accountsFor), acting as the signed-in admin. */
+async function registerConsole (app: FastifyInstance, config: Config, deps: { auth: AuthService, sessions: SqlSessions, apiKeys: ApiKeys, audit: AuditLog, webhooks: WebhookOutbox | undefined }): Promise<void> {
+  await app.register(consoleRoutes, {
+    ...deps,
+    config,
+    accountsFor: app.accountsFor,
+    oidcClients: config.oidc === undefined ? undefined : app.oidcClients
   })
 }
 
@@ -162,9 +222,15 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     // onClose hooks run last-registered first: the worker stops before the database closes under it.
     app.addHook('onClose', async () => { await delivery.stop() })
   }
+  const { recovery, mailOutbox } = startRecovery(app, config, { backends, observed, passwordPolicy, sessions, secondFactor, sealingKeys, metrics })
   app.decorate('backends', backends)
   app.decorate('auth', auth)
-  app.decorate('accounts', createAccountAdmin({ ...observed, passwordPolicy, apiKeys, keyHashes: apiKeys }))
+  // One assembly of the account operations for every adapter: the app's own, the admin API's, the console's.
+  const accountsFor = (actor?: AdminActor): AccountAdmin => createAccountAdmin({ ...observed, actor, passwordPolicy, apiKeys, keyHashes: apiKeys, invitations: recovery })
+  app.decorate('accountsFor', accountsFor)
+  app.decorate('accounts', accountsFor())
+  app.decorate('recovery', recovery)
+  app.decorate('mailOutbox', mailOutbox)
   app.decorate('apiKeys', apiKeys)
   app.decorate('secondFactor', secondFactor)
   app.decorate('sessions', sessions)
@@ -213,20 +279,17 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
     },
     account: { apiKeys, secondFactor, users: backends.users }
   })
-  await registerOidcProvider(app, config, { audit: observed.audit, store: oidcArtifacts, sealingKeys })
-  // The admin console: the same operations as the admin API, acting as the signed-in admin.
-  if (config.consoleOn) {
-    await app.register(consoleRoutes, {
-      config,
-      auth,
-      accountsFor: (actor) => createAccountAdmin({ ...observed, actor, passwordPolicy, apiKeys, keyHashes: apiKeys }),
-      sessions,
-      apiKeys,
-      audit: observed.audit,
-      oidcClients: config.oidc === undefined ? undefined : app.oidcClients,
-      webhooks: config.webhooks === undefined ? undefined : outbox
+  if (recovery !== undefined && config.mail !== undefined) {
+    await app.register(recoveryRoutes, {
+      recovery,
+      preSignIn: openPreSignInLimiter(config, backends.tokens),
+      signinTitle: config.signinTitle,
+      redirectAllowed: config.redirectAllowed,
+      resetTtlMs: config.mail.resetTtlMs
     })
   }
+  await registerOidcProvider(app, config, { audit: observed.audit, store: oidcArtifacts, sealingKeys })
+  if (config.consoleOn) await registerConsole(app, config, { auth, sessions, apiKeys, audit: observed.audit, webhooks: config.webhooks === undefined ? undefined : outbox })
   await app.register(introspectRoutes, { auth, config, limiter: openLoginLimiter(config, backends.tokens, 'introspect:'), audit: observed.audit })
   // The public port serves the internal surfaces only when AUTH_PUBLIC_INTERNALS asks for it.
   const internals = publicServesInternals(config)

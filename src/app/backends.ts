@@ -16,7 +16,8 @@ import type { LoginLimiter, LoginLimits } from '../core/stores/login-limiter.js'
 import { createMemoryLoginLimiter } from '../core/stores/memory/login-limiter.js'
 import { createMemoryTokenStore, type MemoryTokenStore } from '../core/stores/memory/token-store.js'
 import { createRedisLoginLimiter } from '../core/stores/redis/login-limiter.js'
-import type { RequestLimiter } from '../core/stores/request-limiter.js'
+import type { RequestLimiter, RequestLimits } from '../core/stores/request-limiter.js'
+import { ACCOUNT_WINDOW_MS, IDENTIFIER_WINDOW_MS, MAILS_PER_ACCOUNT, REQUESTS_PER_IDENTIFIER } from '../recovery/recovery.js'
 import { createMemoryRequestLimiter } from '../core/stores/memory/request-limiter.js'
 import { createRedisRequestLimiter } from '../core/stores/redis/request-limiter.js'
 import { createRedisTokenStore, type RedisTokenStore } from '../core/stores/redis/token-store.js'
@@ -104,6 +105,20 @@ export function openPreSignInLimiter (config: Pick<LimitSettings, 'preSignInRequ
   return tokens.kind === 'redis'
     ? createRedisRequestLimiter(tokens.redis, limits, config.redisKeyPrefix)
     : createMemoryRequestLimiter(limits)
+}
+
+/**
+ * The limits of password reset requests, beside the token store as the others: mails per account,
+ * and requests per username or address (recovery/recovery.ts has the numbers).
+ */
+export function openRecoveryLimits (config: Pick<RedisSettings, 'redisKeyPrefix'>, tokens: ServiceTokenStore): { account: RequestLimiter, identifier: RequestLimiter } {
+  const open = (limits: RequestLimits): RequestLimiter => tokens.kind === 'redis'
+    ? createRedisRequestLimiter(tokens.redis, limits, config.redisKeyPrefix)
+    : createMemoryRequestLimiter(limits)
+  return {
+    account: open({ max: MAILS_PER_ACCOUNT, windowMs: ACCOUNT_WINDOW_MS }),
+    identifier: open({ max: REQUESTS_PER_IDENTIFIER, windowMs: IDENTIFIER_WINDOW_MS })
+  }
 }
 
 export function openAuditLog (config: Pick<LoggingSettings, 'auditBufferSize'> & WebhookSettings, database: Database, log: Log, webhookRows?: OutboxSignal): AuditLog {

@@ -12,14 +12,13 @@ import { revocationRoutes } from '../core/routes/revocations.js'
 import { docsLocation } from './pointer.js'
 import { revocationsOpen } from './internal-surfaces.js'
 import { allowedHosts } from '../http/allowed-hosts.js'
-import { createAccountAdmin, LOCAL_CLI_CREDENTIAL } from '../core/accounts.js'
+import { LOCAL_CLI_CREDENTIAL } from '../core/accounts.js'
 import { adminApi } from './admin-api.js'
 import { keyFingerprint, type AdminKey } from '../admin/admin-key.js'
 import { generateLocalAdminKey, removeLocalAdminAccess, writeLocalAdminAccess } from '../admin/local-access.js'
 import { openLoginLimiter } from './backends.js'
 import { localUrl } from '../http/local-url.js'
 import { sessionOwner } from '../sessions/session-owner.js'
-import { configuredPasswordPolicy } from '../passwords/policy.js'
 import { docsTryOut } from './docs-try-out.js'
 
 /**
@@ -82,19 +81,17 @@ export async function buildInternalApp (app: FastifyInstance, config: Config, op
     maxSubscribers: config.revocationsMaxSubscribers,
     onCut: (remoteAddress) => { app.log.warn({ remoteAddress }, 'revocation subscriber cut: its socket took nothing for too long') }
   })
-  const { backends, metrics } = app
+  const { backends } = app
   const keys: AdminKey[] = []
   if (config.adminKey !== undefined) keys.push({ key: config.adminKey, credential: keyFingerprint(config.adminKey) })
   if (options.localAdminKey !== undefined) keys.push({ key: options.localAdminKey, credential: LOCAL_CLI_CREDENTIAL })
-  const passwordPolicy = configuredPasswordPolicy(config.passwordMinLength)
-  // Observed as the app's own admin is (app.ts): metrics count the tokens its changes end.
-  const observed = { ...backends, audit: metrics.countEvents(backends.audit), hasher: metrics.timeHashing(backends.hasher) }
   await internal.register(adminApi, {
     prefix: '/admin',
     keys,
-    accountsFor: (actor) => createAccountAdmin({ ...observed, actor, passwordPolicy, apiKeys: app.apiKeys, keyHashes: app.apiKeys }),
+    accountsFor: app.accountsFor,
     apiKeys: app.apiKeys,
     webhooks: app.webhookOutbox,
+    mail: app.mailOutbox,
     audit: backends.audit,
     limiter: openLoginLimiter(config, backends.tokens, 'admin:'),
     sessions: { sessions: app.sessions, accountOf: sessionOwner(backends.database) },

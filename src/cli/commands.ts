@@ -99,6 +99,14 @@ const COMMANDS: CommandTable = {
     const { username: name } = await operations.resetTotp(username)
     say(`${name}'s second factor removed: the password alone logs in until it enrolls again`)
   },
+  async 'user email' (operations, { username, email }, { say }) {
+    const { username: name } = await operations.setEmail(username, email)
+    say(`${name}'s email address set`)
+  },
+  async 'user invite' (operations, { username, email }, { say }) {
+    const { username: name } = await operations.inviteUser(username, email)
+    say(`invited ${name}: a link to set the password is on its way (valid 7 days)`)
+  },
   async 'user delete' (operations, { username }, { say }) {
     const { username: name, ended } = await operations.deleteUser(username)
     say(`${name} deleted; ${ended} active token(s) ended`)

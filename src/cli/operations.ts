@@ -16,6 +16,10 @@ export interface AdminOperations {
   unlockUser (username: string): Promise<{ username: string }>
   /** Removes the account's second factor. */
   resetTotp (username: string): Promise<{ username: string }>
+  /** The address recovery mail goes to. */
+  setEmail (username: string, email: string): Promise<{ username: string }>
+  /** A person's account without a password, and an invitation mailed to `email` (a link to set the first one). */
+  inviteUser (username: string, email: string): Promise<{ username: string }>
   deleteUser (username: string): Promise<Ended>
   /** Every account, in username order. */
   users (): AsyncIterable<AccountSummary>

@@ -17,6 +17,9 @@ commands:
   user unlock <username>              lift the lock that failed logins put on the account
   user delete <username>              delete the account; ends its tokens (its audit events stay)
   user totp-reset <username>          remove the account's second factor (a lost authenticator)
+  user email <username> <address>    set the address recovery mail goes to
+  user invite <username> <address>    create a person's account without a password and mail
+                                      it a link (7 days) to set the first one
   sessions list <username>            the account's active sessions, one per line:
                                       id, created, last refresh, IP, user agent, expiry
   sessions revoke <username>          end all active tokens of the account
@@ -74,7 +77,7 @@ export function usageErrorText (error: UsageError): string {
 /** Every command, as the usage names it; an unknown option's message names the one it was given to. */
 export const COMMANDS = [
   'serve', 'migrate', 'user add', 'user passwd', 'user disable', 'user enable', 'user list', 'user unlock',
-  'user delete', 'user totp-reset', 'sessions list', 'sessions revoke', 'keys create', 'keys list', 'keys revoke',
+  'user delete', 'user totp-reset', 'user email', 'user invite', 'sessions list', 'sessions revoke', 'keys create', 'keys list', 'keys revoke',
   'groups add', 'groups remove', 'groups list', 'events',
   'oidc clients add', 'oidc clients list', 'oidc clients remove', 'oidc rotate-keys'
 ] as const
@@ -85,6 +88,7 @@ export type AccountInvocation =
   | { command: 'user add', username: string, federated: boolean, service: boolean }
   | { command: 'events', username: string | undefined, since: Date | undefined }
   | { command: 'user passwd', username: string }
+  | { command: 'user email' | 'user invite', username: string, email: string }
   | { command: 'keys create', username: string, name: string, days: number | undefined }
   | { command: 'keys list', username: string }
   | { command: 'keys revoke', id: string }
@@ -241,6 +245,12 @@ function parseCommand (values: Options, positionals: string[]): Invocation {
         case 'list':
           if (rest.length !== 0) throw new UsageError('user list takes no arguments')
           return { command: 'user list' }
+        case 'email':
+        case 'invite': {
+          const [username, email, ...extra] = rest
+          if (username === undefined || email === undefined || extra.length !== 0) throw new UsageError(`user ${sub} takes exactly <username> <address>`)
+          return { command: `user ${sub}`, username, email }
+        }
         default:
           throw new UsageError(`unknown user command: ${sub ?? '(none)'}`)
       }

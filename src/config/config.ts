@@ -15,6 +15,7 @@ import { readTotp, TotpSchema, type TotpSettings } from './parts/totp.js'
 import { readWebhooks, WebhooksSchema, type WebhookSettings } from './parts/webhooks.js'
 import { OidcSchema, readOidc, type OidcSettings } from './parts/oidc.js'
 import { ConsoleSchema, readConsole, type ConsoleSettings } from './parts/console.js'
+import { MailSchema, readMail, type MailSettings } from './parts/mail.js'
 import type { Env } from './variables.js'
 
 export { ConfigError } from './config-error.js'
@@ -33,12 +34,12 @@ export { defaultHashConcurrency } from './parts/passwords.js'
 export type Config =
   ListenerSettings & HttpSettings & DatabaseSettings & RedisSettings & TokenSettings & LimitSettings &
   PasswordSettings & AdminSettings & ApiKeySettings & TotpSettings & SignInSettings & WebhookSettings &
-  FederationSettings & LoggingSettings & OidcSettings & ConsoleSettings
+  FederationSettings & LoggingSettings & OidcSettings & ConsoleSettings & MailSettings
 
 /** The parts in the order the configuration page shows them. */
 export const SETTINGS_PARTS: readonly TObject[] = [
   ListenersSchema, DatabaseSchema, RedisSchema, TokensSchema, LimitsSchema, PasswordsSchema, HttpSchema,
-  AdminSchema, ApiKeysSchema, TotpSchema, SignInSchema, ConsoleSchema, OidcSchema, WebhooksSchema, FederationSchema, LoggingSchema
+  AdminSchema, ApiKeysSchema, TotpSchema, SignInSchema, ConsoleSchema, MailSchema, OidcSchema, WebhooksSchema, FederationSchema, LoggingSchema
 ]
 
 export function loadConfig (env: Env = process.env, overrides: Partial<Config> = {}): Config {
@@ -59,6 +60,7 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     ...readTotp(env),
     ...readOidc(env),
     ...readConsole(env),
+    ...readMail(env),
     ...overrides
   }
   // What spans variables is checked on the settings as they will be used, a caller's overrides included.

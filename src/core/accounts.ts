@@ -6,8 +6,9 @@ import { checkedPassword, checkedUsername } from './credentials.js'
 import type { AuditLog } from './stores/audit-log.js'
 import type { LoginLimiter } from './stores/login-limiter.js'
 import { RevocationIncomplete, type TokenStore } from './stores/token-store.js'
-import type { AccountDetails, AccountKind, UserRecord, UserStore } from './stores/user-store.js'
-import type { AccountKeys, SecondFactorReset } from './ports.js'
+import { duplicateUsername, type AccountDetails, type AccountKind, type UserRecord, type UserStore } from './stores/user-store.js'
+import type { AccountKeys, InvitationSender, SecondFactorReset } from './ports.js'
+import { checkedEmail } from './email-addresses.js'
 import type { OutcomeOf } from './events.js'
 import { createGroupChanges, type AccountKeyHashes } from './groups.js'
 import { isGroupName } from './group-names.js'
@@ -60,6 +61,14 @@ export interface AccountAdmin {
   setGroups (username: string, groups: readonly string[]): Promise<AccountView>
   /** Every group with a member, by name, with its number of members. */
   groups (): Promise<GroupCount[]>
+  /** The account's address for recovery mail; null removes it (400 for one that is not an address). */
+  setEmail (username: string, email: string | null): Promise<AccountView>
+  /**
+   * A person's local account without a password, with `email`, and an invitation link sent there
+   * to set the first one (7 days). An account of that name that never got a password (an earlier
+   * invitation ran out) is invited again; any other is taken (409). 400 while mail is off.
+   */
+  invite (username: string, email: string): Promise<AccountView>
   /** Up to `limit` usernames of the group's members after `after`, in username order; 404 for a group with none. */
   groupMembers (group: string, after: string | undefined, limit: number): Promise<{ members: string[], next: string | undefined }>
   /**
@@ -117,14 +126,55 @@ export interface AccountAdminDeps {
   groupStore: GroupStore
   /** The account's live API keys by hash, for their records to carry a change of groups. */
   keyHashes?: AccountKeyHashes | undefined
+  /** Invitation mail (src/recovery); absent while mail is off. */
+  invitations?: InvitationSender | undefined
 }
 
-type AdminEvent = 'user.add' | 'user.passwd' | 'user.disable' | 'user.enable' | 'sessions.revoke' | 'user.unlock' | 'user.delete'
+type AdminEvent = 'user.add' | 'user.passwd' | 'user.disable' | 'user.enable' | 'sessions.revoke' | 'user.unlock' | 'user.delete' | 'user.email' | 'user.invite'
 
-export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now = Date.now, actor = { userAgent: 'admin' }, passwordPolicy = DEFAULT_PASSWORD_POLICY, apiKeys, totp, groupStore, keyHashes }: AccountAdminDeps): AccountAdmin {
+/** Setting an account's address and inviting one (src/recovery sends the mail through the InvitationSender port). */
+function emailAdmin ({ users, invitations, audit, by, view, details, record }: Pick<AccountAdminDeps, 'users' | 'invitations' | 'audit'> & {
+  by: AdminActor
+  view: (account: AccountDetails) => Promise<AccountView>
+  details: (username: string) => Promise<AccountDetails>
+  record: (event: 'user.add' | 'user.invite', account: UserRecord, ended: number) => void
+}): Pick<AccountAdmin, 'setEmail' | 'invite'> {
+  return {
+    async setEmail (username, email) {
+      const checked = email === null ? null : checkedEmail(email)
+      const before = await details(username)
+      const account = await users.setEmail(before.username, checked)
+      if (account === null) throw unknownUser()
+      if (before.email !== checked) await invitations?.addressChanged(account)
+      // The trail says that the address changed, never the address.
+      audit.record({ event: 'user.email', username: account.username, accountId: account.id, ...by, outcome: checked === null ? 'removed' : 'set' })
+      return await view(await details(account.username))
+    },
+    async invite (username, email) {
+      const name = checkedUsername(username)
+      const address = checkedEmail(email)
+      if (invitations === undefined) throw badRequest(reasons.mailOff())
+      let account = await users.findByUsername(name)
+      if (account === null) {
+        account = await users.create({ username: name, passwordHash: null, federated: false, kind: 'person' })
+        record('user.add', account, 0)
+      } else if (account.passwordHash !== null || account.federated || account.kind !== 'person') {
+        throw duplicateUsername()
+      }
+      if (account.disabled) throw badRequest(reasons.notInvitable())
+      const withEmail = await users.setEmail(account.username, address)
+      if (withEmail === null) throw unknownUser()
+      await invitations.invite(withEmail, address, by)
+      record('user.invite', withEmail, 0)
+      return await view(await details(withEmail.username))
+    }
+  }
+}
+
+export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now = Date.now, actor = { userAgent: 'admin' }, passwordPolicy = DEFAULT_PASSWORD_POLICY, apiKeys, totp, groupStore, keyHashes, invitations }: AccountAdminDeps): AccountAdmin {
   const groupChanges = createGroupChanges({ store: groupStore, tokens, audit, keys: keyHashes })
   const by = { clientIp: actor.clientIp, userAgent: actor.userAgent, credential: actor.credential, actor: actor.actor }
-  const outcomes: Partial<Record<AdminEvent, string>> = { 'user.add': 'created', 'user.unlock': 'unlocked' }
+  const outcomes: Partial<Record<AdminEvent, string>> = { 'user.add': 'created', 'user.unlock': 'unlocked', 'user.invite': 'invited' }
   const record = (event: AdminEvent, account: UserRecord, ended: number): void => {
     audit.record({ event, username: account.username, accountId: account.id, ...by, outcome: outcomes[event] ?? `tokens-ended-${ended}` satisfies OutcomeOf<'account.revoked' | 'account.disabled' | 'account.enabled' | 'password.changed'>, tokensEnded: ended })
   }
@@ -216,6 +266,7 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now
       return await view(await details(checked))
     },
     groups: async () => await groupStore.list(),
+    ...emailAdmin({ users, invitations, audit, by, view, details, record }),
     async groupMembers (group, after, limit) {
       if (!isGroupName(group)) throw unknownGroup()
       // One more than asked: whether a next page exists without a second query.

@@ -6,7 +6,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'login.success', 'login.failure', 'login.new_device', 'logout', 'session.ended',
   'account.revoked', 'account.disabled', 'account.enabled', 'account.locked', 'password.changed',
   'key.created', 'key.revoked', 'totp.enabled', 'totp.disabled', 'account.groups_changed',
-  'oidc.authorized', 'oidc.client_created', 'oidc.client_removed'
+  'oidc.authorized', 'oidc.client_created', 'oidc.client_removed', 'password.reset'
 ] as const
 
 export type WebhookEventType = typeof WEBHOOK_EVENT_TYPES[number]
@@ -37,7 +37,8 @@ export const WEBHOOK_OUTCOMES = {
   'account.groups_changed': ['set:<groups>', 'directory:<groups>'],
   'oidc.authorized': ['code:<client id>', 'device:<client id>'],
   'oidc.client_created': ['created:<client id>'],
-  'oidc.client_removed': ['removed:<client id>']
+  'oidc.client_removed': ['removed:<client id>'],
+  'password.reset': ['tokens-ended-<n>', 'tokens-ended-<n>-incomplete', 'invitation-accepted']
 } as const satisfies Record<WebhookEventType, readonly string[]>
 
 /** An outcome pattern as a type: each `<…>` part any text. */
@@ -77,7 +78,8 @@ const TYPE_OF_AUDIT_EVENT: Partial<Record<AuditEventName | SecondFactorAuditEven
   'groups.change': 'account.groups_changed',
   'oidc.authorized': 'oidc.authorized',
   'oidc.client_created': 'oidc.client_created',
-  'oidc.client_removed': 'oidc.client_removed'
+  'oidc.client_removed': 'oidc.client_removed',
+  'password.reset': 'password.reset'
 }
 
 export function webhookTypeOf (event: AuditEventName): WebhookEventType | undefined {

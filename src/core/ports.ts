@@ -113,3 +113,13 @@ export interface LoginDevices {
    */
   seen (accountId: string, ip: string, userAgent: string | undefined): Promise<NewDevice | undefined>
 }
+
+/**
+ * Invitation mail (src/recovery): a link to set the first password, sent to `email`. Absent, mail
+ * is off and no account can be invited.
+ */
+export interface InvitationSender {
+  invite (account: UserRecord, email: string, actor: AuditActor): Promise<void>
+  /** The account's address changed: the links mailed to the old one stop working (their unsent mail withdrawn). */
+  addressChanged (account: UserRecord): Promise<void>
+}

@@ -15,7 +15,7 @@ export const PARAMETERS = ['username', 'password', 'token', 'format', 'jsonpFunc
 export type Parameter = typeof PARAMETERS[number]
 
 /** The admin API's parameters (admin/schemas.ts): its reasons may name these. */
-export const ADMIN_PARAMETERS = ['username', 'password', 'federated', 'disabled', 'limit', 'cursor', 'user', 'since', 'event', 'id', 'kind', 'name', 'expires_in_days', 'status',
+export const ADMIN_PARAMETERS = ['username', 'password', 'federated', 'disabled', 'limit', 'cursor', 'user', 'since', 'event', 'id', 'kind', 'name', 'expires_in_days', 'status', 'email', 'invite',
   'client_id', 'redirect_uris', 'post_logout_redirect_uris', 'public', 'backchannel_logout_uri'] as const
 export type AdminParameter = typeof ADMIN_PARAMETERS[number]
 
@@ -133,6 +133,13 @@ export const reasons = {
   noSuchSession: () => reason('no such session'),
   noSuchKey: () => reason('no such key'),
   noSuchDelivery: () => reason('no such failed or pending delivery'),
+  // Account recovery by email (src/recovery): never the address itself.
+  emailNotValid: () => reason('email is not a valid address (local part and domain, at most 254 characters)'),
+  mailOff: () => reason('mail is off (AUTH_SMTP_URL is not set)'),
+  noEmail: () => reason('the account has no email address'),
+  inviteWithPassword: () => reason('an invitation sets no password: send invite with email, or password without invite'),
+  notInvitable: () => reason('only a person\'s local account (not federated, not disabled) gets recovery or invitation mail'),
+  noSuchMailDelivery: () => reason('no such failed or pending mail whose link is still valid'),
   accountDisabled: () => reason('the account is disabled'),
   usernameTaken: () => reason('username is taken'),
   // Log-only reasons of refusals whose answer carries no detail (a 403 or 401 is byte-identical).

@@ -14,8 +14,8 @@ import { StatusError } from '../errors/status.js'
  * script GET by design and changes nothing.
  */
 
-/** The routes that set, use or clear the cookie to change something: Login, Logout, /auth/Password, the session-ending ones, the second factor's, the browser sign-in's (sign-in, sign-out, passkeys, the account page's forms), and the admin console's forms. */
-const COOKIE_CHANGING_ROUTES = /^\/(auth\/(Login|Logout|Password|sessions|keys|totp|signin|signout|passkeys|account)|console)(\/|$)/
+/** The routes that set, use or clear the cookie to change something: Login, Logout, /auth/Password, the session-ending ones, the second factor's, the browser sign-in's (sign-in, sign-out, passkeys, the account page's forms, a password reset's), and the admin console's forms. */
+const COOKIE_CHANGING_ROUTES = /^\/(auth\/(Login|Logout|Password|sessions|keys|totp|signin|signout|passkeys|account|reset)|console)(\/|$)/
 /** Listing one's sessions changes nothing (and a page of another site cannot read the answer). */
 const READ_ONLY = new Set(['GET', 'HEAD'])
 

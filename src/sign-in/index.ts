@@ -20,3 +20,4 @@ export { ASSET_PATH, continuePage, layout, messagePage, notice, type MessageView
 export { clientName, instant } from './display.js'
 export { html, Markup } from './html.js'
 export { brandFor, pageHeaders } from './page-context.js'
+export { tooManyAttempts } from './display.js'

@@ -23,6 +23,8 @@ export interface SignedIn {
 }
 
 export interface SignInContext {
+  /** Mail is on (AUTH_SMTP_URL): the sign-in page offers "Forgot your password?". */
+  readonly forgotPassword: boolean
   /** The token cookie's attributes: setting and clearing it share them. */
   readonly cookie: CookieSerializeOptions
   /** An HTML answer with the pages' headers (CSP, frame and referrer rules). */
@@ -106,7 +108,7 @@ export function brandFor (signinTitle: string | undefined, hostname: string): st
 }
 
 export function createSignInContext (
-  config: Pick<Config, 'signinTitle' | 'redirectAllowed' | 'cookieSecure' | 'cookieDomain'>,
+  config: Pick<Config, 'signinTitle' | 'redirectAllowed' | 'cookieSecure' | 'cookieDomain' | 'mail'>,
   auth: Pick<AuthService, 'authenticate'>
 ): SignInContext {
   const cookie = tokenCookieOptions(config)
@@ -129,6 +131,7 @@ export function createSignInContext (
   }
 
   return {
+    forgotPassword: config.mail !== undefined,
     cookie,
     page (reply, status, body) {
       return reply.code(status).headers(headers).send(body)

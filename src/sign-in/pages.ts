@@ -62,6 +62,8 @@ export interface SignInView extends Branded {
   message?: Notice | undefined
   /** `login`: an application asked for a new sign-in (OpenID Connect's prompt=login or max_age), the browser's sign-in notwithstanding. */
   prompt?: SignInPrompt | undefined
+  /** Mail is on: the page links to /auth/reset ("Forgot your password?"). */
+  forgotPassword?: boolean | undefined
 }
 
 /** What an application may ask of the sign-in page: a sign-in made now, not the one the browser holds. */
@@ -81,6 +83,7 @@ ${view.prompt === 'login' ? html`<input type="hidden" name="prompt" value="login
 <input id="password" name="password" type="password" autocomplete="current-password" required${view.username !== undefined && view.username !== '' ? html` autofocus` : html``}>
 <button type="submit" class="primary">Sign in</button>
 </form>
+${view.forgotPassword === true ? html`<p class="aside"><a href="/auth/reset" id="forgot-password">Forgot your password?</a></p>` : html``}
 <div class="passkey" id="passkey-signin" hidden>
 <div class="divider"><span>or</span></div>
 <button type="button" class="secondary" id="passkey-button" data-rd="${view.rd ?? ''}">Sign in with a passkey</button>

@@ -42,12 +42,13 @@ export const promptField = (body: unknown): SignInPrompt | undefined => field(bo
  */
 export function registerSignInPage (pages: FastifyInstance, context: SignInContext, { auth, codeStep, account }: SignInPageDeps): void {
   const { page, brandOf, redirectOf, browserToken, signedIn, done } = context
+  const forgotPassword = context.forgotPassword
 
   pages.get('/auth/signin', { schema: { hide: true }, config: { ownQuery: true } }, async (request, reply) => {
     const rd = redirectOf(request, redirectParameter(request.url))
     const prompt = promptParameter(request.url)
     const current = await signedIn(request)
-    if (current === undefined) return page(reply, 200, signInPage({ brand: brandOf(request), rd, prompt }))
+    if (current === undefined) return page(reply, 200, signInPage({ brand: brandOf(request), rd, prompt, forgotPassword }))
     if (prompt === 'login') return page(reply, 200, signInPage({ brand: brandOf(request), rd, prompt, username: current.record.username }))
     // Already signed in: straight back where the person was going, or the account page.
     if (rd !== undefined) return await reply.code(303).header('location', rd).send()
@@ -71,7 +72,7 @@ export function registerSignInPage (pages: FastifyInstance, context: SignInConte
       if (!(error instanceof StatusError)) throw error
       if (error instanceof SecondFactorRequired) return await codeStep.begin(request, reply, error.held, rd)
       reply.headers(error.headers)
-      return page(reply, error.httpStatus, signInPage({ brand: brandOf(request), rd, prompt, username, message: noticeFor(error) }))
+      return page(reply, error.httpStatus, signInPage({ brand: brandOf(request), rd, prompt, username, message: noticeFor(error), forgotPassword }))
     }
   })
 }

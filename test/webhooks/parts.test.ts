@@ -75,7 +75,7 @@ t.test('the device record: the first Login is no new device; a new pair is; a pa
 })
 
 t.test('the catalogue and the message body', async (t) => {
-  t.equal(WEBHOOK_EVENT_TYPES.length, 18)
+  t.equal(WEBHOOK_EVENT_TYPES.length, 19)
   t.equal(webhookMessage({ event: 'user.add', outcome: 'created' }, new Date()), undefined, 'not every audit event is sent')
   const message = webhookMessage({ event: 'login.lockout', username: 'bob', accountId: '7', clientIp: '192.0.2.1', userAgent: 'curl/8', outcome: 'locked-60s' }, new Date('2026-11-27T08:00:00Z'))
   t.same(JSON.parse(message?.body ?? '{}'), {

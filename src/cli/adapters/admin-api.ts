@@ -21,6 +21,8 @@ export function createAdminApiOperations (client: AdminClient): AdminOperations 
     },
     unlockUser: async (username) => await client.unlockUser(username),
     resetTotp: async (username) => await client.resetTotp(username),
+    setEmail: async (username, email) => (await client.changeUser(username, { email })).user,
+    inviteUser: async (username, email) => await client.inviteUser(username, email),
     // The answer names no account (it is gone): the name as the operator gave it.
     deleteUser: async (username) => ({ username, ended: await client.deleteUser(username) }),
     users: () => client.users(),

@@ -61,6 +61,11 @@ async function withAccounts<T> (config: Config, command: string, endsTokens: boo
     import('../../passwords/policy.js')
   ])
   const { createApiKeys } = await import('../../api-keys/api-keys.js')
+  // With mail on, an invitation is queued in the outbox the service's worker sends from.
+  const mail = config.mail
+  const invitations = mail === undefined
+    ? undefined
+    : await Promise.all([import('../../recovery/index.js'), import('../../totp/index.js')]).then(([recovery, totp]) => ({ recovery, totp }))
   const database = await openDatabase(config, { command })
   let backends: Backends | undefined
   try {
@@ -76,7 +81,10 @@ async function withAccounts<T> (config: Config, command: string, endsTokens: boo
     const { audit } = backends
     try {
       const apiKeys = createApiKeys({ store: backends.apiKeyStore, tokens: backends.tokens, audit, maxDays: config.apiKeyMaxDays, maxPerAccount: config.apiKeysPerAccount, flushEveryMs: 0 })
-      return await work(createAccountAdmin({ ...backends, actor: LOCAL_CLI_ACTOR, passwordPolicy: configuredPasswordPolicy(config.passwordMinLength), apiKeys, keyHashes: apiKeys }), backends, apiKeys)
+      const sender = mail === undefined || invitations === undefined
+        ? undefined
+        : invitations.recovery.createInvitationSender({ store: invitations.recovery.createSqlRecoveryStore(database), keys: invitations.totp.totpKeySource(config, quietLog), inviteTtlMs: mail.inviteTtlMs })
+      return await work(createAccountAdmin({ ...backends, actor: LOCAL_CLI_ACTOR, passwordPolicy: configuredPasswordPolicy(config.passwordMinLength), apiKeys, keyHashes: apiKeys, invitations: sender }), backends, apiKeys)
     } finally {
       await audit.close()
     }
@@ -121,6 +129,8 @@ export function createInProcessOperations (config: Config, command: string): Adm
     setDisabled: async (username, disabled) => await accounts(disabled, async (admin) => ended(await admin.setDisabled(username, disabled))),
     unlockUser: async (username) => await accounts(true, async (admin) => await admin.unlock(username)),
     resetTotp: async (username) => await accounts(false, async (admin) => await admin.resetSecondFactor(username)),
+    setEmail: async (username, email) => await accounts(false, async (admin) => await admin.setEmail(username, email)),
+    inviteUser: async (username, email) => await accounts(false, async (admin) => await admin.invite(username, email)),
     deleteUser: async (username) => await accounts(true, async (admin) => ended(await admin.remove(username))),
     async * users () {
       yield * await accounts(false, async (admin) => await admin.list())

@@ -43,6 +43,8 @@ export interface AccountDetails extends UserRecord {
   totp: boolean
   /** Of its groups, those its directory named at its last Login (a federated account's). */
   directoryGroups: readonly string[]
+  /** Where its recovery and invitation mail goes; null: none. */
+  email: string | null
 }
 
 export interface NewUser {
@@ -86,6 +88,8 @@ export interface UserStore {
   remove (username: string): Promise<UserRecord | null>
   /** A successful Login of this account, now. */
   recordLogin (accountId: string): Promise<void>
+  /** The account's address for recovery mail (null removes it). Returns the account, or null when there is none. */
+  setEmail (username: string, email: string | null): Promise<UserRecord | null>
 }
 
 export const duplicateUsername = (): StatusError => new StatusError(409, 'Username Taken', 409)
@@ -108,6 +112,7 @@ interface LoginRow extends UserRow {
 }
 
 interface DetailsRow extends LoginRow {
+  email: string | null
   created_at: Date | string
   last_login_at: Date | string | null
   directory_groups: string[] | null
@@ -134,7 +139,7 @@ function toRecord (row: UserRow): UserRecord {
 const ACTIVE_FACTOR = 'EXISTS (SELECT 1 FROM totp_factors f WHERE f.account_id = users.id AND f.active) AS totp'
 /** Login's read: the record and whether a second factor is active, in one statement (one primary-key probe more). */
 const LOGIN_COLUMNS = `${COLUMNS}, ${ACTIVE_FACTOR}`
-const DETAILS = `${COLUMNS}, created_at, last_login_at, ${ACTIVE_FACTOR},
+const DETAILS = `${COLUMNS}, email, created_at, last_login_at, ${ACTIVE_FACTOR},
   ARRAY(SELECT g.name FROM account_groups g WHERE g.account_id = users.id AND g.source = 'directory' ORDER BY g.name COLLATE "C") AS directory_groups`
 
 function toDetails (row: DetailsRow): AccountDetails {
@@ -143,7 +148,8 @@ function toDetails (row: DetailsRow): AccountDetails {
     createdAt: new Date(row.created_at),
     lastLoginAt: row.last_login_at === null ? null : new Date(row.last_login_at),
     totp: row.totp,
-    directoryGroups: row.directory_groups ?? []
+    directoryGroups: row.directory_groups ?? [],
+    email: row.email
   }
 }
 
@@ -215,6 +221,8 @@ export function createSqlUserStore (db: Queryable, onError?: (error: unknown) =>
         groups_version, ARRAY[]::text[] AS groups`, [username])),
     recordLogin: async (accountId) => {
       await guarded(async () => await db.query('UPDATE users SET last_login_at = now() WHERE id = $1', [accountId]))
-    }
+    },
+    setEmail: async (username, email) => await guarded(async () =>
+      await one(`UPDATE users SET email = $2, updated_at = now() WHERE username = $1 RETURNING ${COLUMNS}`, [username, email]))
   }
 }
