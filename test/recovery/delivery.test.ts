@@ -38,10 +38,14 @@ async function until (t: Test, what: string, check: () => Promise<boolean>, time
 for (const mode of ['refuse', 'hang'] as const) {
   t.test(`an SMTP server that ${mode === 'refuse' ? 'refuses (550)' : 'hangs'}: the request is answered, the mail waits, and goes out when the server is back`, async (t) => {
     const { app, smtp, database, log } = await withAccount(t, mode)
-    const started = Date.now()
     const asked = await askReset(app, 'dana')
     t.equal(asked.statusCode, 200, 'answered')
-    t.ok(Date.now() - started < 1000, 'without waiting for the mail server')
+    if (mode === 'hang') {
+      // No clock: a request that waited for the mail would come back after its attempt had timed
+      // out and been recorded; the answer comes before any attempt ended (same-answer.test.ts shows
+      // why: the lookup and the queueing run after it).
+      t.equal((await delivery(database))?.attempts ?? 0, 0, 'without waiting for the mail server: no attempt had ended')
+    }
     await until(t, 'a failed attempt is recorded, the mail still pending', async () => {
       const row = await delivery(database)
       return row !== undefined && row.attempts >= 2 && row.status === 'pending'
