@@ -238,7 +238,7 @@ async function run (t: Test): Promise<void> {
       order.push(await page.evaluate<string>(FOCUSED))
     }
     t.equal(order[0], 'a:Skip to content', 'first: the skip link')
-    t.same(order.slice(1, 6), ['a:Dashboard', 'a:Accounts', 'a:Audit events', 'a:Webhooks', 'button:Sign out'], 'then the sections and sign-out, in reading order')
+    t.same(order.slice(1, 6), ['a:Dashboard', 'a:Accounts', 'a:Audit events', 'a:Deliveries', 'button:Sign out'], 'then the sections and sign-out, in reading order')
     const search = order.indexOf('#q')
     t.ok(search > 0, 'the search field is reached')
     t.equal(order[search + 1], '#search-button', 'then its button')
