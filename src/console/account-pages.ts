@@ -67,7 +67,7 @@ ${view.next === undefined ? html`` : html`<p class="pager"><a href="${CONSOLE_PA
 <label class="plain"><input type="radio" name="kind" value="service"${draft?.kind === 'service' ? html` checked` : html``}> Service (API keys only, no password)</label>
 </fieldset>
 <label for="new-email">Email (optional)</label>
-<input id="new-email" name="email" type="email" autocomplete="off" autocapitalize="none" spellcheck="false" maxlength="254" value="${draft?.email ?? ''}" aria-describedby="new-email-hint">
+<input id="new-email" name="email" type="text" inputmode="email" autocomplete="off" autocapitalize="none" spellcheck="false" maxlength="254" value="${draft?.email ?? ''}" aria-describedby="new-email-hint">
 <p class="hint" id="new-email-hint">Where a person's password reset${view.mailOn ? ' and invitation' : ''} mail goes.</p>
 ${view.mailOn
     ? html`<label class="plain"><input type="checkbox" name="invite" value="yes" id="new-invite"${draft?.invite === true ? html` checked` : html``}> Send an invitation to set the first password</label>
@@ -151,7 +151,7 @@ ${actions(account)}
 <h2 id="email-heading">Email</h2>
 <form method="post" action="${path}/email" class="stack narrow" id="email-form">
 <label for="email">Email address</label>
-<input id="email" name="email" type="email" autocomplete="off" autocapitalize="none" spellcheck="false" maxlength="254" value="${view.email ?? account.email ?? ''}" aria-describedby="email-hint">
+<input id="email" name="email" type="text" inputmode="email" autocomplete="off" autocapitalize="none" spellcheck="false" maxlength="254" value="${view.email ?? account.email ?? ''}" aria-describedby="email-hint">
 <p class="hint" id="email-hint">Where password reset mail goes. An empty field removes it; a change voids the links already mailed to the old address.</p>
 <button type="submit" class="secondary" id="email-button">Save email</button>
 </form>
