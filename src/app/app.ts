@@ -159,6 +159,7 @@ async function registerConsole (app: FastifyInstance, config: Config, deps: { au
     ...deps,
     config,
     accountsFor: app.accountsFor,
+    mail: app.mailOutbox,
     oidcClients: config.oidc === undefined ? undefined : app.oidcClients
   })
 }

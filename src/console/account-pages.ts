@@ -5,13 +5,23 @@ import { accountPath, CONSOLE_PATH } from './layout.js'
 
 /** The accounts' pages: find (by name prefix, a page at a time) and create; one account with its actions. */
 
+/** The create form's values after a refusal (never the password). */
+export interface AccountDraft {
+  username: string
+  kind: 'person' | 'service'
+  email: string
+  invite: boolean
+}
+
 export interface AccountListView {
   prefix: string
   accounts: AccountView[]
   /** The query of the next page, when there is one. */
   next: string | undefined
   /** The create form's values after a refusal. */
-  draft?: { username: string, kind: 'person' | 'service' } | undefined
+  draft?: AccountDraft | undefined
+  /** Mail is on: the create form offers an invitation instead of a first password. */
+  mailOn: boolean
 }
 
 const when = (at: Date | null, none: string): string => at === null ? none : instant(at.getTime())
@@ -56,9 +66,16 @@ ${view.next === undefined ? html`` : html`<p class="pager"><a href="${CONSOLE_PA
 <label class="plain"><input type="radio" name="kind" value="person"${draft?.kind === 'service' ? html`` : html` checked`}> Person (signs in with a password)</label>
 <label class="plain"><input type="radio" name="kind" value="service"${draft?.kind === 'service' ? html` checked` : html``}> Service (API keys only, no password)</label>
 </fieldset>
+<label for="new-email">Email (optional)</label>
+<input id="new-email" name="email" type="text" inputmode="email" autocomplete="off" autocapitalize="none" spellcheck="false" maxlength="254" value="${draft?.email ?? ''}" aria-describedby="new-email-hint">
+<p class="hint" id="new-email-hint">Where a person's password reset${view.mailOn ? ' and invitation' : ''} mail goes.</p>
+${view.mailOn
+    ? html`<label class="plain"><input type="checkbox" name="invite" value="yes" id="new-invite"${draft?.invite === true ? html` checked` : html``}> Send an invitation to set the first password</label>
+<p class="hint" id="new-invite-hint">A person's account, with the email above: the mail carries a link, valid 7 days, to set the first password. Leave the password empty.</p>`
+    : html``}
 <label for="new-password">Password (a person's first password)</label>
 <input id="new-password" name="password" type="password" autocomplete="new-password" aria-describedby="new-password-hint">
-<p class="hint" id="new-password-hint">Leave it empty for a service account. Tell the person to change it after the first sign-in.</p>
+<p class="hint" id="new-password-hint">Leave it empty for a service account${view.mailOn ? ' or an invitation' : ''}. Tell the person to change it after the first sign-in.</p>
 <button type="submit" class="secondary" id="create-button">Create account</button>
 </form>
 </section>`
@@ -77,6 +94,8 @@ export interface AccountPageView {
   sessions: SessionInfo[]
   keys: KeyItem[]
   moreKeys: boolean
+  /** The address field's value after a refusal; undefined: the account's own. */
+  email?: string | undefined
 }
 
 function actions (account: AccountView): Markup {
@@ -113,6 +132,7 @@ export function accountBody (view: AccountPageView): Markup {
 <div><dt>Kind</dt><dd id="fact-kind">${account.kind}${account.federated ? ' (directory account)' : ''}</dd></div>
 <div><dt>Status</dt><dd id="fact-status">${status(account)}${account.lockedUntil === null ? '' : html` <span class="meta">until ${instant(account.lockedUntil.getTime())}</span>`}</dd></div>
 <div><dt>Second factor</dt><dd id="fact-totp">${account.totp ? 'on' : 'off'}</dd></div>
+<div><dt>Email</dt><dd id="fact-email">${account.email ?? html`<span class="meta">none</span>`}</dd></div>
 <div><dt>Groups</dt><dd id="fact-groups">${account.groups.length === 0 ? 'none' : account.groups.join(', ')}</dd></div>
 <div><dt>Created</dt><dd>${instant(account.createdAt.getTime())}</dd></div>
 <div><dt>Last sign-in</dt><dd id="fact-last-login">${when(account.lastLoginAt, 'never')}</dd></div>
@@ -125,6 +145,15 @@ ${actions(account)}
 <input id="groups" name="groups" type="text" autocomplete="off" autocapitalize="none" spellcheck="false" maxlength="4096" value="${account.groups.filter((group) => !account.directoryGroups.includes(group)).join(', ')}" aria-describedby="groups-hint">
 <p class="hint" id="groups-hint">Separated by commas or spaces; the whole set (an empty field removes every local group).${account.directoryGroups.length === 0 ? '' : html` From the directory: ${account.directoryGroups.join(', ')}.`}</p>
 <button type="submit" class="secondary" id="groups-button">Save groups</button>
+</form>
+</section>
+<section aria-labelledby="email-heading">
+<h2 id="email-heading">Email</h2>
+<form method="post" action="${path}/email" class="stack narrow" id="email-form">
+<label for="email">Email address</label>
+<input id="email" name="email" type="text" inputmode="email" autocomplete="off" autocapitalize="none" spellcheck="false" maxlength="254" value="${view.email ?? account.email ?? ''}" aria-describedby="email-hint">
+<p class="hint" id="email-hint">Where password reset mail goes. An empty field removes it; a change voids the links already mailed to the old address.</p>
+<button type="submit" class="secondary" id="email-button">Save email</button>
 </form>
 </section>
 <section aria-labelledby="sessions-heading">

@@ -2,10 +2,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { ApiKeys } from '../api-keys/index.js'
 import type { Sessions } from '../sessions/index.js'
 import { normalizeUsername } from '../core/credentials.js'
+import { checkedEmail } from '../core/email-addresses.js'
 import { reasons } from '../errors/reasons.js'
 import { badRequest, StatusError } from '../errors/status.js'
 import type { Notice } from '../sign-in/index.js'
-import { accountBody, accountListBody } from './account-pages.js'
+import { accountBody, accountListBody, type AccountDraft } from './account-pages.js'
 import { back, field, noticeOf, type ConsoleKit } from './context.js'
 import { accountPath, CONSOLE_PATH } from './layout.js'
 
@@ -19,6 +20,9 @@ const KEYS_SHOWN = 50
 
 const DONE: Readonly<Record<string, string>> = {
   created: 'The account was created.',
+  invited: 'The account was created, and an invitation to set its first password is on its way to its email address.',
+  'email-set': 'The email address was saved.',
+  'email-removed': 'The email address was removed.',
   disabled: 'The account was disabled; its sessions and API keys ended.',
   enabled: 'The account was enabled.',
   unlocked: 'The account was unlocked.',
@@ -38,23 +42,25 @@ export function doneNotice (query: unknown, words: Readonly<Record<string, strin
 export interface AccountRouteDeps {
   sessions: Sessions
   apiKeys: ApiKeys
+  /** Mail is on (AUTH_SMTP_URL): accounts may be invited by email. */
+  mailOn: boolean
 }
 
 const usernameOf = (request: FastifyRequest): string => (request.params as { username: string }).username
 const paramOf = (request: FastifyRequest, name: string): string => (request.params as Record<string, string>)[name] ?? ''
 
-export function registerAccountRoutes (kit: ConsoleKit, get: (path: string, handler: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>) => void,
-  post: (path: string, handler: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>) => void, { sessions, apiKeys }: AccountRouteDeps): void {
-  const { show, accounts } = kit
+type Register = (path: string, handler: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>) => void
 
-  async function listPage (request: FastifyRequest, reply: FastifyReply, message?: Notice, status?: number, draft?: { username: string, kind: 'person' | 'service' }): Promise<FastifyReply> {
+/** The accounts' list: find by prefix, and create (with a first password, or an invitation by email while mail is on). */
+function registerAccountList ({ show, accounts }: ConsoleKit, get: Register, post: Register, mailOn: boolean): void {
+  async function listPage (request: FastifyRequest, reply: FastifyReply, message?: Notice, status?: number, draft?: AccountDraft): Promise<FastifyReply> {
     const raw = field(request.query, 'q')?.trim() ?? ''
     // The prefix in the canonical form usernames are kept in (an empty one: every account).
     const prefix = raw === '' ? '' : normalizeUsername(raw)
     const after = field(request.query, 'after')
     const { accounts: found, next } = await accounts(request).page(after === '' ? undefined : after, ACCOUNTS_PAGE, prefix)
     const query = next === undefined ? undefined : new URLSearchParams({ q: raw, after: next }).toString()
-    return show(request, reply, { section: 'accounts', title: 'Accounts', body: accountListBody({ prefix: raw, accounts: found, next: query, draft }), message: message ?? doneNotice(request.query), status })
+    return show(request, reply, { section: 'accounts', title: 'Accounts', body: accountListBody({ prefix: raw, accounts: found, next: query, draft, mailOn }), message: message ?? doneNotice(request.query), status })
   }
 
   get(`${CONSOLE_PATH}/accounts`, async (request, reply) => await listPage(request, reply))
@@ -63,18 +69,37 @@ export function registerAccountRoutes (kit: ConsoleKit, get: (path: string, hand
     const username = field(request.body, 'username')?.trim() ?? ''
     const kind = field(request.body, 'kind') === 'service' ? 'service' : 'person'
     const password = field(request.body, 'password') ?? ''
+    const email = field(request.body, 'email')?.trim() ?? ''
+    const invite = field(request.body, 'invite') === 'yes'
+    const admin = accounts(request)
     try {
       if (username === '') throw badRequest(reasons.required('username'))
+      if (invite) {
+        // As the admin API's POST /admin/users with invite: a person's account, an address, no password (400 while mail is off).
+        if (kind !== 'person' || password !== '') throw badRequest(reasons.inviteWithPassword())
+        if (email === '') throw badRequest(reasons.adminParameterRequired('email'))
+        const account = await admin.invite(username, email)
+        return await back(reply, accountPath(account.username), 'invited')
+      }
       if (kind === 'service' && password !== '') throw badRequest(reasons.serviceAccountPassword())
-      const account = await accounts(request).add(username, kind === 'service' || password === '' ? undefined : password, false, kind)
+      // The address is checked before the account is made: a bad one makes nothing.
+      if (email !== '') checkedEmail(email)
+      const account = await admin.add(username, kind === 'service' || password === '' ? undefined : password, false, kind)
+      if (email !== '') await admin.setEmail(account.username, email)
       return await back(reply, accountPath(account.username), 'created')
     } catch (error) {
       if (!(error instanceof StatusError) || error.httpStatus >= 500) throw error
-      return await listPage(request, reply, noticeOf(error), error.httpStatus, { username, kind })
+      return await listPage(request, reply, noticeOf(error), error.httpStatus, { username, kind, email, invite })
     }
   })
+}
 
-  async function accountPage (request: FastifyRequest, reply: FastifyReply, message?: Notice, status?: number): Promise<FastifyReply> {
+export function registerAccountRoutes (kit: ConsoleKit, get: Register, post: Register, { sessions, apiKeys, mailOn }: AccountRouteDeps): void {
+  const { show, accounts } = kit
+  registerAccountList(kit, get, post, mailOn)
+
+  /** `email`: the address field's value after a refusal (else the account's own). */
+  async function accountPage (request: FastifyRequest, reply: FastifyReply, message?: Notice, status?: number, email?: string): Promise<FastifyReply> {
     const account = await accounts(request).show(usernameOf(request))
     const [live, keys] = await Promise.all([sessions.list(account.id), apiKeys.page(account.id, undefined, KEYS_SHOWN)])
     return show(request, reply, {
@@ -84,7 +109,8 @@ export function registerAccountRoutes (kit: ConsoleKit, get: (path: string, hand
         account,
         sessions: live,
         keys: keys.keys.map((key) => ({ id: key.id, name: key.name, created: key.createdAt, expires: key.expiresAt, lastUsed: key.lastUsedAt })),
-        moreKeys: keys.next !== undefined
+        moreKeys: keys.next !== undefined,
+        email
       }),
       message: message ?? doneNotice(request.query),
       status
@@ -111,6 +137,18 @@ export function registerAccountRoutes (kit: ConsoleKit, get: (path: string, hand
     const groups = (field(request.body, 'groups') ?? '').split(/[\s,]+/).filter((name) => name !== '')
     await accounts(request).setGroups(usernameOf(request), groups)
     return 'groups'
+  })
+
+  // An empty field removes the address; a bad one is the page again with why (the operation's 400), nothing changed.
+  post(`${CONSOLE_PATH}/accounts/:username/email`, async (request, reply) => {
+    const typed = field(request.body, 'email')?.trim() ?? ''
+    try {
+      const account = await accounts(request).setEmail(usernameOf(request), typed === '' ? null : typed)
+      return await back(reply, accountPath(account.username), account.email === null ? 'email-removed' : 'email-set')
+    } catch (error) {
+      if (!(error instanceof StatusError) || error.httpStatus >= 500 || error.httpStatus === 404) throw error
+      return await accountPage(request, reply, noticeOf(error), error.httpStatus, typed)
+    }
   })
 
   const known = async (request: FastifyRequest): Promise<string> => (await accounts(request).show(usernameOf(request))).username

@@ -26,7 +26,7 @@ const SECTIONS: Array<[Section, string, string]> = [
   ['accounts', 'Accounts', `${CONSOLE_PATH}/accounts`],
   ['clients', 'OpenID clients', `${CONSOLE_PATH}/clients`],
   ['events', 'Audit events', `${CONSOLE_PATH}/events`],
-  ['webhooks', 'Webhooks', `${CONSOLE_PATH}/webhooks`]
+  ['webhooks', 'Deliveries', `${CONSOLE_PATH}/webhooks`]
 ]
 
 /** A path segment of the console's URLs (a username, an id): encoded, as the router decodes it. */

@@ -1,10 +1,11 @@
 import { html, instant, type Markup } from '../sign-in/index.js'
 import type { StoredAuditEvent } from '../core/stores/audit-log.js'
 import type { DeliveryView } from '../webhooks/index.js'
+import type { MailView } from '../recovery/index.js'
 import type { OidcClientRow } from '../oidc/index.js'
 import { accountPath, CONSOLE_PATH, segment } from './layout.js'
 
-/** The pages that list records: the audit events (filtered), the failed webhook deliveries, the OpenID clients. */
+/** The pages that list records: the audit events (filtered), the failed webhook and mail deliveries, the OpenID clients. */
 
 export interface EventFilterView {
   user: string
@@ -48,6 +49,47 @@ ${view.events.length === 0
 <thead><tr><th scope="col">Time</th><th scope="col">Event</th><th scope="col">Account</th><th scope="col">Actor</th><th scope="col">Client address</th><th scope="col">Outcome</th></tr></thead>
 <tbody>${rows}</tbody></table></div>`}
 ${view.next === undefined ? html`` : html`<p class="pager"><a href="${CONSOLE_PATH}/events?${view.next}" id="next-page">Next page</a></p>`}`
+}
+
+/** The failed deliveries' page: the webhooks', then the recovery and invitation mail's. */
+export function deliveriesBody (deliveries: readonly DeliveryView[] | undefined, mails: readonly MailView[] | undefined): Markup {
+  return html`<section aria-labelledby="webhooks-heading">
+<h2 id="webhooks-heading">Webhooks</h2>
+${webhooksBody(deliveries)}
+</section>
+<section aria-labelledby="mail-heading">
+<h2 id="mail-heading">Mail</h2>
+${mailBody(mails)}
+</section>`
+}
+
+const MAIL_KINDS: Readonly<Record<MailView['kind'], string>> = { reset: 'password reset', invite: 'invitation' }
+
+/**
+ * Recovery and invitation mail that failed, or is pending after a failed attempt. The address is
+ * shown as the admin API's GET /admin/mail/deliveries shows it (`to`); never the link, which the
+ * outbox keeps sealed and the view does not carry.
+ */
+export function mailBody (mails: readonly MailView[] | undefined): Markup {
+  if (mails === undefined) return html`<p class="meta" id="mail-off">Mail is off (<code>AUTH_SMTP_URL</code> is unset): no recovery or invitation mail is sent.</p>`
+  const rows = mails.map((mail) => html`<tr>
+<td>${MAIL_KINDS[mail.kind]}</td>
+<td><a href="${accountPath(mail.username)}">${mail.username}</a></td>
+<td class="wrap">${mail.recipient}</td>
+<td>${mail.status === 'pending' ? html`pending${mail.nextAttempt === null ? '' : html` <span class="meta">next ${instant(mail.nextAttempt.getTime())}</span>`}` : 'failed'}</td>
+<td>${mail.attempts}</td>
+<td>${instant(mail.created.getTime())}</td>
+<td class="wrap">${mail.lastError ?? ''}</td>
+<td>${mail.status === 'pending'
+    ? html`<form method="post" action="${CONSOLE_PATH}/mail/${segment(mail.id)}/retry" class="inline"><button type="submit" class="link" aria-label="Retry mail ${mail.id} to ${mail.username}">Retry</button></form>`
+    : html`<span class="meta">link no longer works</span>`}</td>
+</tr>`)
+  return html`<p class="lead">Password reset and invitation mail the mail server did not take. A pending one is tried again with backoff while its link works; a retry sends it now. A failed one's link no longer works (expired, used, or replaced by a newer one): send a new one, a reset from the sign-in page or the invitation again from <a href="${CONSOLE_PATH}/accounts">Accounts</a>.</p>
+${mails.length === 0
+    ? html`<p class="meta" id="no-mail-deliveries">No failed mail.</p>`
+    : html`<div class="table-box"><table id="mail-deliveries"><caption class="sr-only">Failed and retrying mail</caption>
+<thead><tr><th scope="col">Mail</th><th scope="col">Account</th><th scope="col">To</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Created</th><th scope="col">Last error</th><th scope="col"><span class="sr-only">Action</span></th></tr></thead>
+<tbody>${rows}</tbody></table></div>`}`
 }
 
 export function webhooksBody (deliveries: readonly DeliveryView[] | undefined): Markup {

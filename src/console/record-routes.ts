@@ -6,20 +6,23 @@ import { reasons } from '../errors/reasons.js'
 import { badRequest, StatusError } from '../errors/status.js'
 import type { OidcClients } from '../oidc/index.js'
 import type { WebhookOutbox } from '../webhooks/index.js'
+import type { MailOutbox, MailView } from '../recovery/index.js'
 import { doneNotice } from './account-routes.js'
 import { back, field, noticeOf, type ConsoleKit } from './context.js'
 import { CONSOLE_PATH, segment } from './layout.js'
-import { clientSecretBody, clientsBody, eventsBody, webhooksBody } from './record-pages.js'
+import { clientSecretBody, clientsBody, deliveriesBody, eventsBody } from './record-pages.js'
 import { dashboardBody, HOURS, lastDayOfLogins } from './dashboard-page.js'
 import type { Sessions } from '../sessions/index.js'
 
-/** The dashboard, the audit events, the failed webhook deliveries and the OpenID clients. */
+/** The dashboard, the audit events, the failed webhook and mail deliveries and the OpenID clients. */
 
 export interface RecordRouteDeps {
   audit: AuditLog
   sessions: Pick<Sessions, 'countActive'>
   /** Undefined: no webhook receivers configured. */
   webhooks: WebhookOutbox | undefined
+  /** The recovery and invitation mail outbox; undefined while mail is off. */
+  mail: MailOutbox | undefined
   /** Undefined: the OpenID Connect provider is off. */
   oidcClients: OidcClients | undefined
   now: () => number
@@ -32,7 +35,7 @@ const DELIVERIES_SHOWN = 100
 const DAY_MS = 86_400_000
 
 export function registerRecordRoutes (kit: ConsoleKit, get: (path: string, handler: Handler) => void, post: (path: string, handler: Handler) => void,
-  { audit, sessions, webhooks, oidcClients, now }: RecordRouteDeps): void {
+  { audit, sessions, webhooks, mail, oidcClients, now }: RecordRouteDeps): void {
   const { show } = kit
 
   get(CONSOLE_PATH, async (request, reply) => {
@@ -70,9 +73,27 @@ export function registerRecordRoutes (kit: ConsoleKit, get: (path: string, handl
     }
   })
 
+  /** Mail that failed, and mail still pending after a failed attempt (the ones a retry can send now), oldest first. */
+  const troubledMail = async (outbox: MailOutbox): Promise<MailView[]> => {
+    const [failed, pending] = await Promise.all([
+      outbox.list({ status: 'failed', limit: DELIVERIES_SHOWN }),
+      outbox.list({ status: 'pending', limit: DELIVERIES_SHOWN })
+    ])
+    return [...failed, ...pending.filter((one) => one.lastError !== null)].sort((a, b) => Number(BigInt(a.id) - BigInt(b.id)))
+  }
+
+  // The URL of the webhooks' page when it had no mail: kept, so bookmarks and the docs' links hold.
   get(`${CONSOLE_PATH}/webhooks`, async (request, reply) => {
-    const deliveries = webhooks === undefined ? undefined : await webhooks.list({ status: 'failed', limit: DELIVERIES_SHOWN })
-    return show(request, reply, { section: 'webhooks', title: 'Failed webhook deliveries', body: webhooksBody(deliveries), message: doneNotice(request.query, { retried: 'The delivery is sent again now.' }) })
+    const [deliveries, mails] = await Promise.all([
+      webhooks === undefined ? undefined : webhooks.list({ status: 'failed', limit: DELIVERIES_SHOWN }),
+      mail === undefined ? undefined : troubledMail(mail)
+    ])
+    return show(request, reply, {
+      section: 'webhooks',
+      title: 'Failed deliveries',
+      body: deliveriesBody(deliveries, mails),
+      message: doneNotice(request.query, { retried: 'The delivery is sent again now.', 'mail-retried': 'The mail is sent again now.' })
+    })
   })
 
   post(`${CONSOLE_PATH}/webhooks/:id/retry`, async (request, reply) => {
@@ -83,6 +104,16 @@ export function registerRecordRoutes (kit: ConsoleKit, get: (path: string, handl
     const actor = kit.actorOf(request)
     audit.record({ event: 'webhook.retry', ...actor, outcome: `retried:${id}` })
     return await back(reply, `${CONSOLE_PATH}/webhooks`, 'retried')
+  })
+
+  // Sends a pending mail now, as POST /admin/mail/deliveries/{id}/retry does; audited with the acting admin, as a webhook's retry.
+  post(`${CONSOLE_PATH}/mail/:id/retry`, async (request, reply) => {
+    const { id } = request.params as { id: string }
+    if (mail === undefined || !/^[0-9]{1,18}$/.test(id) || !await mail.retry(id)) {
+      throw new StatusError(404, 'Not Found', 404, {}, { detail: reasons.noSuchMailDelivery() })
+    }
+    audit.record({ event: 'mail.retry', ...kit.actorOf(request), outcome: `retried:${id}` })
+    return await back(reply, `${CONSOLE_PATH}/webhooks`, 'mail-retried')
   })
 
   const clientsOff = (): StatusError => new StatusError(404, 'Not Found', 404, {}, { detail: reasons.oidcOff() })

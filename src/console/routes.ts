@@ -9,6 +9,7 @@ import type { ApiKeys } from '../api-keys/index.js'
 import type { OidcClients } from '../oidc/index.js'
 import type { Sessions } from '../sessions/index.js'
 import type { WebhookOutbox } from '../webhooks/index.js'
+import type { MailOutbox } from '../recovery/index.js'
 import { brandFor, html, pageHeaders } from '../sign-in/index.js'
 import { registerAccountRoutes } from './account-routes.js'
 import { CONSOLE_STYLESHEET } from './assets.js'
@@ -29,6 +30,8 @@ export interface ConsoleRoutesOptions {
   oidcClients: OidcClients | undefined
   /** Undefined: no webhook receivers configured. */
   webhooks: WebhookOutbox | undefined
+  /** The recovery and invitation mail outbox; undefined while mail is off (AUTH_SMTP_URL unset). */
+  mail: MailOutbox | undefined
   now?: () => number
 }
 
@@ -41,7 +44,7 @@ type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<Fastify
  * The composition root registers it only while AUTH_CONSOLE is on; off, every path is a 404.
  */
 export const consoleRoutes: FastifyPluginAsync<ConsoleRoutesOptions> = async (app, options) => {
-  const { config, auth, accountsFor, sessions, apiKeys, audit, oidcClients, webhooks } = options
+  const { config, auth, accountsFor, sessions, apiKeys, audit, oidcClients, webhooks, mail } = options
   const now = options.now ?? Date.now
   const headers = { ...pageHeaders(config.redirectAllowed), 'cache-control': 'no-store' }
   const brandOf = (request: FastifyRequest): string => brandFor(config.signinTitle, request.hostname)
@@ -86,8 +89,8 @@ export const consoleRoutes: FastifyPluginAsync<ConsoleRoutesOptions> = async (ap
       return kit.show(request, reply, { section: 'accounts', title: error.httpStatus === 404 ? 'Not found' : 'Not done', body: backLink(), message: noticeOf(error), status: error.httpStatus })
     })
 
-    registerRecordRoutes(kit, get, post, { audit, sessions, webhooks, oidcClients, now })
-    registerAccountRoutes(kit, get, post, { sessions, apiKeys })
+    registerRecordRoutes(kit, get, post, { audit, sessions, webhooks, mail, oidcClients, now })
+    registerAccountRoutes(kit, get, post, { sessions, apiKeys, mailOn: mail !== undefined })
     // Outside the gate: a wrong method is told what works, signed in or not.
     for (const [path, allowed] of methods) refuseOtherMethods(app, path, allowed as Array<'GET' | 'POST'>)
   })

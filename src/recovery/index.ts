@@ -13,7 +13,7 @@
  * Other slices use what this file exports.
  */
 export { createInvitationSender, createRecovery, type Recovery } from './recovery.js'
-export { createSqlMailOutbox, createSqlRecoveryStore, type MailOutbox } from './store.js'
+export { createSqlMailOutbox, createSqlRecoveryStore, type MailOutbox, type MailView } from './store.js'
 export { recoveryRoutes } from './routes.js'
 export { mailAdminRoutes } from './admin-routes.js'
 export { startMailDelivery } from './start.js'

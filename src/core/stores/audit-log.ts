@@ -10,7 +10,7 @@ export type AuditEventName =
   | 'totp.enrolled' | 'totp.enabled' | 'totp.disabled' | 'totp.recovery_used'
   | 'groups.change'
   | 'oidc.authorized' | 'oidc.client_created' | 'oidc.client_removed'
-  | 'webhook.retry' | 'password.reset' | 'user.email' | 'user.invite'
+  | 'webhook.retry' | 'mail.retry' | 'password.reset' | 'user.email' | 'user.invite'
 
 /** Every event name, for filters that must name one (the admin API's `event`). */
 export const AUDIT_EVENT_NAMES: readonly AuditEventName[] = [
@@ -18,7 +18,7 @@ export const AUDIT_EVENT_NAMES: readonly AuditEventName[] = [
   'user.add', 'user.passwd', 'user.disable', 'user.enable', 'session.end', 'sessions.end', 'password.change',
   'user.unlock', 'user.delete', 'admin.unauthorized', 'introspect.unauthorized', 'key.created', 'key.revoked',
   'totp.enrolled', 'totp.enabled', 'totp.disabled', 'totp.recovery_used', 'login.new_device', 'groups.change',
-  'oidc.authorized', 'oidc.client_created', 'oidc.client_removed', 'webhook.retry', 'password.reset', 'user.email', 'user.invite'
+  'oidc.authorized', 'oidc.client_created', 'oidc.client_removed', 'webhook.retry', 'mail.retry', 'password.reset', 'user.email', 'user.invite'
 ]
 
 export interface AuditEvent {

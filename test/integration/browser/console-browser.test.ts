@@ -179,7 +179,7 @@ async function run (t: Test): Promise<void> {
     t.same(errors, [])
   })
 
-  await t.test('with JavaScript off, every kind of action: create, set groups, disable and enable, revoke a key, sign out everywhere', async (t) => {
+  await t.test('with JavaScript off, every kind of action: create, set the email, set groups, disable and enable, revoke a key, sign out everywhere', async (t) => {
     const { page, errors } = await browser(t, false)
     const extra = async (name: string): Promise<void> => { await page.screenshot({ path: join(EXTRA_SCREENS, `console-${name}.png`), fullPage: true }) }
     await signIn(page, service, '/console/accounts')
@@ -188,6 +188,10 @@ async function run (t: Test): Promise<void> {
     await Promise.all([page.waitForURL(/\/console\/accounts\/dave\?done=created$/), page.click('#create-button')])
     t.equal(await page.locator('#notice').innerText(), 'The account was created.')
     const dave = await login(service, 'dave', PERSON_PASSWORD)
+
+    await page.fill('#email', 'dave@example.org')
+    await Promise.all([page.waitForURL(/done=email-set$/), page.click('#email-button')])
+    t.equal(await page.locator('#fact-email').innerText(), 'dave@example.org', 'the address set from the account page')
 
     await page.fill('#groups', 'staff, ops')
     await Promise.all([page.waitForURL(/done=groups$/), page.click('#groups-button')])
@@ -238,7 +242,7 @@ async function run (t: Test): Promise<void> {
       order.push(await page.evaluate<string>(FOCUSED))
     }
     t.equal(order[0], 'a:Skip to content', 'first: the skip link')
-    t.same(order.slice(1, 6), ['a:Dashboard', 'a:Accounts', 'a:Audit events', 'a:Webhooks', 'button:Sign out'], 'then the sections and sign-out, in reading order')
+    t.same(order.slice(1, 6), ['a:Dashboard', 'a:Accounts', 'a:Audit events', 'a:Deliveries', 'button:Sign out'], 'then the sections and sign-out, in reading order')
     const search = order.indexOf('#q')
     t.ok(search > 0, 'the search field is reached')
     t.equal(order[search + 1], '#search-button', 'then its button')
