@@ -7,8 +7,6 @@ import {
 } from './schemas.js'
 import { decodeUserCursor, encodeUserCursor, OK, userView } from './views.js'
 import { checkedEmail } from '../core/email-addresses.js'
-import { badRequest } from '../errors/status.js'
-import { reasons } from '../errors/reasons.js'
 
 /** /admin/users: the accounts, over the same AccountAdmin the command line uses (accounts.ts). */
 export const userRoutes: FastifyPluginAsyncTypebox<{ accounts: (request: FastifyRequest) => AccountAdmin }> = async (app, { accounts: accountsOf }) => {
@@ -25,18 +23,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ accounts: (request: Fastify
     // 200 as every Success of the contract (status 0 is HTTP 200), not 201.
     schema: { summary: 'Create an account (the password policy applies), or invite one by email (`invite`)', body: NewUserSchema, response: { 200: UserAnswerSchema, ...errors } }
   }, async (request) => {
-    const { username, password, federated = false, kind = 'person', email, invite = false } = request.body
-    if (invite) {
-      // An invitation: no password, an address, a person's local account (docs/recovery.md).
-      if (password !== undefined || federated || kind !== 'person') throw badRequest(reasons.inviteWithPassword())
-      if (email === undefined) throw badRequest(reasons.adminParameterRequired('email'))
-      return { ...OK, user: userView(await accountsOf(request).invite(username, email)) }
-    }
-    // The address is checked before the account is made: a bad one makes nothing.
-    if (email !== undefined) checkedEmail(email)
-    const account = await accountsOf(request).add(username, password, federated, kind)
-    if (email !== undefined) return { ...OK, user: userView(await accountsOf(request).setEmail(account.username, email)) }
-    return { ...OK, user: userView(await accountsOf(request).show(account.username)) }
+    return { ...OK, user: userView(await accountsOf(request).create(request.body)) }
   })
 
   app.get('/users/:username', {

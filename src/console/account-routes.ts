@@ -2,7 +2,6 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { ApiKeys } from '../api-keys/index.js'
 import type { Sessions } from '../sessions/index.js'
 import { normalizeUsername } from '../core/credentials.js'
-import { checkedEmail } from '../core/email-addresses.js'
 import { reasons } from '../errors/reasons.js'
 import { badRequest, StatusError } from '../errors/status.js'
 import type { Notice } from '../sign-in/index.js'
@@ -74,18 +73,9 @@ function registerAccountList ({ show, accounts }: ConsoleKit, get: Register, pos
     const admin = accounts(request)
     try {
       if (username === '') throw badRequest(reasons.required('username'))
-      if (invite) {
-        // As the admin API's POST /admin/users with invite: a person's account, an address, no password (400 while mail is off).
-        if (kind !== 'person' || password !== '') throw badRequest(reasons.inviteWithPassword())
-        if (email === '') throw badRequest(reasons.adminParameterRequired('email'))
-        const account = await admin.invite(username, email)
-        return await back(reply, accountPath(account.username), 'invited')
-      }
-      if (kind === 'service' && password !== '') throw badRequest(reasons.serviceAccountPassword())
-      // The address is checked before the account is made: a bad one makes nothing.
-      if (email !== '') checkedEmail(email)
-      const account = await admin.add(username, kind === 'service' || password === '' ? undefined : password, false, kind)
-      if (email !== '') await admin.setEmail(account.username, email)
+      // The admin API's POST /admin/users: an invitation (a person's account, an address, no password; 400 while mail is off), or an account and its address.
+      const account = await admin.create({ username, kind, password: password === '' ? undefined : password, email: email === '' ? undefined : email, invite })
+      if (invite) return await back(reply, accountPath(account.username), 'invited')
       return await back(reply, accountPath(account.username), 'created')
     } catch (error) {
       if (!(error instanceof StatusError) || error.httpStatus >= 500) throw error

@@ -35,7 +35,25 @@ export interface AccountPage {
   next: string | undefined
 }
 
+/** A new account as the admin API and the console ask for one. */
+export interface NewAccount {
+  username: string
+  /** Absent: a federated account, a service account, or an invitation's. */
+  password?: string | undefined
+  federated?: boolean | undefined
+  kind?: AccountKind | undefined
+  /** Its address for recovery mail; checked before anything is made. */
+  email?: string | undefined
+  /** Instead of a password, a link mailed to `email` to set the first one (invite). */
+  invite?: boolean | undefined
+}
+
 export interface AccountAdmin {
+  /**
+   * Makes the account (add, then its address), or, with `invite`, invites it (a person's local
+   * account, an address, no password; 400 otherwise). A bad address makes nothing.
+   */
+  create (account: NewAccount): Promise<AccountView>
   /**
    * No password: a federated account only the directory can check, or a service account (kind
    * 'service'), which has none and authenticates with API keys only.
@@ -171,6 +189,18 @@ function emailAdmin ({ users, invitations, audit, by, view, details, record }: P
   }
 }
 
+/** AccountAdmin.create: an invitation, or an account and then its address. */
+async function createAccount (admin: Pick<AccountAdmin, 'invite' | 'add' | 'show' | 'setEmail'>, { username, password, federated = false, kind = 'person', email, invite = false }: NewAccount): Promise<AccountView> {
+  if (invite) {
+    if (password !== undefined || federated || kind !== 'person') throw badRequest(reasons.inviteWithPassword())
+    if (email === undefined) throw badRequest(reasons.adminParameterRequired('email'))
+    return await admin.invite(username, email)
+  }
+  if (email !== undefined) checkedEmail(email)
+  const account = await admin.add(username, password, federated, kind)
+  return email === undefined ? await admin.show(account.username) : await admin.setEmail(account.username, email)
+}
+
 export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now = Date.now, actor = { userAgent: 'admin' }, passwordPolicy = DEFAULT_PASSWORD_POLICY, apiKeys, totp, groupStore, keyHashes, invitations }: AccountAdminDeps): AccountAdmin {
   const groupChanges = createGroupChanges({ store: groupStore, tokens, audit, keys: keyHashes })
   const by = { clientIp: actor.clientIp, userAgent: actor.userAgent, credential: actor.credential, actor: actor.actor }
@@ -215,6 +245,7 @@ export function createAccountAdmin ({ users, tokens, hasher, audit, limiter, now
   }
 
   const admin: AccountAdmin = {
+    create: async (account) => await createAccount(admin, account),
     async add (username, password, federated, kind = 'person') {
       const name = checkedUsername(username)
       if (kind === 'service') {
