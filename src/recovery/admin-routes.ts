@@ -1,9 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { badRequest, StatusError } from '../errors/status.js'
+import { StatusError } from '../errors/status.js'
 import { reasons } from '../errors/reasons.js'
-import { AdminErrorSchema, Cursor, DEFAULT_PAGE, DeliveryPathSchema, Limit, NextCursor, success } from '../admin/schemas.js'
+import { AdminErrorSchema, Cursor, DeliveryPathSchema, Limit, NextCursor, success } from '../admin/schemas.js'
 import { OK } from '../admin/views.js'
+import { deliveryPage } from '../admin/delivery-page.js'
 import type { MailOutbox, MailView } from './store.js'
 
 const NULLABLE_TIME = (description: string) => Type.Union([Type.String({ description: `${description}: ISO 8601, UTC` }), Type.Null()])
@@ -54,13 +55,8 @@ export const mailAdminRoutes: FastifyPluginAsyncTypebox<{ outbox: MailOutbox }> 
   app.get('/mail/deliveries', {
     schema: { summary: 'Recovery and invitation mail, oldest first, a page at a time', querystring: MailDeliveriesQuerySchema, response: { 200: MailDeliveryListAnswerSchema, ...errors } }
   }, async (request) => {
-    const { status, cursor } = request.query
-    const limit = request.query.limit ?? DEFAULT_PAGE
-    const afterId = cursor !== undefined && /^[0-9]{1,18}$/.test(cursor) ? cursor : undefined
-    if (cursor !== undefined && afterId === undefined) throw badRequest(reasons.adminParameterNotValid('cursor'))
-    const found = await outbox.list({ status, afterId, limit: limit + 1 })
-    const page = found.slice(0, limit)
-    return { ...OK, deliveries: page.map(mailView), next_cursor: found.length > limit ? page.at(-1)?.id ?? null : null }
+    const { page, nextCursor } = await deliveryPage(async (filter) => await outbox.list(filter), request.query)
+    return { ...OK, deliveries: page.map(mailView), next_cursor: nextCursor }
   })
   app.post('/mail/deliveries/:id/retry', {
     schema: { summary: 'Send a pending or failed mail now, while its link still works', params: DeliveryPathSchema, response: { 200: MailRetryAnswerSchema, ...errors } }

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/database.js'
+import { deliveryListQuery } from '../db/delivery-list.js'
 import { databaseGuard } from '../db/guarded.js'
 
 /** The links and the mail outbox (sql/017-mail-recovery.sql): what recovery, its worker and the admin API need of them. */
@@ -223,15 +224,11 @@ export function createSqlMailOutbox (db: Queryable): MailOutbox {
     async giveUp (id, error) {
       await db.query("UPDATE mail_deliveries SET status = 'failed', sealed_secret = NULL, leased_until = NULL, last_error = $2 WHERE id = $1 AND status = 'pending'", [id, error.slice(0, ERROR_MAX)])
     },
-    async list ({ status, afterId, limit }) {
-      const where: string[] = []
-      const params: unknown[] = []
-      if (status !== undefined) { params.push(status); where.push(`status = $${params.length}`) }
-      if (afterId !== undefined) { params.push(afterId); where.push(`id > $${params.length}`) }
-      params.push(limit)
+    async list (filter) {
+      const { where, limit, params } = deliveryListQuery(filter)
       const { rows } = await db.query<MailRow>(
         `SELECT id::text AS id, kind, username, recipient, status, attempts, created_at, next_attempt_at, delivered_at, last_error FROM mail_deliveries
-          ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT $${params.length}`, params)
+          ${where} ORDER BY id LIMIT ${limit}`, params)
       return rows.map((row) => ({
         id: row.id,
         kind: row.kind,

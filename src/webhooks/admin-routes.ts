@@ -1,9 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { badRequest, StatusError } from '../errors/status.js'
+import { StatusError } from '../errors/status.js'
 import { reasons } from '../errors/reasons.js'
 import type { DeliveryView, WebhookOutbox } from './outbox.js'
-import { AdminErrorSchema, DEFAULT_PAGE, DeliveriesQuerySchema, DeliveryListAnswerSchema, DeliveryPathSchema, DeliveryRetryAnswerSchema } from '../admin/schemas.js'
+import { AdminErrorSchema, DeliveriesQuerySchema, DeliveryListAnswerSchema, DeliveryPathSchema, DeliveryRetryAnswerSchema } from '../admin/schemas.js'
 import { OK } from '../admin/views.js'
+import { deliveryPage } from '../admin/delivery-page.js'
 
 const unknownDelivery = (): StatusError => new StatusError(404, 'Not Found', 404, {}, { detail: reasons.noSuchDelivery() })
 
@@ -28,13 +29,8 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ outbox: WebhookOutbox }>
   app.get('/webhooks/deliveries', {
     schema: { summary: 'Webhook deliveries, oldest first, a page at a time', querystring: DeliveriesQuerySchema, response: { 200: DeliveryListAnswerSchema, ...errors } }
   }, async (request) => {
-    const { status, cursor } = request.query
-    const limit = request.query.limit ?? DEFAULT_PAGE
-    const afterId = cursor !== undefined && /^[0-9]{1,18}$/.test(cursor) ? cursor : undefined
-    if (cursor !== undefined && afterId === undefined) throw badRequest(reasons.adminParameterNotValid('cursor'))
-    const found = await outbox.list({ status, afterId, limit: limit + 1 })
-    const page = found.slice(0, limit)
-    return { ...OK, deliveries: page.map(deliveryView), next_cursor: found.length > limit ? page.at(-1)?.id ?? null : null }
+    const { page, nextCursor } = await deliveryPage(async (filter) => await outbox.list(filter), request.query)
+    return { ...OK, deliveries: page.map(deliveryView), next_cursor: nextCursor }
   })
   app.post('/webhooks/deliveries/:id/retry', {
     schema: { summary: 'Try a failed delivery again now, with a fresh retry window', params: DeliveryPathSchema, response: { 200: DeliveryRetryAnswerSchema, ...errors } }

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/database.js'
+import { deliveryListQuery } from '../db/delivery-list.js'
 
 /** The webhook outbox (sql/011-webhooks.sql): what the delivery worker and the admin API need of it. */
 
@@ -92,15 +93,11 @@ export function createSqlWebhookOutbox (db: Queryable): WebhookOutbox {
           WHERE id = $1 AND status = 'pending' RETURNING status`, [id, error.slice(0, ERROR_MAX), delayMs, windowMs])
       return rows[0]?.status ?? 'pending'
     },
-    async list ({ status, afterId, limit }) {
-      const where: string[] = []
-      const params: unknown[] = []
-      if (status !== undefined) { params.push(status); where.push(`status = $${params.length}`) }
-      if (afterId !== undefined) { params.push(afterId); where.push(`id > $${params.length}`) }
-      params.push(limit)
+    async list (filter) {
+      const { where, limit, params } = deliveryListQuery(filter)
       const { rows } = await db.query<DeliveryRow>(
         `SELECT id::text AS id, event_id, type, url, status, attempts, created_at, next_attempt_at, delivered_at, last_error FROM webhook_deliveries
-          ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT $${params.length}`, params)
+          ${where} ORDER BY id LIMIT ${limit}`, params)
       return rows.map((row) => ({
         id: row.id,
         eventId: row.event_id,
