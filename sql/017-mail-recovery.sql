@@ -7,7 +7,9 @@ CREATE INDEX IF NOT EXISTS users_by_email ON users (lower(email)) WHERE email IS
 -- Single-use links that set a password: `reset` (a forgotten one) or `invite` (the first one).
 -- Only the SHA-256 (hex) of the link's 256-bit secret is kept: a dump of this table opens nothing.
 -- A newer link of the account voids the older ones (voided_at); a used, voided or expired link
--- changes nothing.
+-- changes nothing. `token_epoch` is the account's when the link was made: anything that ends
+-- the account's tokens (a new password however set, sign-out everywhere, disabling) raises the
+-- account's, and a link made before it opens nothing, as a sign-in waiting for its code step.
 CREATE TABLE IF NOT EXISTS reset_links (
   id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   account_id  bigint NOT NULL REFERENCES users (id) ON DELETE CASCADE,
@@ -15,6 +17,7 @@ CREATE TABLE IF NOT EXISTS reset_links (
   secret_hash text NOT NULL UNIQUE CHECK (secret_hash ~ '^[0-9a-f]{64}$'),
   created_at  timestamptz NOT NULL DEFAULT now(),
   expires_at  timestamptz NOT NULL,
+  token_epoch bigint NOT NULL,
   used_at     timestamptz,
   voided_at   timestamptz
 );

@@ -104,7 +104,8 @@ export interface MailOutbox {
 const ERROR_MAX = 300
 const date = (value: Date | string | null): Date | null => value === null ? null : new Date(value)
 
-const USABLE = 'l.used_at IS NULL AND l.voided_at IS NULL AND l.expires_at > now()'
+/** A link that can still set a password: not used, voided or expired, and made since the account's tokens were last ended (sql/017). */
+const USABLE = 'l.used_at IS NULL AND l.voided_at IS NULL AND l.expires_at > now() AND l.token_epoch = (SELECT e.token_epoch FROM users e WHERE e.id = l.account_id)'
 
 export function createSqlRecoveryStore (db: Queryable, onError?: (error: unknown) => void): RecoveryStore {
   const guarded = databaseGuard(onError)
@@ -124,8 +125,8 @@ export function createSqlRecoveryStore (db: Queryable, onError?: (error: unknown
            UPDATE mail_deliveries SET status = 'failed', sealed_secret = NULL, leased_until = NULL, last_error = 'superseded by a newer link'
             WHERE status = 'pending' AND link_id IN (SELECT id FROM voided) RETURNING id
          ), link AS (
-           INSERT INTO reset_links (account_id, kind, secret_hash, expires_at)
-           VALUES ($1, $2, $3, now() + make_interval(secs => $4::double precision / 1000)) RETURNING id
+           INSERT INTO reset_links (account_id, kind, secret_hash, expires_at, token_epoch)
+           SELECT $1, $2, $3, now() + make_interval(secs => $4::double precision / 1000), token_epoch FROM users WHERE id = $1 RETURNING id
          )
          INSERT INTO mail_deliveries (link_id, kind, recipient, username, sealed_secret)
          SELECT id, $2, $5, $6, $7 FROM link RETURNING id::text AS id`,

@@ -127,6 +127,30 @@ t.test('a link mailed to an address the account no longer has opens nothing', as
   t.ok(await loginToken(app, 'ivy', OLD), 'nothing changed')
 })
 
+t.test('a link mailed before the account\'s tokens were ended (a new password, sign-out everywhere, disabling) opens nothing', async (t) => {
+  const { app, smtp } = await buildRecoveryApp(t)
+  const accounts = fixtureAccounts(app)
+  const changes: Array<[string, (username: string) => Promise<unknown>]> = [
+    ['a password set by an administrator', async (username) => await app.accounts.setPassword(username, 'an administrator\'s choice')],
+    ['every session ended', async (username) => await app.accounts.revokeSessions(username)],
+    ['disabled and enabled again', async (username) => { await app.accounts.setDisabled(username, true); await app.accounts.setDisabled(username, false) }]
+  ]
+  for (const [index, [what, change]] of changes.entries()) {
+    const username = `kim${index}`
+    await accounts.add(username, OLD, false)
+    await accounts.setEmail(username, `${username}@example.org`)
+    await askReset(app, username)
+    const mail = await smtp.next()
+    t.equal((await app.inject({ url: pathOf(mail.link) })).statusCode, 200, `${what}: the link works before`)
+    await change(username)
+    t.equal((await app.inject({ url: pathOf(mail.link) })).statusCode, 410, `${what}: the link shows the error page after`)
+    const set = await app.inject({ method: 'POST', url: pathOf(mail.link), headers: FORM, payload: form({ new_password: NEW }) })
+    t.equal(set.statusCode, 410, `${what}: and sets nothing`)
+    const login = await app.inject({ method: 'POST', url: '/auth/Login', headers: FORM, payload: form({ username, password: NEW }) })
+    t.equal(login.statusCode, 401, `${what}: the link's password does not log in`)
+  }
+})
+
 t.test('no mail for an unknown name, a federated, disabled or service account, or one without an address; the answer is the same', async (t) => {
   const { app, smtp, database } = await buildRecoveryApp(t)
   const accounts = fixtureAccounts(app)
