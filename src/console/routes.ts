@@ -4,6 +4,7 @@ import type { AuthService } from '../core/auth.js'
 import type { AuditLog } from '../core/stores/audit-log.js'
 import type { Config } from '../config/config.js'
 import { StatusError } from '../errors/status.js'
+import { reasons } from '../errors/reasons.js'
 import { refuseOtherMethods } from '../http/methods.js'
 import type { ApiKeys } from '../api-keys/index.js'
 import type { OidcClients } from '../oidc/index.js'
@@ -91,6 +92,8 @@ export const consoleRoutes: FastifyPluginAsync<ConsoleRoutesOptions> = async (ap
 
     registerRecordRoutes(kit, get, post, { audit, sessions, webhooks, mail, oidcClients, now })
     registerAccountRoutes(kit, get, post, { sessions, apiKeys, mailOn: mail !== undefined })
+    // Any other console path, behind the gate like the pages (an outsider learns nothing of which exist): the console's 404 page.
+    pages.route({ method: 'GET', url: `${CONSOLE_PATH}/*`, schema: { hide: true }, handler: async () => { throw new StatusError(404, 'Not Found', 404, {}, { detail: reasons.noSuchConsolePage() }) } })
     // Outside the gate: a wrong method is told what works, signed in or not.
     for (const [path, allowed] of methods) refuseOtherMethods(app, path, allowed as Array<'GET' | 'POST'>)
   })

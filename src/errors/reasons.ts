@@ -139,6 +139,7 @@ export const reasons = {
   noEmail: () => reason('the account has no email address'),
   inviteWithPassword: () => reason('an invitation sets no password: send invite with email, or password without invite'),
   notInvitable: () => reason('only a person\'s local account (not federated, not disabled) gets recovery or invitation mail'),
+  noSuchConsolePage: () => reason('no such page in the admin console'),
   noSuchMailDelivery: () => reason('no such failed or pending mail whose link is still valid'),
   accountDisabled: () => reason('the account is disabled'),
   usernameTaken: () => reason('username is taken'),

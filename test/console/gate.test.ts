@@ -75,6 +75,20 @@ t.test('only a Login token in the cookie opens it: not an API key, not an ended 
   t.equal((await getPage(app, '/console', cookie(other))).statusCode, 303, 'a token logged out')
 })
 
+t.test('a console path that is no page: the gate first, then the console\'s own 404 page', async (t) => {
+  const { app, admin, person } = await setUp(t)
+  const url = '/console/no-such-page'
+  t.equal((await getPage(app, url)).statusCode, 303, 'anonymous: to the sign-in, as any console page')
+  t.equal((await getPage(app, url, person)).statusCode, 403, 'an outsider learns nothing of which pages exist')
+  const page = await getPage(app, url, admin)
+  t.equal(page.statusCode, 404)
+  t.match(page.headers['content-type'], /^text\/html/, 'a page, not the API\'s JSON')
+  t.equal(page.headers['x-frame-options'], 'DENY')
+  t.match(page.body, /Not found/)
+  t.match(page.body, /no such page in the admin console/)
+  t.match(page.body, /href="\/console\/accounts"/, 'with the way back')
+})
+
 t.test('AUTH_CONSOLE=false: every console path is a 404', async (t) => {
   const { app, admin } = await setUp(t, 'real', { consoleOn: false })
   for (const url of ['/console', '/console/accounts', '/console/assets/console.css']) {
