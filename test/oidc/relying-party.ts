@@ -147,6 +147,14 @@ export interface BackchannelReceiver {
   answers: number[]
   /** Held this long before answering (a slow client). */
   delayMs: number
+  /**
+   * Answers nothing until `release()`: the requests that came wait, open. `open()` counts those
+   * neither answered nor given up by the provider: a caller that returns while they are open did
+   * not wait for them, whatever the clock says.
+   */
+  hold (): void
+  release (): void
+  open (): number
   /** The clients whose logout tokens are taken (each token's `aud` one of them). */
   audience: string[]
   waitFor (count: number, timeoutMs?: number): Promise<LogoutToken[]>
@@ -170,8 +178,12 @@ export async function startBackchannelReceiver (t: Test, issuer: string): Promis
   const refused: string[] = []
   let answered = 0
   let requests = 0
+  let opened = 0
+  let held: { promise: Promise<void>, release: () => void } | undefined
   const server = createServer((request, response) => {
     requests++
+    opened++
+    response.once('close', () => { opened-- })
     bodyOf(request).then(async (body) => {
       const token = new URLSearchParams(body).get('logout_token')
       if (request.method !== 'POST' || request.headers['content-type'] !== 'application/x-www-form-urlencoded' || token === null) throw new Error('no logout_token in a form POST')
@@ -182,6 +194,7 @@ export async function startBackchannelReceiver (t: Test, issuer: string): Promis
       if (typeof payload.sid !== 'string' && typeof payload.sub !== 'string') throw new Error('neither sid nor sub')
       received.push({ claims: payload as LogoutToken['claims'], header: protectedHeader as Record<string, unknown> })
       if (receiver.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, receiver.delayMs))
+      await held?.promise
       const answer = receiver.answers[Math.min(answered++, receiver.answers.length - 1)] ?? 200
       response.writeHead(answer, { 'cache-control': 'no-store' }).end()
     }).catch((error: unknown) => {
@@ -201,6 +214,16 @@ export async function startBackchannelReceiver (t: Test, issuer: string): Promis
     requests: () => requests,
     answers: [200],
     delayMs: 0,
+    hold () {
+      let release = (): void => {}
+      const promise = new Promise<void>((resolve) => { release = resolve })
+      held = { promise, release }
+    },
+    release () {
+      held?.release()
+      held = undefined
+    },
+    open: () => opened,
     audience: [],
     async waitFor (count: number, timeoutMs = 10_000) {
       const started = Date.now()
