@@ -116,6 +116,20 @@ export interface ServiceStartOptions {
  * resolves once it answers; its readiness is polled over HTTP, whatever LOG_LEVEL says.
  */
 export async function startService (scope: Scope, env: Record<string, string>, options: ServiceStartOptions = {}): Promise<ServiceProcess> {
+  // A free port taken by another process before the service listened on it (beside the Cluster
+  // step's nodes and their bus ports, +10000): again on another, when the port was ours to choose.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startServiceOnce(scope, env, options)
+    } catch (error) {
+      if (!(error instanceof AddressInUse) || options.port !== undefined || attempt === 3) throw error
+    }
+  }
+}
+
+class AddressInUse extends Error {}
+
+async function startServiceOnce (scope: Scope, env: Record<string, string>, options: ServiceStartOptions): Promise<ServiceProcess> {
   const port = options.port ?? await freePort()
   const baseUrl = `http://127.0.0.1:${port}`
   const child = spawnTracked(...cliCommand(['serve'], options.nodeArgs), {
@@ -157,7 +171,8 @@ export async function startService (scope: Scope, env: Record<string, string>, o
     }, { timeoutMs: 60_000 })
   } catch (error) {
     await stopChild(child, 'SIGKILL')
-    throw new Error(`the service did not come up on :${port} (${String(error)}):\n${output}`)
+    const message = `the service did not come up on :${port} (${String(error)}):\n${output}`
+    throw output.includes('EADDRINUSE') ? new AddressInUse(message) : new Error(message)
   }
   return {
     port,

@@ -25,8 +25,25 @@ interface Piped {
   readerExited: Promise<number | null>
 }
 
-/** The built service on the embedded default, its stdout a FIFO drained by `cat`; ready to serve. */
+/** Its port was taken between freePort() and its listen (beside the Cluster step's nodes and their bus ports, +10000). */
+class AddressInUse extends Error {}
+
+/**
+ * The built service on the embedded default, its stdout a FIFO drained by `cat`; ready to serve.
+ * A port taken by another process before the service listened on it: again, on a new pipe and port.
+ */
 async function startPiped (t: Test, env: Record<string, string> = {}): Promise<Piped> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startPipedOnce(t, env)
+    } catch (error) {
+      if (!(error instanceof AddressInUse) || attempt === 3) throw error
+      t.comment(`attempt ${attempt}: ${error.message.split('\n')[0] ?? ''}; again on another port`)
+    }
+  }
+}
+
+async function startPipedOnce (t: Test, env: Record<string, string>): Promise<Piped> {
   const pipe = await fifoReader(t)
   const port = await freePort()
   const service = spawn(...cliCommand(['serve']), {
@@ -47,7 +64,10 @@ async function startPiped (t: Test, env: Record<string, string> = {}): Promise<P
   const baseUrl = `http://127.0.0.1:${port}`
   const deadline = Date.now() + 60_000
   for (;;) {
-    if (service.exitCode !== null) throw new Error(`the service exited with ${service.exitCode}:\n${stderr}\n${pipe.received()}`)
+    if (service.exitCode !== null) {
+      const message = `the service exited with ${service.exitCode}:\n${stderr}\n${pipe.received()}`
+      throw stderr.includes('EADDRINUSE') ? new AddressInUse(message) : new Error(message)
+    }
     if (Date.now() > deadline) throw new Error(`not ready within 60 s:\n${stderr}\n${pipe.received()}`)
     const ready = await fetch(`${baseUrl}/health/ready`, { signal: AbortSignal.timeout(2000) }).then((response) => response.status === 200, () => false)
     if (ready) break
