@@ -91,7 +91,7 @@ function hopsTrusted (hops: number): (address: string, hop: number) => boolean {
 }
 
 /** The OpenID Connect provider on the public app, when AUTH_OIDC_ISSUER is set (after the sign-in pages it signs people in with). */
-async function registerOidcProvider (app: FastifyInstance, config: Config, parts: Pick<OidcServiceDeps, 'audit' | 'store' | 'sealingKeys'>): Promise<void> {
+async function registerOidcProvider (app: FastifyInstance, config: Config, parts: Pick<OidcServiceDeps, 'audit' | 'store' | 'sealingKeys' | 'amrOf'>): Promise<void> {
   const { backends } = app
   if (config.oidc === undefined || app.signingKeys === undefined) return
   await registerOidc(app, {
@@ -289,7 +289,7 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
       resetTtlMs: config.mail.resetTtlMs
     })
   }
-  await registerOidcProvider(app, config, { audit: observed.audit, store: oidcArtifacts, sealingKeys })
+  await registerOidcProvider(app, config, { audit: observed.audit, store: oidcArtifacts, sealingKeys, amrOf: sessions.amrOf })
   if (config.consoleOn) await registerConsole(app, config, { auth, sessions, apiKeys, audit: observed.audit, webhooks: config.webhooks === undefined ? undefined : outbox })
   await app.register(introspectRoutes, { auth, config, limiter: openLoginLimiter(config, backends.tokens, 'introspect:'), audit: observed.audit })
   // The public port serves the internal surfaces only when AUTH_PUBLIC_INTERNALS asks for it.

@@ -13,6 +13,12 @@ import type { UserRecord } from './stores/user-store.js'
 /** Who made a change, for the audit trail: an address, a user agent, an admin credential. */
 export type AuditActor = Pick<AuditEvent, 'clientIp' | 'userAgent' | 'credential' | 'actor'>
 
+/**
+ * How a sign-in was made, by RFC 8176's names: a password (`pwd`), a one-time code after it
+ * (`otp`: a TOTP or recovery code), a passkey (`hwk`). The OpenID Connect `amr` claim.
+ */
+export type SignInMethod = 'pwd' | 'otp' | 'hwk'
+
 /** What Login tells the sessions, after the token store took the token. */
 export interface NewSession {
   tokenHash: string
@@ -22,6 +28,8 @@ export interface NewSession {
   expiresAt: number
   client: ClientContext
   federated: boolean
+  /** How this Login proved the account (a refresh: how the refreshing Login did). */
+  amr: readonly SignInMethod[]
 }
 
 /** Where Login records each token's session (src/sessions). */

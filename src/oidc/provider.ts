@@ -52,10 +52,10 @@ async function signInOf (ctx: KoaContextWithOIDC, tokens: Pick<TokenStore, 'find
   return { hash, ttlMs: record.expiresAt - Date.now(), record }
 }
 
-/** What the provider's session takes of a sign-in: when it was made (epoch seconds) and how (amr). */
+/** What the provider's session takes of a sign-in: when it was made (epoch seconds) and how (amr, by its token's hash). */
 export interface SignInFacts {
   issuedAt: (record: TokenRecord) => number
-  amr: (record: TokenRecord) => Promise<string[]>
+  amr: (record: TokenRecord, tokenHash: string) => Promise<string[]>
 }
 
 /**
@@ -107,7 +107,7 @@ function policy (tokens: Pick<TokenStore, 'find'>, users: Pick<UserStore, 'findB
     const account = signIn === undefined ? undefined : await accountOf(users, signIn.record.accountId)
     const client = ctx.oidc.client
     if (signIn === undefined || account === undefined || client === undefined) return interactionPolicy.Check.REQUEST_PROMPT
-    session.loginAccount({ accountId: account.accountId, loginTs: facts.issuedAt(signIn.record), amr: await facts.amr(signIn.record), transient: false })
+    session.loginAccount({ accountId: account.accountId, loginTs: facts.issuedAt(signIn.record), amr: await facts.amr(signIn.record, signIn.hash), transient: false })
     await links.link(session.uid, signIn.hash, signIn.ttlMs)
     // The account and grant were looked for before the session had an account: found now, as the
     // provider finds them for a session it knew (its loadAccount and loadGrant), for the consent

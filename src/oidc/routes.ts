@@ -107,7 +107,7 @@ export async function oidcRoutes (app: FastifyInstance, options: OidcRoutesOptio
     }
     const { record, hash } = current
     if (details.session?.uid !== undefined) await links.link(details.session.uid, hash, record.expiresAt - Date.now())
-    const amr = await options.facts.amr(record)
+    const amr = await options.facts.amr(record, hash)
     const returnTo = await provider.interactionResult(request.raw, reply.raw, { login: { accountId: record.accountId, ts: authTime, amr, remember: true } }, { mergeWithLastSubmission: false })
     return await send(reply, options.pages.continuing(request.hostname, returnTo))
   })

@@ -49,6 +49,8 @@ export interface OidcServiceDeps {
   proxy: boolean
   /** When a Login token was issued or last refreshed, epoch seconds. */
   issuedAt: (record: TokenRecord) => number
+  /** How a Login token's sign-in was made, as its session recorded it (Sessions.amrOf); null when unknown. */
+  amrOf: (tokenHash: string) => Promise<readonly string[] | null>
   /** The sign-in pages' title and form targets: the provider's pages are in their frame (pages.ts, flow-pages.ts). */
   pages: ProviderPageSettings
   /** The service's log: the provider's failures and refusals go there (provider-log.ts), and the back-channel's. */
@@ -98,8 +100,13 @@ export async function registerOidc (app: FastifyInstance, deps: OidcServiceDeps)
   const links = createSignInLinks(store, prefix)
   const facts: SignInFacts = {
     issuedAt: deps.issuedAt,
-    // The sign-in's methods as the account stands: a password, and a code when it has a second factor.
-    amr: async (record) => (await users.findByUsername(record.username))?.secondFactor === true ? ['pwd', 'otp'] : ['pwd']
+    // How the sign-in was made, as its Login recorded it; for a session from before that was
+    // kept, as the account stands: a password, and a code when it has a second factor.
+    amr: async (record, tokenHash) => {
+      const recorded = await deps.amrOf(tokenHash)
+      if (recorded !== null) return [...recorded]
+      return (await users.findByUsername(record.username))?.secondFactor === true ? ['pwd', 'otp'] : ['pwd']
+    }
   }
   const requestClients = new WeakMap<IncomingMessage, ClientContext>()
   const accessTokens = createAccessTokenRecords({ tokens, users, links, store, prefix })

@@ -1,4 +1,5 @@
 import type { ClientContext } from '../core/auth.js'
+import type { SignInMethod } from '../core/ports.js'
 
 /**
  * Sessions: what a person sees of their tokens. Every token issued by Login has a session: a
@@ -44,9 +45,14 @@ export interface Sessions {
   endAll (accountId: string, client: ClientContext, exceptTokenHash?: string, actor?: string): Promise<number>
   /** The session id of a token hash, to mark the current one. */
   idOf (tokenHash: string): Promise<string | null>
+  /**
+   * How the token's sign-in was made, as its last Login recorded it (the OpenID Connect `amr`);
+   * null when unknown: no row, or one begun before the methods were kept.
+   */
+  amrOf (tokenHash: string): Promise<SignInMethod[] | null>
   /** How many sessions of every account have not expired (a dashboard's count: rows, not tokens checked one by one). */
   countActive (): Promise<number>
 }
 
 /** What Login tells the sessions (NewSession), and how (SessionRecorder): core's port, which the SQL sessions fill. */
-export type { NewSession, SessionRecorder } from '../core/ports.js'
+export type { NewSession, SessionRecorder, SignInMethod } from '../core/ports.js'

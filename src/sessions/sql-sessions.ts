@@ -5,7 +5,7 @@ import { databaseGuard } from '../db/guarded.js'
 import type { AuditLog } from '../core/stores/audit-log.js'
 import type { OutcomeOf } from '../core/events.js'
 import type { TokenStore } from '../core/stores/token-store.js'
-import type { NewSession, SessionInfo, SessionRecorder, Sessions } from './sessions.js'
+import type { NewSession, SessionInfo, SessionRecorder, Sessions, SignInMethod } from './sessions.js'
 
 /** Characters (code points) of a user agent kept, before its control characters are escaped. */
 export const USER_AGENT_MAX = 256
@@ -46,6 +46,9 @@ export interface SqlSessionsDeps {
 
 export type SqlSessions = Sessions & SessionRecorder
 
+const SIGN_IN_METHODS: ReadonlySet<string> = new Set<SignInMethod>(['pwd', 'otp', 'hwk'])
+const isSignInMethod = (name: string): name is SignInMethod => SIGN_IN_METHODS.has(name)
+
 const iso = (ms: number): string => new Date(ms).toISOString()
 const ms = (value: Date | string): number => new Date(value).getTime()
 
@@ -68,7 +71,7 @@ export function createSqlSessions ({ db, tokens, audit, now = Date.now, onError 
 
   const values = (session: NewSession, id: string): unknown[] => [
     id, session.accountId, session.tokenHash, iso(session.created), iso(session.expiresAt),
-    session.client.ip, keptUserAgent(session.client.userAgent), session.federated
+    session.client.ip, keptUserAgent(session.client.userAgent), session.federated, session.amr.join(',')
   ]
 
   return {
@@ -76,16 +79,16 @@ export function createSqlSessions ({ db, tokens, audit, now = Date.now, onError 
       await guarded(async () => {
         // The account's expired rows go with each new one: no sweep job, and no row outlives its Login by long.
         await db.query(`WITH expired AS (DELETE FROM sessions WHERE account_id = $2 AND expires_at <= $4)
-          INSERT INTO sessions (id, account_id, token_hash, created_at, expires_at, client_ip, user_agent, federated)
-          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, values(session, newSessionId()))
+          INSERT INTO sessions (id, account_id, token_hash, created_at, expires_at, client_ip, user_agent, federated, amr)
+          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, values(session, newSessionId()))
       })
     },
 
     refreshed: async (session) => {
       await guarded(async () => {
-        await db.query(`INSERT INTO sessions (id, account_id, token_hash, created_at, refreshed_at, expires_at, client_ip, user_agent, federated)
-          VALUES ($1, $2, $3, $4, $4, $5, $6, $7, $8)
-          ON CONFLICT (token_hash) DO UPDATE SET refreshed_at = EXCLUDED.refreshed_at, expires_at = EXCLUDED.expires_at
+        await db.query(`INSERT INTO sessions (id, account_id, token_hash, created_at, refreshed_at, expires_at, client_ip, user_agent, federated, amr)
+          VALUES ($1, $2, $3, $4, $4, $5, $6, $7, $8, $9)
+          ON CONFLICT (token_hash) DO UPDATE SET refreshed_at = EXCLUDED.refreshed_at, expires_at = EXCLUDED.expires_at, amr = EXCLUDED.amr
           WHERE sessions.account_id = EXCLUDED.account_id`, values(session, newSessionId()))
       })
     },
@@ -175,6 +178,12 @@ export function createSqlSessions ({ db, tokens, audit, now = Date.now, onError 
     idOf: async (tokenHash) => {
       const { rows } = await guarded(async () => await db.query<{ id: string }>('SELECT id FROM sessions WHERE token_hash = $1', [tokenHash]))
       return rows[0]?.id ?? null
+    },
+
+    amrOf: async (tokenHash) => {
+      const { rows } = await guarded(async () => await db.query<{ amr: string | null }>('SELECT amr FROM sessions WHERE token_hash = $1', [tokenHash]))
+      const amr = rows[0]?.amr
+      return amr === undefined || amr === null || amr === '' ? null : amr.split(',').filter(isSignInMethod)
     }
   }
 }

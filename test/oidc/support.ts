@@ -73,7 +73,7 @@ export interface Credentials { username: string, password: string }
 export type Arrival = { back: URL } | { page: { url: URL, status: number, body: string } }
 
 /** The hidden fields of a page's form (rd, prompt), their HTML escapes undone. */
-function hiddenFields (body: string): Record<string, string> {
+export function hiddenFields (body: string): Record<string, string> {
   const fields: Record<string, string> = {}
   for (const [, name = '', value = ''] of body.matchAll(/<input type="hidden" name="([a-z]+)" value="([^"]*)">/g)) fields[name] = unescaped(value)
   return fields

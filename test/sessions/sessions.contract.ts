@@ -42,7 +42,7 @@ async function fixture (t: Test, make: MakeSessionBackends): Promise<Fixture> {
     async login (accountId, overrides = {}) {
       const tokenHash = hashToken(generateToken(accountId))
       const now = Date.now()
-      const session: NewSession = { tokenHash, accountId, created: now, expiresAt: now + 60_000, client: CLIENT, federated: false, ...overrides }
+      const session: NewSession = { tokenHash, accountId, created: now, expiresAt: now + 60_000, client: CLIENT, federated: false, amr: ['pwd'], ...overrides }
       await backends.tokens.issue(tokenHash, { accountId, username: `user-${accountId}`, federated: session.federated, expiresAt: session.expiresAt }, session.expiresAt - now)
       await sessions.started(session)
       return tokenHash
@@ -114,7 +114,7 @@ export function sessionsContract (t: Test, make: MakeSessionBackends): void {
     const id = await f.sessions.idOf(hash)
     const later = Date.now() + 1000
     await f.tokens.refresh(hash, { accountId: ann, username: 'user', federated: false, expiresAt: later + 120_000 }, 121_000)
-    await f.sessions.refreshed({ tokenHash: hash, accountId: ann, created: later, expiresAt: later + 120_000, client: { ip: '10.0.0.9' }, federated: false })
+    await f.sessions.refreshed({ tokenHash: hash, accountId: ann, created: later, expiresAt: later + 120_000, client: { ip: '10.0.0.9' }, federated: false, amr: ['pwd'] })
     const [session] = await f.sessions.list(ann)
     t.equal(session?.id, id, 'the same session')
     t.equal(session?.refreshed, later)
@@ -124,9 +124,26 @@ export function sessionsContract (t: Test, make: MakeSessionBackends): void {
     // Issued before sessions were kept: a refresh gives it one.
     const old = hashToken(generateToken(ann))
     await f.tokens.issue(old, { accountId: ann, username: 'user', federated: false, expiresAt: Date.now() + 60_000 }, 60_000)
-    await f.sessions.refreshed({ tokenHash: old, accountId: ann, created: Date.now(), expiresAt: Date.now() + 60_000, client: CLIENT, federated: false })
+    await f.sessions.refreshed({ tokenHash: old, accountId: ann, created: Date.now(), expiresAt: Date.now() + 60_000, client: CLIENT, federated: false, amr: ['pwd'] })
     t.equal((await f.sessions.list(ann)).length, 2)
     t.not(await f.sessions.idOf(old), null)
+  })
+
+  t.test('amrOf: how the last Login of the token proved the account; null for a token without a row or a row from before methods were kept', async (t) => {
+    const f = await fixture(t, make)
+    const ann = await f.account('ann')
+    const byPassword = await f.login(ann)
+    const withCode = await f.login(ann, { amr: ['pwd', 'otp'] })
+    const byPasskey = await f.login(ann, { amr: ['hwk'] })
+    t.same(await f.sessions.amrOf(byPassword), ['pwd'])
+    t.same(await f.sessions.amrOf(withCode), ['pwd', 'otp'])
+    t.same(await f.sessions.amrOf(byPasskey), ['hwk'])
+    // A refresh by a Login with a code: the methods of that Login.
+    await f.sessions.refreshed({ tokenHash: byPassword, accountId: ann, created: Date.now(), expiresAt: Date.now() + 60_000, client: CLIENT, federated: false, amr: ['pwd', 'otp'] })
+    t.same(await f.sessions.amrOf(byPassword), ['pwd', 'otp'], 'a refresh records its own Login\'s methods')
+    t.equal(await f.sessions.amrOf(hashToken(generateToken(ann))), null, 'no row')
+    await f.db.query('UPDATE sessions SET amr = NULL WHERE token_hash = $1', [withCode])
+    t.equal(await f.sessions.amrOf(withCode), null, 'a row begun before the column')
   })
 
   t.test('end: a Logout of the session\'s token; false for an unknown id, another account\'s, or one already ended', async (t) => {

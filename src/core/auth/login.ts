@@ -7,7 +7,7 @@ import type { AuditLog } from '../stores/audit-log.js'
 import type { TokenStore } from '../stores/token-store.js'
 import type { UserRecord, UserStore } from '../stores/user-store.js'
 import type { OutcomeOf } from '../events.js'
-import type { LoginDevices, SessionRecorder } from '../ports.js'
+import type { LoginDevices, SessionRecorder, SignInMethod } from '../ports.js'
 import type { PasswordCheck } from './password-check.js'
 import type { AuthService, ClientContext, IssuedToken, ProvenLoginRequest } from './types.js'
 
@@ -41,20 +41,26 @@ export interface LoginDeps {
   now: () => number
 }
 
+/** What a proof other than a password says of the sign-in: the code step follows the right password; a passkey stands alone. */
+const PROVEN_BY: Readonly<Record<ProvenLoginRequest['method'], readonly SignInMethod[]>> = {
+  'second-factor': ['pwd', 'otp'],
+  passkey: ['hwk']
+}
+
 export function createLogin ({ users, tokens, audit, config, gate, sessions, devices, now }: LoginDeps): Pick<AuthService, 'login' | 'loginProven'> {
   /**
    * The token, or undefined when a revocation of the account overtook this Login: the epoch
    * read with the account, before its password was checked, is older than the one the
    * revocation recorded beside the account's tokens, and the store issued nothing.
    */
-  async function issue (account: UserRecord, presentedToken: string | undefined, client: ClientContext): Promise<IssuedToken | undefined> {
+  async function issue (account: UserRecord, presentedToken: string | undefined, client: ClientContext, amr: readonly SignInMethod[]): Promise<IssuedToken | undefined> {
     const issuedAt = now()
     const expiresAt = expiryInstant(issuedAt, lifetimeSeconds(config, account.federated))
     // Relative to the instant the date was computed from (PX): Redis's clock cannot change it.
     const ttlMs = expiresAt - issuedAt
     const record: TokenRecord = { accountId: account.id, username: account.username, federated: account.federated, expiresAt }
     if (account.groups.length > 0) record.groups = account.groups
-    const session = (tokenHash: string) => ({ tokenHash, accountId: account.id, created: issuedAt, expiresAt, client, federated: account.federated })
+    const session = (tokenHash: string) => ({ tokenHash, accountId: account.id, created: issuedAt, expiresAt, client, federated: account.federated, amr })
     if (presentedToken !== undefined && isTokenShaped(presentedToken)) {
       const presentedHash = hashToken(presentedToken)
       if (await tokens.refresh(presentedHash, record, ttlMs, account.tokenEpoch, account.groupsVersion)) {
@@ -93,9 +99,10 @@ export function createLogin ({ users, tokens, audit, config, gate, sessions, dev
   }
 
   /** The token for an account whose credentials held, audited as a Login. */
-  async function signIn (account: UserRecord, username: string, presentedToken: string | undefined, client: ClientContext, how: '' | `-by-${ProvenLoginRequest['method']}`): Promise<IssuedToken> {
+  async function signIn (account: UserRecord, username: string, presentedToken: string | undefined, client: ClientContext, proof: { how: '' | `-by-${ProvenLoginRequest['method']}`, amr: readonly SignInMethod[] }): Promise<IssuedToken> {
     const context = { username, clientIp: client.ip, userAgent: client.userAgent }
-    const issued = await issue(account, presentedToken, client) ?? await refuseOvertaken(account, context)
+    const { how, amr } = proof
+    const issued = await issue(account, presentedToken, client, amr) ?? await refuseOvertaken(account, context)
     // Best effort and off the answer's path: the admin API's last_login must never fail or slow a Login.
     users.recordLogin(account.id).catch(() => {})
     audit.record({ event: 'login.success', ...context, accountId: account.id, outcome: `${issued.refreshed ? 'refreshed' : 'issued'}${how}` satisfies OutcomeOf<'login.success'> })
@@ -114,8 +121,8 @@ export function createLogin ({ users, tokens, audit, config, gate, sessions, dev
       const username = checkedUsername(request.username)
       const password = checkedPassword(request.password)
       const { client } = request
-      const account = await gate.check(username, password, client, { otp: request.otp })
-      return await signIn(account, username, request.presentedToken, client, '')
+      const { account, amr } = await gate.signIn(username, password, client, { otp: request.otp })
+      return await signIn(account, username, request.presentedToken, client, { how: '', amr })
     },
 
     async loginProven (request) {
@@ -133,7 +140,7 @@ export function createLogin ({ users, tokens, audit, config, gate, sessions, dev
         return await gate.failed(username, client, account?.id, usable ? `wrong-${request.method}` : 'unusable-account')
       }
       await gate.settled(username, client, account)
-      return await signIn(account, username, request.presentedToken, client, `-by-${request.method}`)
+      return await signIn(account, username, request.presentedToken, client, { how: `-by-${request.method}`, amr: PROVEN_BY[request.method] })
     }
   }
 }

@@ -3,7 +3,7 @@ import type { AuditLog } from '../stores/audit-log.js'
 import type { LoginLimiter } from '../stores/login-limiter.js'
 import type { UserRecord } from '../stores/user-store.js'
 import type { OutcomeOf } from '../events.js'
-import type { LoginSecondFactor } from '../ports.js'
+import type { LoginSecondFactor, SignInMethod } from '../ports.js'
 import type { CheckCredentials } from './account-credentials.js'
 import type { GroupChanges } from '../groups.js'
 import type { ClientContext } from './types.js'
@@ -26,6 +26,12 @@ export interface PasswordCheckDeps {
   groupChanges?: GroupChanges | undefined
 }
 
+/** An account whose password (and code) held, and the methods that proved it (the sign-in's amr). */
+export interface CheckedSignIn {
+  account: UserRecord
+  amr: readonly SignInMethod[]
+}
+
 export interface PasswordCheck {
   /**
    * A username and password, with everything around them: the limits, one verify, failures
@@ -33,6 +39,8 @@ export interface PasswordCheck {
    * account's second factor after the password. The account, or the error a Login would answer.
    */
   check (username: string, password: string, client: ClientContext, factor?: { otp: string | undefined }): Promise<UserRecord>
+  /** `check` for a Login: the account, and how it was proved (a password, and a code when its second factor asked one). */
+  signIn (username: string, password: string, client: ClientContext, factor: { otp: string | undefined }): Promise<CheckedSignIn>
   /** Read-only: an attempt while locked neither runs a check nor extends the lock (429). */
   allowed (username: string, client: ClientContext): Promise<void>
   /** A failed attempt, counted against the account and the address and audited; always throws (701, or 429 once locked). */
@@ -40,6 +48,9 @@ export interface PasswordCheck {
   /** A success settled against failures sent alongside: a right guess among parallel wrong ones that locked the account first is refused like them. */
   settled (username: string, client: ClientContext, account: UserRecord): Promise<void>
 }
+
+const PASSWORD_ONLY: readonly SignInMethod[] = ['pwd']
+const PASSWORD_AND_CODE: readonly SignInMethod[] = ['pwd', 'otp']
 
 export function createPasswordCheck ({ checkCredentials, limiter, audit, secondFactor, groupChanges }: PasswordCheckDeps): PasswordCheck {
   /**
@@ -82,7 +93,7 @@ export function createPasswordCheck ({ checkCredentials, limiter, audit, secondF
     }
   }
 
-  async function check (username: string, password: string, client: ClientContext, factor?: { otp: string | undefined }): Promise<UserRecord> {
+  async function signIn (username: string, password: string, client: ClientContext, factor?: { otp: string | undefined }): Promise<CheckedSignIn> {
     const context = { username, clientIp: client.ip, userAgent: client.userAgent }
 
     /** A failure of the caller's (a password or a code): counted, audited, 701 (or 429 when locked meanwhile). */
@@ -107,6 +118,7 @@ export function createPasswordCheck ({ checkCredentials, limiter, audit, secondF
       }
     }
     if (checked.directoryGroups !== undefined && groupChanges !== undefined) checked.account = await withDirectoryGroups(checked.account, checked.directoryGroups, client)
+    let amr = PASSWORD_ONLY
     if (factor !== undefined && secondFactor !== undefined) {
       // After the password (and the directory's bind), before the success is settled: a right
       // password without the code must not reset the account's failure count.
@@ -117,10 +129,17 @@ export function createPasswordCheck ({ checkCredentials, limiter, audit, secondF
         throw secondFactorRequired({ accountId, username: held, tokenEpoch })
       }
       if (second.kind === 'refused') return await refuse(second.outcome, checked.account)
+      if (second.kind === 'accepted') amr = PASSWORD_AND_CODE
     }
     await settled(username, client, checked.account)
-    return checked.account
+    return { account: checked.account, amr }
   }
 
-  return { check, allowed, failed, settled }
+  return {
+    check: async (username, password, client, factor) => (await signIn(username, password, client, factor)).account,
+    signIn,
+    allowed,
+    failed,
+    settled
+  }
 }

@@ -6,8 +6,9 @@ import type { AddressInfo } from 'node:net'
 import { chromium, type Browser, type Page } from 'playwright-core'
 import t, { type Test } from 'tap'
 import { readOidc } from '../../../src/config/parts/oidc.js'
-import { base32Decode, totpAt } from '../../../src/totp/rfc6238.js'
+import { totpAt } from '../../../src/totp/rfc6238.js'
 import { buildTestApp } from '../../support/app.js'
+import { enrollTotp } from '../../support/second-factor.js'
 import { startApacheOidc, type Upstream } from '../../support/gateways.js'
 import { freePort } from '../../../support/processes.js'
 
@@ -82,7 +83,7 @@ async function run (t: Test): Promise<void> {
   await app.accounts.setGroups('alice', ['ops', 'staff'])
   await app.accounts.add('bob', PASSWORD, false)
   await app.accounts.setGroups('bob', ['staff'])
-  const secret = await enrollTotp('alice')
+  const secret = await enrollTotp(app, 'alice', PASSWORD)
 
   const upstream = await startClaimsPage(t)
   const apache = await startApacheOidc(t, {
@@ -103,21 +104,6 @@ async function run (t: Test): Promise<void> {
     const page = await context.newPage()
     page.setDefaultTimeout(20_000)
     return page
-  }
-
-  /** Enrolls a TOTP second factor through the service's own API, as the account page does; its secret. */
-  async function enrollTotp (username: string): Promise<Buffer> {
-    const login = (await app.inject({ method: 'POST', url: '/auth/Login', payload: { username, password: PASSWORD } })).json<{ token: string }>()
-    const bearer = { authorization: `Bearer ${login.token}` }
-    const begun = (await app.inject({ method: 'POST', url: '/auth/totp', headers: bearer, payload: { current_password: PASSWORD } })).json<{ otpauth_uri: string }>()
-    const secret = base32Decode(new URL(begun.otpauth_uri).searchParams.get('secret') ?? '')
-    if (secret === undefined) throw new Error(`no secret in ${begun.otpauth_uri}`)
-    // The previous step's code: the sign-in below uses the current one, and a code is taken once.
-    const confirmed = await app.inject({ method: 'POST', url: '/auth/totp/confirm', headers: bearer, payload: { code: totpAt(secret, Date.now() - 30_000) } })
-    // Thrown, not asserted: an assertion on the root test before its subtests ends it.
-    if (confirmed.statusCode !== 200) throw new Error(`${username}: the TOTP enrollment was refused: ${confirmed.body}`)
-    await app.inject({ method: 'POST', url: '/auth/Logout', headers: bearer })
-    return secret
   }
 
   async function signIn (page: Page, username: string): Promise<void> {
