@@ -1,5 +1,4 @@
 /**
-/**
  * Single sign-on: the OpenID Connect provider web apps sign people in with (api-contract,
  * "Single sign-on: OpenID Connect provider"; docs/single-sign-on.md). Off unless AUTH_OIDC_ISSUER
  * is set (src/config/parts/oidc.ts).
@@ -9,7 +8,8 @@
  *   interaction that signs a person in through the service's sign-in page; `adapter.ts`: its
  *   storage over the service's stores (`artifact-store.ts`; `access-tokens.ts`: access tokens as
  *   the service's own tokens; `sign-in-links.ts`: which sign-in token each provider session stands on,
- *   and the other way); `pages.ts`: its error page and the continue page after a sign-in, in the
+ *   and the other way); `sign-in-token.ts`: the browser's sign-in from its AuthToken1, as every
+ *   part of the provider reads it; `pages.ts`: its error page and the continue page after a sign-in, in the
  *   sign-in pages' frame; `flow-pages.ts`, `page-sources.ts`: the device flow's and the logout's
  *   pages, in the same; `provider-hooks.ts`: what the service adds around the provider's routes (the
  *   `oidc.authorized` event, the sign-out of the service at an RP-initiated logout);

@@ -1,5 +1,6 @@
+import { signInToken } from './sign-in-token.js'
 import Provider, { errors, interactionPolicy, type Adapter, type Configuration, type ErrorOut, type Account, type Grant, type JWK, type KoaContextWithOIDC } from 'oidc-provider'
-import { generateToken, hashToken, isTokenShaped } from '@auth-token-service/protocol/token'
+import { generateToken } from '@auth-token-service/protocol/token'
 import type { OidcConfig } from '../config/parts/oidc.js'
 import type { UserStore } from '../core/stores/user-store.js'
 import type { TokenStore } from '../core/stores/token-store.js'
@@ -43,13 +44,9 @@ export interface ProviderDeps {
 
 /** The sign-in token a request carries, when it is an active one of `accountId` (a Login token: never an access token of the provider's). */
 async function signInOf (ctx: KoaContextWithOIDC, tokens: Pick<TokenStore, 'find'>, accountId?: string): Promise<{ hash: string, ttlMs: number, record: TokenRecord } | undefined> {
-  const token = ctx.cookies.get(SIGN_IN_COOKIE)
-  if (token === undefined || !isTokenShaped(token)) return undefined
-  const hash = hashToken(token)
-  const record = await tokens.find(hash, true)
-  if (record === null || record.oidc !== undefined || record.keyId !== undefined) return undefined
-  if (accountId !== undefined && record.accountId !== accountId) return undefined
-  return { hash, ttlMs: record.expiresAt - Date.now(), record }
+  const found = await signInToken(tokens, ctx.cookies.get(SIGN_IN_COOKIE))
+  if (found === undefined || (accountId !== undefined && found.record.accountId !== accountId)) return undefined
+  return { ...found, ttlMs: found.record.expiresAt - Date.now() }
 }
 
 /** What the provider's session takes of a sign-in: when it was made (epoch seconds) and how (amr, by its token's hash). */

@@ -1,10 +1,9 @@
+import { signInToken, type SignInToken } from './sign-in-token.js'
 import type { IncomingMessage } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify'
 import type Provider from 'oidc-provider'
 import { errors } from 'oidc-provider'
 import { cookieToken } from '@auth-token-service/protocol/token-source'
-import { hashToken, isTokenShaped } from '@auth-token-service/protocol/token'
-import type { TokenRecord } from '@auth-token-service/protocol/layout'
 import type { ClientContext } from '../core/auth.js'
 import { clientOf } from '../core/routes/client-context.js'
 import type { TokenStore } from '../core/stores/token-store.js'
@@ -73,13 +72,9 @@ export async function oidcRoutes (app: FastifyInstance, options: OidcRoutesOptio
   const send = async (reply: FastifyReply, page: Page): Promise<FastifyReply> => await reply.code(page.status).headers(page.headers).send(page.body)
 
   /** The browser's active sign-in token (a Login token's record), or undefined. */
-  const signedIn = async (request: FastifyRequest): Promise<{ hash: string, record: TokenRecord } | undefined> => {
+  const signedIn = async (request: FastifyRequest): Promise<SignInToken | undefined> => {
     const token = cookieToken(request.headers.cookie)
-    if (typeof token !== 'string' || !isTokenShaped(token)) return undefined
-    const hash = hashToken(token)
-    const record = await tokens.find(hash, true)
-    if (record === null || record.oidc !== undefined || record.keyId !== undefined) return undefined
-    return { hash, record }
+    return await signInToken(tokens, typeof token === 'string' ? token : undefined)
   }
 
   app.get(`${INTERACTION_PREFIX}:uid`, { schema: { hide: true } }, async (request, reply) => {

@@ -1,3 +1,4 @@
+import { signInToken } from './sign-in-token.js'
 import { hkdfSync } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import type { CookieSerializeOptions } from '@fastify/cookie'
@@ -6,7 +7,6 @@ import type { AdapterPayload, JWK, KoaContextWithOIDC } from 'oidc-provider'
 import type Provider from 'oidc-provider'
 import { errors } from 'oidc-provider'
 import type { TokenRecord } from '@auth-token-service/protocol/layout'
-import { hashToken, isTokenShaped } from '@auth-token-service/protocol/token'
 import type { OidcConfig } from '../config/parts/oidc.js'
 import type { ClientContext } from '../core/auth.js'
 import type { AuditLog } from '../core/stores/audit-log.js'
@@ -84,12 +84,7 @@ export function endClientTokens (tokens: OidcServiceDeps['tokens'], keyPrefix: s
 
 /** The username of the browser's active sign-in (its AuthToken1, a Login token), or undefined. */
 function signedInAs (tokens: Pick<TokenStore, 'find'>): (ctx: KoaContextWithOIDC) => Promise<string | undefined> {
-  return async (ctx) => {
-    const token = ctx.cookies.get(SIGN_IN_COOKIE)
-    if (token === undefined || !isTokenShaped(token)) return undefined
-    const record = await tokens.find(hashToken(token), true)
-    return record === null || record.oidc !== undefined || record.keyId !== undefined ? undefined : record.username
-  }
+  return async (ctx) => (await signInToken(tokens, ctx.cookies.get(SIGN_IN_COOKIE)))?.record.username
 }
 
 /** The provider and its routes on the public app (when AUTH_OIDC_ISSUER is set). */
@@ -160,10 +155,10 @@ export async function registerOidc (app: FastifyInstance, deps: OidcServiceDeps)
     return made
   }
   // oidc-provider fixes its keys when it is made: a rotation makes a new one (its state is all in the stores).
-  let provider: Provider | undefined
+  // A change comes from the watch's timer or a rotation's notice, never before it returns.
   const watch = await watchSigningKeys(deps.signingKeys, { onChange: (jwks) => { provider = build(jwks) }, onError: deps.onKeysError })
-  provider ??= build(watch.jwks)
-  const current = (): Provider => provider ?? build(watch.jwks)
+  let provider = build(watch.jwks)
+  const current = (): Provider => provider
   app.addHook('onClose', async () => { watch.stop() })
   const started = startBackchannelLogout({ revocations: deps.revocations, tokens, links, provider: current, log: deps.log, retryDelaysMs: config.backchannelRetryDelaysMs })
   backchannel = started
