@@ -20,7 +20,8 @@ import { freePort } from '../../../support/processes.js'
  * sign-in page; the person types a password and, the account having a second factor, a code;
  * back at Apache, the page shows who and their groups. A person outside `ops` is refused where
  * the module's `Require claim groups:ops` holds. A sign-out at the service ends the access token
- * the module holds at once (Authenticate refuses it within a second). Apache and its module
+ * the module holds at once (Authenticate refuses it within a second), and the module's own session
+ * through back-channel logout (the page asked for again sends the browser to sign in). Apache and its module
  * missing fail the file with the packages to install (test/support/gateways.ts). Screenshots go
  * to SCREENS_DIR (default /tmp/ats-screens).
  */
@@ -90,7 +91,8 @@ async function run (t: Test): Promise<void> {
     issuer,
     upstream,
     register: async (redirectUri) => {
-      const { client, secret } = await app.oidcClients.create({ name: 'Apache', redirectUris: [redirectUri] }, { userAgent: 'test' })
+      // The module's back-channel logout endpoint is its redirect URI with ?logout=backchannel (its documentation).
+      const { client, secret } = await app.oidcClients.create({ name: 'Apache', redirectUris: [redirectUri], backchannelLogoutUri: `${redirectUri}?logout=backchannel` }, { userAgent: 'test' })
       if (secret === undefined) throw new Error('a confidential client has a secret')
       return { clientId: client.clientId, clientSecret: secret }
     }
@@ -169,6 +171,20 @@ async function run (t: Test): Promise<void> {
     const took = Date.now() - signedOut
     t.match(answer, { status: 403 }, `Authenticate refuses the access token Apache holds (${took} ms after the sign-out)`)
     t.ok(took < 1000, 'within a second')
+
+    // Apache's own session ends too: the service posts a logout token to the module's back-channel
+    // endpoint (sent from the revocation feed, off the sign-out's path), and the module drops the
+    // session, so the page asked for again sends the browser to sign in, not on to the app.
+    const before = upstream.seen.length
+    let again = ''
+    while (Date.now() - signedOut < 15_000) {
+      await page.goto(wanted)
+      again = page.url()
+      if (again.startsWith(`${serviceOrigin}/auth/signin?rd=`)) break
+      await new Promise((resolve) => setTimeout(resolve, 200))
+    }
+    t.match(again, `${serviceOrigin}/auth/signin?rd=`,
+      `Apache's session ended with the sign-out (back-channel logout; ${Date.now() - signedOut} ms after it, ${upstream.seen.length - before} page(s) served before): sent to sign in again`)
   })
 
   await t.test('a person outside ops signs in, and is refused at the ops location', async (t) => {
