@@ -149,7 +149,7 @@ const COMMANDS: CommandTable = {
   async 'groups remove' (operations, { username, group }, { say }) {
     const { before, after } = await operations.changeLocalGroups(username, (now) => {
       // A name outside the rule is in no account's groups: told as the service tells it, nothing written.
-      if (!now.groups.includes(group) && !isGroupName(group)) throw badRequest(reasons.groupNameNotValid(group))
+      if (!now.groups.includes(group) && !isGroupName(group)) throw badRequest(reasons.groupNameNotValid())
       return localGroups(now).filter((name) => name !== group)
     })
     if (after.directoryGroups.includes(group)) {

@@ -41,7 +41,7 @@ export interface GroupChangesDeps {
 /** The names checked and sorted, or a 400 saying which one is wrong. */
 export function checkedGroups (names: readonly string[]): string[] {
   for (const name of names) {
-    if (!isGroupName(name)) throw badRequest(reasons.groupNameNotValid(name))
+    if (!isGroupName(name)) throw badRequest(reasons.groupNameNotValid())
   }
   const sorted = sortedGroups(names)
   if (sorted.length > MAX_GROUPS_PER_ACCOUNT) throw badRequest(reasons.tooManyGroups(MAX_GROUPS_PER_ACCOUNT))

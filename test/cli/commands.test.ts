@@ -293,7 +293,7 @@ async function commandCases (t: Test, service: Service, actor: Actor): Promise<s
     succeeded(t, await run(['groups', 'remove', 'alice', 'ops']), 'alice was not in ops; alice\'s groups: dev\n')
     t.same(lines((await run(['groups', 'list'])).stdout), ['dev\t1', 'ops\t1'])
 
-    const badName = 'auth-token-service: group "Ops" is not a group name: 1 to 64 characters of a-z, 0-9, ".", "_" and "-", starting with a letter or a digit\n'
+    const badName = 'auth-token-service: groups holds a name that is not a group name: 1 to 64 characters of a-z, 0-9, ".", "_" and "-", starting with a letter or a digit\n'
     t.same(await run(['groups', 'add', 'alice', 'Ops']), { code: 1, stdout: '', stderr: badName }, 'a bad name: the service\'s detail')
     t.same(await run(['groups', 'remove', 'alice', 'Ops']), { code: 1, stdout: '', stderr: badName }, 'the same when removing it')
     for (const args of [['groups', 'add', 'nobody', 'ops'], ['groups', 'remove', 'nobody', 'ops'], ['groups', 'list', 'nobody']]) {

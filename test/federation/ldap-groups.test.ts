@@ -157,6 +157,11 @@ t.test('against a real slapd with groups', async (t) => {
     const groupsOf = async (token: string): Promise<unknown> => (await app.inject({ method: 'POST', url: '/auth/Authenticate', payload: { token } })).json<{ groups?: unknown }>().groups
     const first = await login()
     t.same(await groupsOf(first), ['domain-admins', 'ops'], 'the directory\'s groups, mapped')
+    const version = async (): Promise<number | undefined> => (await app.backends.users.findByUsername('alice'))?.groupsVersion
+    const versionBefore = await version()
+    const again = await login()
+    t.same(await groupsOf(again), ['domain-admins', 'ops'], 'a Login finding the same groups: the same set')
+    t.equal(await version(), versionBefore, 'and no new groups version')
     await app.accounts.setGroups('alice', ['local-only'])
     t.same(await groupsOf(first), ['domain-admins', 'local-only', 'ops'], 'local groups stand beside them')
     const shown = await app.accounts.show('alice')

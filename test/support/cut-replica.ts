@@ -11,6 +11,9 @@ import { fixtureAccounts } from './app.js'
  * cut off (SIGSTOP, its link closed on the master), Logouts, a revoke-all and a disable in
  * that window (each must answer 503, never `Success`), then the master killed and the stale
  * replica promoted. No token whose revocation was acknowledged may authenticate afterwards.
+ * A group taken away is under the same rule (api-contract, Groups and access rules): one
+ * account's removal from a group with the replica healthy (Success), another under the cut
+ * (503, never Success); after the failover its live tokens are still out of the first group.
  */
 
 export interface CutReplicaSetup {
@@ -40,6 +43,11 @@ export interface CutReplicaOutcome {
   cutLogoutMs: number
   /** A Logout on the promoted replica, whose meant replica (the dead master) is gone. */
   afterFailover: number
+  /** A group removal with the replica healthy, and one under the cut (HTTP statuses). */
+  groupsHealthy: number
+  groupsCut: number
+  /** The groups Authenticate gives each live token of that account after the failover (undefined: not active). */
+  groupsAfter: unknown[]
 }
 
 async function login (app: FastifyInstance, username: string): Promise<string> {
@@ -75,6 +83,10 @@ export async function runCutReplica (t: Test, setup: CutReplicaSetup): Promise<C
     healthy.push(...await tokensOf(username, 5))
     underCut.push(...await tokensOf(username, 3))
   }
+  // The first logging-out account is also in dev and ops; three tokens of it are never logged out.
+  const grouped = loggingOut[0] ?? ''
+  await accounts.setGroups(grouped, ['dev', 'ops'])
+  const groupedTokens = await tokensOf(grouped, 3)
   const revokedTokens = await tokensOf(revoked, 3)
   const disabledTokens = await tokensOf(disabled, 3)
   const acknowledged: string[] = []
@@ -89,6 +101,7 @@ export async function runCutReplica (t: Test, setup: CutReplicaSetup): Promise<C
   let began = performance.now()
   for (const token of healthy) healthyStatuses.push((await logout(token)).status)
   const healthyLogoutMs = (performance.now() - began) / healthy.length
+  const groupsHealthy = await statusOf(async () => await accounts.setGroups(grouped, ['dev']))
 
   await setup.cut()
   const cutStatuses: number[] = []
@@ -104,6 +117,7 @@ export async function runCutReplica (t: Test, setup: CutReplicaSetup): Promise<C
   if (revokeAll === 200) acknowledged.push(...revokedTokens)
   const disable = await statusOf(async () => await accounts.setDisabled(disabled, true))
   if (disable === 200) acknowledged.push(...disabledTokens)
+  const groupsCut = await statusOf(async () => await accounts.setGroups(grouped, []))
 
   const started = performance.now()
   await setup.failover()
@@ -119,8 +133,13 @@ export async function runCutReplica (t: Test, setup: CutReplicaSetup): Promise<C
     else if (status !== 403) t.fail(`Authenticate answered ${status} after the failover`)
   }
   const checked = acknowledged.length
+  const groupsAfter: unknown[] = []
+  for (const token of groupedTokens) {
+    const answer = await app.inject({ url: `/auth/Authenticate/${token}` })
+    groupsAfter.push(answer.statusCode === 200 ? answer.json<{ groups?: unknown }>().groups : undefined)
+  }
   const afterFailover = (await logout(await login(app, loggingOut[0] ?? ''))).status
-  return { healthyStatuses, cutStatuses, retryAfter, revokeAll, disable, acknowledged: checked, back, recoveredMs, healthyLogoutMs, cutLogoutMs, afterFailover }
+  return { healthyStatuses, cutStatuses, retryAfter, revokeAll, disable, acknowledged: checked, back, recoveredMs, healthyLogoutMs, cutLogoutMs, afterFailover, groupsHealthy, groupsCut, groupsAfter }
 }
 
 /** The assertions both topologies share. */
@@ -131,6 +150,11 @@ export function checkCutReplica (t: Test, outcome: CutReplicaOutcome): void {
   t.equal(outcome.revokeAll, 503, 'a revoke-all under the cut answers 503')
   t.equal(outcome.disable, 503, 'a disable under the cut answers 503')
   t.equal(outcome.back, 0, `none of the ${outcome.acknowledged} tokens whose revocation was acknowledged authenticates after the failover`)
+  t.equal(outcome.groupsHealthy, 200, 'a group removal with the replica healthy answers Success')
+  t.equal(outcome.groupsCut, 503, 'a group removal under the cut answers 503, never Success')
+  t.same(outcome.groupsAfter.map((groups) => Array.isArray(groups) && groups.includes('ops')), outcome.groupsAfter.map(() => false),
+    `after the failover no live token of the account is back in the group it was acknowledged out of (${JSON.stringify(outcome.groupsAfter)})`)
+  t.ok(outcome.groupsAfter.every((groups) => groups !== undefined), 'its tokens themselves are still active')
   t.comment(`failover: service answering again ${outcome.recoveredMs.toFixed(0)} ms after the master was killed; ${outcome.acknowledged} acknowledged revocations, ${outcome.back} back; ` +
     `Logout ${outcome.healthyLogoutMs.toFixed(1)} ms with the replica healthy, ${outcome.cutLogoutMs.toFixed(1)} ms (503) under the cut; ` +
     `a Logout on the promoted replica, its old master dead: ${outcome.afterFailover}`)

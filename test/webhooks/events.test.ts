@@ -57,16 +57,18 @@ t.test('every lifecycle event reaches the receiver, signed, and no body holds a 
   // account.revoked, account.disabled, account.enabled (admin API)
   const internal = await buildInternalApp(app, config)
   t.teardown(async () => { await internal.close() })
-  const admin = async (method: 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown): Promise<number> =>
+  const admin = async (method: 'POST' | 'PATCH' | 'PUT' | 'DELETE', url: string, payload?: unknown): Promise<number> =>
     (await internal.inject({ method, url, headers: { authorization: `Bearer ${ADMIN_KEY}`, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) }, ...(payload === undefined ? {} : { payload: JSON.stringify(payload) }) })).statusCode
   t.equal(await admin('DELETE', '/admin/users/alice/sessions'), 200)
   t.equal(await admin('PATCH', '/admin/users/alice', { disabled: true }), 200)
   t.equal(await admin('PATCH', '/admin/users/alice', { disabled: false }), 200)
   t.equal(await admin('PATCH', '/admin/users/bob', { password: 'bob passphrase number two' }), 200)
   secrets.push('bob passphrase number two')
+  // account.groups_changed (admin API): data.groups is the account's whole set
+  t.equal(await admin('PUT', '/admin/users/bob/groups', { groups: ['ops', 'dev'] }), 200)
 
   const expected = ['login.success', 'login.new_device', 'login.failure', 'logout', 'session.ended', 'key.created', 'key.revoked',
-    'password.changed', 'account.locked', 'account.revoked', 'account.disabled', 'account.enabled']
+    'password.changed', 'account.locked', 'account.revoked', 'account.disabled', 'account.enabled', 'account.groups_changed']
   await receiver.waitFor('every kind of event', (events) => expected.every((type) => events.some((event) => event.type === type)) &&
     events.filter((event) => event.type === 'password.changed').length === 2)
 
@@ -82,6 +84,8 @@ t.test('every lifecycle event reaches the receiver, signed, and no body holds a 
   const success = receiver.events.find((event) => event.type === 'login.success')
   t.match(success?.data, { username: 'alice', account_id: /^\d+$/, client_ip: '198.51.100.7', user_agent: FIREFOX, outcome: 'issued' })
   t.match(receiver.events.find((event) => event.type === 'account.disabled')?.data, { username: 'alice', tokens_ended: Number })
+  t.equal(count('account.groups_changed'), 1)
+  t.match(receiver.events.find((event) => event.type === 'account.groups_changed')?.data, { username: 'bob', account_id: /^\d+$/, outcome: 'set:dev,ops', groups: ['dev', 'ops'] })
 
   for (const event of receiver.events) {
     t.match(event.id, /^msg_[A-Za-z0-9_-]{22}$/, `${event.type}: a webhook-id`)

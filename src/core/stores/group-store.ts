@@ -40,33 +40,57 @@ export interface GroupStore {
   members (name: string, after: string | undefined, limit: number): Promise<string[]>
 }
 
+/** Whether the names stored (each once) are the set asked for. */
+function sameNames (stored: readonly string[] | null, names: readonly string[]): boolean {
+  const wanted = new Set(names)
+  return (stored ?? []).length === wanted.size && (stored ?? []).every((name) => wanted.has(name))
+}
+
 const UNION = 'ARRAY(SELECT DISTINCT name COLLATE "C" FROM account_groups WHERE account_id = $1 ORDER BY 1) AS groups'
 
 export function createSqlGroupStore (db: Pick<Database, 'query' | 'transaction'>, onError?: (error: unknown) => void): GroupStore {
   const guarded = databaseGuard(onError)
+  /** The transaction that makes the change (the account row locked first, so two changes of one account apply one after the other). */
+  const write = async (username: string, source: GroupSource, names: readonly string[]): Promise<GroupsSet | null> => await db.transaction(async (tx): Promise<GroupsSet | null> => {
+    // Locked before anything is read: the statements after it each see the other change's rows.
+    const { rows: found } = await tx.query<{ id: string, username: string }>('SELECT id::text AS id, username FROM users WHERE username = $1 FOR NO KEY UPDATE', [username])
+    const account = found[0]
+    if (account === undefined) return null
+    const { rows: before } = await tx.query<{ groups: string[] }>(`SELECT ${UNION}`, [account.id])
+    const { rows: removed } = await tx.query('DELETE FROM account_groups WHERE account_id = $1 AND source = $2 AND NOT (name = ANY($3::text[])) RETURNING name', [account.id, source, names])
+    const { rows: added } = await tx.query(`INSERT INTO account_groups (account_id, name, source) SELECT $1, n, $2 FROM unnest($3::text[]) AS n
+      ON CONFLICT DO NOTHING RETURNING name`, [account.id, source, names])
+    const changed = removed.length + added.length > 0
+    const { rows: version } = await tx.query<{ groups_version: string | number }>(
+      'UPDATE users SET groups_version = groups_version + (CASE WHEN $2 THEN 1 ELSE 0 END) WHERE id = $1 RETURNING groups_version', [account.id, changed])
+    const { rows: after } = await tx.query<{ groups: string[] }>(`SELECT ${UNION}`, [account.id])
+    return {
+      accountId: account.id,
+      username: account.username,
+      before: before[0]?.groups ?? [],
+      after: after[0]?.groups ?? [],
+      version: Number(version[0]?.groups_version ?? 0),
+      changed
+    }
+  })
   return {
-    set: async (username, source, names) => await guarded(async () => await db.transaction(async (tx): Promise<GroupsSet | null> => {
-      // Locked before anything is read: the statements after it each see the other change's rows.
-      const { rows: found } = await tx.query<{ id: string, username: string }>('SELECT id::text AS id, username FROM users WHERE username = $1 FOR NO KEY UPDATE', [username])
-      const account = found[0]
-      if (account === undefined) return null
-      const { rows: before } = await tx.query<{ groups: string[] }>(`SELECT ${UNION}`, [account.id])
-      const { rows: removed } = await tx.query('DELETE FROM account_groups WHERE account_id = $1 AND source = $2 AND NOT (name = ANY($3::text[])) RETURNING name', [account.id, source, names])
-      const { rows: added } = await tx.query(`INSERT INTO account_groups (account_id, name, source) SELECT $1, n, $2 FROM unnest($3::text[]) AS n
-        ON CONFLICT DO NOTHING RETURNING name`, [account.id, source, names])
-      const changed = removed.length + added.length > 0
-      const { rows: version } = await tx.query<{ groups_version: string | number }>(
-        'UPDATE users SET groups_version = groups_version + (CASE WHEN $2 THEN 1 ELSE 0 END) WHERE id = $1 RETURNING groups_version', [account.id, changed])
-      const { rows: after } = await tx.query<{ groups: string[] }>(`SELECT ${UNION}`, [account.id])
-      return {
-        accountId: account.id,
-        username: account.username,
-        before: before[0]?.groups ?? [],
-        after: after[0]?.groups ?? [],
-        version: Number(version[0]?.groups_version ?? 0),
-        changed
+    set: async (username, source, names) => await guarded(async () => {
+      // Nearly every call is a federated Login handing over the set it stored last time: one read
+      // (one snapshot) answers it, with no transaction, lock or UPDATE of the account's row. A
+      // change made alongside is that change's to push; this answer is what a write would give.
+      const { rows: current } = await db.query<{ id: string, username: string, own: string[] | null, groups: string[] | null, groups_version: string | number }>(
+        `SELECT id::text AS id, username, groups_version,
+           ARRAY(SELECT name COLLATE "C" FROM account_groups WHERE account_id = users.id AND source = $2 ORDER BY 1) AS own,
+           ARRAY(SELECT DISTINCT name COLLATE "C" FROM account_groups WHERE account_id = users.id ORDER BY 1) AS groups
+         FROM users WHERE username = $1`, [username, source])
+      const found = current[0]
+      if (found === undefined) return null
+      if (sameNames(found.own, names)) {
+        const groups = found.groups ?? []
+        return { accountId: found.id, username: found.username, before: groups, after: groups, version: Number(found.groups_version), changed: false }
       }
-    })),
+      return await write(username, source, names)
+    }),
     list: async () => await guarded(async () => {
       const { rows } = await db.query<{ name: string, members: string | number }>(
         'SELECT name, count(DISTINCT account_id) AS members FROM account_groups GROUP BY name ORDER BY name COLLATE "C"')

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks'
 import t, { type Test } from 'tap'
 import { HttpDriver, issuedToken, verdictOf, type Verdict } from '../../../support/load.js'
 import { migratedDatabaseUrl } from '../../../support/postgres.js'
-import { spawnTracked, stopChild, waitFor } from '../../../support/processes.js'
+import { freePort, spawnTracked, stopChild, waitFor } from '../../../support/processes.js'
 import { startThrowawayRedis, type ThrowawayRedis } from '../../../support/redis.js'
 import { cliCommand, serviceEnv, startService, type ServiceProcess } from '../../../support/service.js'
 import { ACCOUNT, loginMany } from '../../support/checks.js'
@@ -16,6 +16,9 @@ import { ACCOUNT, loginMany } from '../../support/checks.js'
  * (b) Compose's settings (AOF, appendfsync always): SIGKILL right after the last Logout,
  *     a restart from the same directory: none back, three rounds; the tokens not logged out
  *     are back, so Redis did come back from its files and not empty.
+ * (c) The same for a group taken away (api-contract, Groups and access rules: the durability
+ *     rule of revocations applies to a removal): SIGKILL right after the admin API's PUT
+ *     answered Success; after the restart no live token of the account is in the group again.
  */
 
 const databaseUrl = await migratedDatabaseUrl(t)
@@ -113,5 +116,41 @@ t.test('(b) compose\'s settings (AOF, appendfsync always): SIGKILL right after t
     t.ok(issuedToken(fresh), `round ${round}: a fresh Login works`)
   }
   await waitFor('readiness', async () => (await readiness(service)).status === 200, { timeoutMs: 10_000 })
+  t.equal(service.exitStatus(), null, 'the service ran throughout')
+})
+
+t.test('(c) compose\'s settings: SIGKILL right after a group was taken away, three rounds, the group never back', async (t) => {
+  const redis = await startThrowawayRedis(t, { args: ['--appendonly', 'yes', '--appendfsync', 'always', '--maxmemory-policy', 'noeviction'] })
+  const adminKey = 'admin-key-for-tests-0123456789-abcdefghij'
+  const internalPort = await freePort()
+  const service = await startService(t, serviceEnv({ redisUrl: redis.url, databaseUrl }, ACCOUNT, { AUTH_ADMIN_KEY: adminKey, INTERNAL_PORT: String(internalPort) }))
+  const driver = new HttpDriver(service.baseUrl, { maxSockets: 16 })
+  t.teardown(() => { driver.close() })
+  const setGroups = async (groups: string[]): Promise<unknown> => {
+    const response = await fetch(`http://127.0.0.1:${internalPort}/admin/users/${encodeURIComponent(ACCOUNT.username)}/groups`, {
+      method: 'PUT', headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ groups }), signal: AbortSignal.timeout(5000)
+    })
+    return await response.json()
+  }
+  /** Authenticate's groups once the service answers from Redis again (503s while it reconnects are retried); undefined: not active. */
+  const groupsOf = async (token: string): Promise<unknown> => {
+    await settledVerdict(driver, token)
+    const answer = await driver.authenticate(token)
+    return verdictOf(answer) === 'success' ? (answer.body as { groups?: unknown }).groups : undefined
+  }
+  const verify = async (token: string): Promise<number> =>
+    (await fetch(`${service.baseUrl}/auth/verify?group=ops`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(3000) })).status
+
+  for (let round = 1; round <= 3; round++) {
+    t.match(await setGroups(['dev', 'ops']), { status: 0, user: { groups: ['dev', 'ops'] } }, `round ${round}: in dev and ops`)
+    const tokens = await loginMany(t, driver, 10, { parallel: 4 })
+    t.same(await Promise.all(tokens.map(verify)), tokens.map(() => 200), `round ${round}: each of the 10 tokens passes the rule for ops`)
+    t.match(await setGroups(['dev']), { status: 0, user: { groups: ['dev'] } }, `round ${round}: taken out of ops, answered Success`)
+    await redis.kill('SIGKILL')
+    await redis.start()
+    const after = await Promise.all(tokens.map(groupsOf))
+    t.same(after, tokens.map(() => ['dev']), `round ${round}: after the restart every token is back (Redis came back from its AOF) and in dev only`)
+    t.same(await Promise.all(tokens.map(verify)), tokens.map(() => 403), `round ${round}: the rule for ops refuses each of them (403)`)
+  }
   t.equal(service.exitStatus(), null, 'the service ran throughout')
 })
