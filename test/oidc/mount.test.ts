@@ -63,7 +63,7 @@ t.test('at another path: discovery there names every endpoint under it, a person
 })
 
 /** The provider's cookies a forwarded authorization request is answered with, and the client IPs of the two oidc.authorized events (the first sign-in's, then the forwarded one's). */
-async function forwarded (t: Test, trustProxy: boolean): Promise<{ secure: boolean[], eventIps: string[] }> {
+async function forwarded (t: Test, trustProxy: boolean | string[]): Promise<{ secure: boolean[], eventIps: string[] }> {
   const flow = await setUp(t, 'embedded', { overrides: { trustProxy } })
   const jar = new Jar()
   // Signed in once (single sign-on from here on), then one authorization through a TLS proxy.
@@ -91,4 +91,11 @@ t.test('AUTH_TRUST_PROXY: the provider takes a trusted proxy\'s scheme and clien
   const untrusted = await forwarded(t, false)
   t.notOk(untrusted.secure.some(Boolean), 'not trusted: plain http, no Secure cookie')
   t.same(untrusted.eventIps, ['127.0.0.1', '127.0.0.1'], 'not trusted: the peer\'s address')
+  // Trusting only some proxies' addresses: the peer (127.0.0.1) is not one of them.
+  const elsewhere = await forwarded(t, ['10.9.9.9'])
+  t.notOk(elsewhere.secure.some(Boolean), 'a proxy trusted by address, the peer not it: no Secure cookie')
+  t.same(elsewhere.eventIps, ['127.0.0.1', '127.0.0.1'], 'a proxy trusted by address, the peer not it: the peer\'s address')
+  const loopback = await forwarded(t, ['127.0.0.1'])
+  t.ok(loopback.secure.every(Boolean), 'the peer is the trusted address: Secure cookies')
+  t.same(loopback.eventIps, ['127.0.0.1', '203.0.113.7'], 'the peer is the trusted address: the forwarded address')
 })
