@@ -78,3 +78,25 @@ t.test('a passkey on the service\'s sign-in page signs a person in at the author
   t.match(tokens.claims(), { preferred_username: 'alice' }, 'the client has alice\'s ID token')
   t.match(await authenticate(app, tokens.access_token), { status: 0, kind: 'oidc', username: 'alice' }, 'and a token of the service')
 })
+
+t.test('the sign-in page\'s limits and events apply at the authorization endpoint: failures audited, a locked account gets no code', async (t) => {
+  const flow = await setUp(t, 'embedded', { overrides: { maxFailedLogins: 2 } })
+  const { base, app } = flow
+  const jar = new Jar()
+  const { url } = await pkceRequest(flow.config)
+  for (let i = 0; i < 2; i++) {
+    const wrong = await browse(base, jar, url, { username: 'alice', password: 'not the password at all' })
+    t.ok('page' in wrong && wrong.page.url.pathname === '/auth/signin', `wrong password ${i + 1}: the sign-in page again, no way back to the client`)
+  }
+  const locked = await browse(base, jar, url, { username: 'alice', password: PASSWORD })
+  t.ok('page' in locked, 'locked: the right password now gets no code either')
+  const events = async (event: string): Promise<string[]> => (await app.backends.audit.list({ event, username: 'alice' })).map((found) => found.outcome)
+  t.same((await events('login.failure')).filter((outcome) => outcome === 'wrong-password').length, 2, 'each wrong password a login.failure')
+  t.same(await events('login.lockout'), ['locked-60s'], 'the lock a login.lockout event')
+  t.same(await events('login.refused'), ['account-locked'], 'the right password while locked a login.refused event')
+  t.same(await events('oidc.authorized'), [], 'nothing authorized')
+  await app.accounts.unlock('alice')
+  const back = await browse(base, jar, url, { username: 'alice', password: PASSWORD })
+  t.ok('back' in back && back.back.searchParams.has('code'), 'unlocked: a code')
+  t.same((await events('login.success')).length, 1, 'the sign-in a login.success event')
+})
