@@ -59,6 +59,11 @@ export async function oidcRoutes (app: FastifyInstance, options: OidcRoutesOptio
     const raw = request.raw
     options.log.attach(raw, request.log)
     options.requestClients.set(raw, clientOf(request))
+    // The provider (Koa: `proxy` on whenever AUTH_TRUST_PROXY is set) would take these headers from
+    // any peer; it gets what the service's trust of proxies (addresses, hops) made of them instead.
+    raw.headers['x-forwarded-proto'] = request.protocol
+    raw.headers['x-forwarded-host'] = request.host
+    raw.headers['x-forwarded-for'] = request.ip
     const url = raw.url ?? '/'
     // As a mount (Express's, middie's) leaves it: the provider reads its mount path from the difference.
     Object.assign(raw, { originalUrl: url })
