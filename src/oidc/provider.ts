@@ -49,6 +49,13 @@ async function signInOf (ctx: KoaContextWithOIDC, tokens: Pick<TokenStore, 'find
   return { ...found, ttlMs: found.record.expiresAt - Date.now() }
 }
 
+/** The revocation endpoint's rule: a client's own token; another's refused (a public client's request answered, nothing revoked). */
+async function revocationAllowed (_ctx: KoaContextWithOIDC, client: { clientId: string, clientAuthMethod?: string | undefined }, token: { clientId?: string | undefined }): Promise<boolean> {
+  if (token.clientId === client.clientId) return true
+  if (client.clientAuthMethod === 'none') return false
+  throw new errors.InvalidRequest('client is not authorized to revoke the presented token')
+}
+
 /** What the provider's session takes of a sign-in: when it was made (epoch seconds) and how (amr, by its token's hash). */
 export interface SignInFacts {
   issuedAt: (record: TokenRecord) => number
@@ -151,7 +158,9 @@ export function createProvider (deps: ProviderDeps): Provider {
     clientDefaults: { id_token_signed_response_alg: 'RS256', require_auth_time: true, grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'] },
     features: {
       devInteractions: { enabled: false },
-      revocation: { enabled: true },
+      // A client revokes only its own tokens (RFC 7009 2.1), as the provider's default does: declared,
+      // so that the provider prints no notice of its default on the service's stdout (its log).
+      revocation: { enabled: true, allowedPolicy: revocationAllowed },
       userinfo: { enabled: true },
       rpInitiatedLogout: { enabled: true, ...deps.pages.rpInitiatedLogout },
       backchannelLogout: { enabled: true },

@@ -74,8 +74,16 @@ export function artifactStoreOf (tokens: { kind: 'redis', redis: RedisClient } |
   return tokens.kind === 'redis' ? createRedisArtifactStore(tokens.redis) : createMemoryArtifactStore()
 }
 
-/** The key prefix of the provider's artifacts. */
-export const artifactPrefix = (keyPrefix: string): string => `${keyPrefix}oidc:`
+/**
+ * The layout of the provider's artifacts (their key names and what their values hold): a change is
+ * a new version, whose keys stand apart from the old ones. The old ones are never read again and
+ * expire by themselves (every artifact key has its model's lifetime); the apps' sign-ins and
+ * tokens made under the old version end with the upgrade, as a changed layout of theirs must.
+ */
+export const ARTIFACT_LAYOUT_VERSION = 1
+
+/** The key prefix of the provider's artifacts: `<AUTH_REDIS_KEY_PREFIX>oidc<version>:`. */
+export const artifactPrefix = (keyPrefix: string): string => `${keyPrefix}oidc${ARTIFACT_LAYOUT_VERSION}:`
 
 /** What a client's removal ends: its access tokens (OidcClientsDeps.onRemoved). */
 export function endClientTokens (tokens: OidcServiceDeps['tokens'], keyPrefix: string, store: ArtifactStore = artifactStoreOf(tokens)): (clientId: string) => Promise<void> {

@@ -1,5 +1,6 @@
 import t from 'tap'
 import * as oidc from 'openid-client'
+import { artifactPrefix } from '../../src/oidc/service.js'
 import { authenticate, setUp, signedInTokens } from './support.js'
 
 /*
@@ -17,9 +18,9 @@ t.test('in Redis: expiring grant index, consumed refresh token kept, no secret i
   const redis = store.redis
   const { tokens } = await signedInTokens(flow)
   const refreshToken = tokens.refresh_token ?? ''
-  const keys = async (): Promise<string[]> => await redis.keys(`${redisPrefix}oidc:*`)
+  const keys = async (): Promise<string[]> => await redis.keys(`${artifactPrefix(redisPrefix)}*`)
 
-  const grantIndexes = (await keys()).filter((key) => key.startsWith(`${redisPrefix}oidc:grant:`))
+  const grantIndexes = (await keys()).filter((key) => key.startsWith(`${artifactPrefix(redisPrefix)}grant:`))
   t.ok(grantIndexes.length > 0, 'a grant index')
   for (const key of grantIndexes) t.ok(await redis.pttl(key) > 0, `${key.slice(redisPrefix.length)} expires`)
   for (const key of await keys()) t.ok(await redis.pttl(key) > 0, `every artifact key expires: ${key.slice(redisPrefix.length, redisPrefix.length + 30)}…`)

@@ -4,6 +4,7 @@ import * as oidc from 'openid-client'
 import type { BackendKind } from '../support/app.js'
 import { rejection } from '../support/rejection.js'
 import { keysUnder } from '../../support/redis.js'
+import { artifactPrefix } from '../../src/oidc/service.js'
 import { authenticate, authorize, Jar, PASSWORD, pkceRequest, publicClient, REDIRECT, setUp, signedInTokens, type Flow } from './support.js'
 
 /*
@@ -18,8 +19,8 @@ import { authenticate, authorize, Jar, PASSWORD, pkceRequest, publicClient, REDI
 async function grantArtifacts (flow: Flow): Promise<string[]> {
   const tokens = flow.app.backends.tokens
   if (tokens.kind !== 'redis' || !(tokens.redis instanceof Redis)) return []
-  const keys = await keysUnder(tokens.redis, `${flow.testApp.redisPrefix ?? ''}oidc:`)
-  return keys.filter((key) => /oidc:(AccessToken|RefreshToken|AuthorizationCode|Grant|grant):/.test(key))
+  const keys = await keysUnder(tokens.redis, artifactPrefix(flow.testApp.redisPrefix ?? ''))
+  return keys.filter((key) => /oidc1:(AccessToken|RefreshToken|AuthorizationCode|Grant|grant):/.test(key))
 }
 
 function reuseContract (t: Test, kind: BackendKind): void {
@@ -114,6 +115,20 @@ function reuseContract (t: Test, kind: BackendKind): void {
     await oidc.tokenRevocation(flow.config, tokens.refresh_token ?? '', { token_type_hint: 'refresh_token' })
     t.match(await authenticate(flow.app, tokens.access_token), { status: 403 }, 'Authenticate refuses the access token')
     t.match(await rejection(oidc.refreshTokenGrant(flow.config, tokens.refresh_token ?? '')), { error: 'invalid_grant' }, 'the refresh token is gone')
+  })
+
+  t.test('a client revokes only its own tokens: another client\'s is refused and keeps working', async (t) => {
+    const flow = await setUp(t, kind)
+    const { tokens } = await signedInTokens(flow)
+    const { client, secret } = await flow.app.oidcClients.create({ name: 'Other', redirectUris: [REDIRECT] }, { userAgent: 'test' })
+    const other = await oidc.discovery(new URL(`${flow.base}/oidc`), client.clientId, secret, undefined, { execute: [oidc.allowInsecureRequests] })
+    t.match(await rejection(oidc.tokenRevocation(other, tokens.refresh_token ?? '', { token_type_hint: 'refresh_token' })), { error: 'invalid_request' },
+      'a confidential client: refused')
+    const { config: cli } = await publicClient(flow)
+    await oidc.tokenRevocation(cli, tokens.access_token, { token_type_hint: 'access_token' })
+    t.match(await authenticate(flow.app, tokens.access_token), { status: 0, kind: 'oidc' }, 'a public client: answered, and nothing revoked')
+    const refreshed = await oidc.refreshTokenGrant(flow.config, tokens.refresh_token ?? '')
+    t.ok(refreshed.access_token, 'the owner\'s refresh token still works')
   })
 }
 

@@ -17,8 +17,9 @@ import { TOKEN_DIGEST_LENGTH } from './token.js'
  *
  * (The service's own keys beside them, the account index, epoch and deny set, the link from a token
  * to the tokens given out under it, are its business: src/core/stores/redis/scripts.ts; and the
- * OpenID Connect provider's artifacts, `<prefix>oidc:<Model>:<SHA-256 of the id>` with their
- * indexes: src/oidc/adapter.ts. A guard reads none of them.)
+ * OpenID Connect provider's artifacts, `<prefix>oidc1:<Model>:<SHA-256 of the id>` with their
+ * indexes, versioned on their own by the `1` (src/oidc/service.ts ARTIFACT_LAYOUT_VERSION;
+ * src/oidc/adapter.ts). A guard reads none of them.)
  */
 
 /**
