@@ -3,8 +3,7 @@ import type { IncomingMessage } from 'node:http'
 import type { CookieSerializeOptions } from '@fastify/cookie'
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import type { AdapterPayload, JWK, KoaContextWithOIDC } from 'oidc-provider'
-import type Provider from 'oidc-provider'
-import { errors } from 'oidc-provider'
+import Provider, { errors } from 'oidc-provider'
 import type { TokenRecord } from '@auth-token-service/protocol/layout'
 import { hashToken, isTokenShaped } from '@auth-token-service/protocol/token'
 import type { OidcConfig } from '../config/parts/oidc.js'
@@ -26,7 +25,8 @@ import { createProviderPages, providerErrorPage, type ProviderPageSettings } fro
 import { createProvider, SIGN_IN_COOKIE, type SignInFacts } from './provider.js'
 import { createProviderLog } from './provider-log.js'
 import { INTERACTION_PREFIX, oidcRoutes } from './routes.js'
-import { createSignInLinks } from './sign-in-links.js'
+import { createSignInLinks, type SignInLinks } from './sign-in-links.js'
+import { requestMemo } from './request-memo.js'
 import { watchSigningKeys, type SigningJwks, type SigningKeys } from './signing-keys.js'
 
 /** What the provider stands on, from the service's backends. */
@@ -95,14 +95,26 @@ export async function registerOidc (app: FastifyInstance, deps: OidcServiceDeps)
   const { config, tokens, users } = deps
   const prefix = artifactPrefix(deps.keyPrefix)
   const store = deps.store
-  const links = createSignInLinks(store, prefix)
+  // Read once per provider request (request-memo.ts): a refresh needs each twice.
+  const storedLinks = createSignInLinks(store, prefix)
+  const signInOf = requestMemo(() => Provider.ctx, async (uid: string) => await storedLinks.signInOf(uid))
+  const links: SignInLinks = {
+    ...storedLinks,
+    signInOf: signInOf.read,
+    async link (sessionUid, signInHash, ttlMs) {
+      await storedLinks.link(sessionUid, signInHash, ttlMs)
+      signInOf.set(sessionUid, signInHash)
+    }
+  }
+  const accountById = requestMemo(() => Provider.ctx, async (id: string) => await users.findById(id))
+  const accounts: Pick<UserStore, 'findById'> = { findById: accountById.read }
   const facts: SignInFacts = {
     issuedAt: deps.issuedAt,
     // The sign-in's methods as the account stands: a password, and a code when it has a second factor.
     amr: async (record) => (await users.findByUsername(record.username))?.secondFactor === true ? ['pwd', 'otp'] : ['pwd']
   }
   const requestClients = new WeakMap<IncomingMessage, ClientContext>()
-  const accessTokens = createAccessTokenRecords({ tokens, users, links, store, prefix })
+  const accessTokens = createAccessTokenRecords({ tokens, users: accounts, links, store, prefix })
   const sealing = await deps.sealingKeys()
   const pages = createProviderPages(deps.pages)
   const log = createProviderLog(deps.log)
@@ -136,7 +148,7 @@ export async function registerOidc (app: FastifyInstance, deps: OidcServiceDeps)
         client: async (clientId) => await deps.clients.metadataOf(clientId) as AdapterPayload | undefined,
         invalid: (message) => new errors.InvalidGrant(message)
       }),
-      users,
+      users: accounts,
       tokens,
       links,
       // The provider's JWK type is looser than the keys' own (private RSA and EC members).
