@@ -128,7 +128,12 @@ export function createMemoryArtifactStore (now: () => number = Date.now): Artifa
     async markConsumed (key, at) {
       const found = live(key)
       if (found === undefined || typeof found.value !== 'string') return false
-      const parsed: unknown = JSON.parse(found.value)
+      let parsed: unknown
+      try {
+        parsed = JSON.parse(found.value)
+      } catch {
+        return false
+      }
       if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return false
       found.value = JSON.stringify({ ...parsed, consumed: Math.floor(at) })
       return true
