@@ -16,6 +16,7 @@ import type { UserStore } from '../core/stores/user-store.js'
 import type { RedisClient } from '@auth-token-service/protocol/redis-connection'
 import { clientTokenEnder, createAccessTokenRecords } from './access-tokens.js'
 import { createAdapterFactory } from './adapter.js'
+import { createClientRemovals, type ClientRemovals } from './client-removals.js'
 import { startBackchannelLogout, type BackchannelLogout } from './backchannel-logout.js'
 import { createPageSources } from './page-sources.js'
 import { attachProviderHooks, type ProviderHooksDeps } from './provider-hooks.js'
@@ -78,6 +79,11 @@ export const artifactPrefix = (keyPrefix: string): string => `${keyPrefix}oidc:`
 /** What a client's removal ends: its access tokens (OidcClientsDeps.onRemoved). */
 export function endClientTokens (tokens: OidcServiceDeps['tokens'], keyPrefix: string, store: ArtifactStore = artifactStoreOf(tokens)): (clientId: string) => Promise<void> {
   return clientTokenEnder(store, artifactPrefix(keyPrefix), tokens)
+}
+
+/** Where a client's removal is marked for every instance (clients.ts keeps clients in memory only with it). */
+export function clientRemovalsOf (tokens: OidcServiceDeps['tokens'], keyPrefix: string, store: ArtifactStore = artifactStoreOf(tokens)): ClientRemovals {
+  return createClientRemovals(store, artifactPrefix(keyPrefix))
 }
 
 /** The username of the browser's active sign-in (its AuthToken1, a Login token), or undefined. */
