@@ -40,7 +40,7 @@ import { PACKAGE_VERSION } from '../config/version.js'
 import { createSqlDeviceRecord, loginDevices } from '../webhooks/devices.js'
 import { createSqlWebhookOutbox, type WebhookOutbox } from '../webhooks/outbox.js'
 import { startWebhookDelivery } from '../webhooks/start.js'
-import { createOidcClients, createSigningKeys, createSqlSigningKeyStore, artifactStoreOf, endClientTokens, registerOidc, type OidcClients, type OidcServiceDeps, type SigningKeys } from '../oidc/index.js'
+import { createOidcClients, createSigningKeys, createSqlSigningKeyStore, artifactStoreOf, clientRemovalsOf, endClientTokens, registerOidc, type OidcClients, type OidcServiceDeps, type SigningKeys } from '../oidc/index.js'
 import { lifetimeSeconds } from '../core/auth.js'
 import { createRecovery, createSqlMailOutbox, createSqlRecoveryStore, recoveryRoutes, startMailDelivery, type MailOutbox, type Recovery } from '../recovery/index.js'
 import { mailBrand } from '../recovery/start.js'
@@ -241,7 +241,8 @@ export async function buildApp (config: Config, options: BuildAppOptions = {}): 
   app.decorate('oidcClients', createOidcClients({
     store: backends.oidcClientStore,
     audit: observed.audit,
-    onRemoved: config.oidc === undefined ? undefined : endClientTokens(backends.tokens, config.redisKeyPrefix, oidcArtifacts)
+    onRemoved: config.oidc === undefined ? undefined : endClientTokens(backends.tokens, config.redisKeyPrefix, oidcArtifacts),
+    removals: config.oidc === undefined ? undefined : clientRemovalsOf(backends.tokens, config.redisKeyPrefix, oidcArtifacts)
   }))
   app.decorate('signingKeys', config.oidc === undefined
     ? undefined

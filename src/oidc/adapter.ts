@@ -83,10 +83,14 @@ export function createAdapterFactory (deps: AdapterDeps): (name: string) => Adap
         const { jti: _jti, ...kept } = payload
         const key = keyOf(id)
         const ttlMs = ttlSeconds * 1000
-        await store.set(key, JSON.stringify(kept), ttlMs)
-        if (GRANTABLE.has(name) && typeof payload.grantId === 'string') await store.addMember(grantKey(payload.grantId), key, ttlMs)
-        if (name === 'Session' && typeof payload.uid === 'string') await store.set(uidKey(payload.uid), id, ttlMs)
-        if (typeof payload.userCode === 'string') await store.set(userCodeKey(payload.userCode), id, ttlMs)
+        // Sent together (one round trip; each names one key, as a Cluster needs). Should one fail, the
+        // upsert fails and the provider hands out nothing: a payload or index entry written meanwhile
+        // names an artifact no client holds, and expires with it.
+        const writes = [store.set(key, JSON.stringify(kept), ttlMs)]
+        if (GRANTABLE.has(name) && typeof payload.grantId === 'string') writes.push(store.addMember(grantKey(payload.grantId), key, ttlMs))
+        if (name === 'Session' && typeof payload.uid === 'string') writes.push(store.set(uidKey(payload.uid), id, ttlMs))
+        if (typeof payload.userCode === 'string') writes.push(store.set(userCodeKey(payload.userCode), id, ttlMs))
+        await Promise.all(writes)
       },
       async find (id) {
         if (name === 'Client') return await deps.client(id)
@@ -107,11 +111,8 @@ export function createAdapterFactory (deps: AdapterDeps): (name: string) => Adap
         return id === null ? undefined : await read(id)
       },
       async consume (id) {
-        const key = keyOf(id)
-        const payload = parse(await store.get(key))
-        if (payload === undefined) return
-        // Kept, marked: a second use is how a stolen code or refresh token is found out.
-        await store.replace(key, JSON.stringify({ ...payload, consumed: Math.floor(Date.now() / 1000) }))
+        // Kept, marked (in one step, its expiry kept): a second use is how a stolen code or refresh token is found out.
+        await store.markConsumed(keyOf(id), Date.now() / 1000)
       },
       async destroy (id) {
         const key = keyOf(id)

@@ -5,6 +5,7 @@ import type { OutcomeOf } from '../core/events.js'
 import type { OidcClientRow, OidcClientStore } from './client-store.js'
 import { hashClientSecret, isClientIdShaped, newClientId, newClientSecret } from './client-secret.js'
 import { checkedUri, checkedUris } from './client-uris.js'
+import type { ClientRemovals } from './client-removals.js'
 
 /**
  * The provider's clients, as operators register them (api-contract, Single sign-on): made with
@@ -85,7 +86,23 @@ export interface OidcClientsDeps {
    * client still marked: unknown to the provider, and ended again by the next removal.
    */
   onRemoved?: ((clientId: string) => Promise<void>) | undefined
+  /**
+   * Where removals are marked for every instance to see (client-removals.ts). Given, a client read
+   * from the database is kept in memory for up to CLIENT_CACHE_MS and served from there while it
+   * has no mark (the provider asks for its client at every request); without, every read asks the
+   * database.
+   */
+  removals?: ClientRemovals | undefined
+  /** The clock of the memory's lifetimes (tests). */
+  now?: () => number
 }
+
+/**
+ * How long an instance keeps a client it read. Removal needs no expiry (its mark is read at every
+ * request); this bounds only what no mark announces: a row changed or deleted by hand in the
+ * database, or by an instance of an older version, which sets no mark.
+ */
+export const CLIENT_CACHE_MS = 30_000
 
 const NAME_MAX = 128
 // eslint-disable-next-line no-control-regex -- control characters are what is refused
@@ -113,7 +130,23 @@ export function metadataOfRow (row: OidcClientRow): OidcClientMetadata {
   return metadata
 }
 
-export function createOidcClients ({ store, audit, onRemoved }: OidcClientsDeps): OidcClients {
+export function createOidcClients ({ store, audit, onRemoved, removals, now = Date.now }: OidcClientsDeps): OidcClients {
+  const kept = new Map<string, { row: OidcClientRow, until: number }>()
+  /** The client's row: from memory while its removal is not marked, else from the database. */
+  const rowOf = async (clientId: string): Promise<OidcClientRow | null> => {
+    if (removals === undefined) return await store.find(clientId)
+    if (await removals.marked(clientId)) {
+      kept.delete(clientId)
+      return null
+    }
+    const held = kept.get(clientId)
+    if (held !== undefined && held.until > now()) return held.row
+    const row = await store.find(clientId)
+    if (row === null) kept.delete(clientId)
+    else kept.set(clientId, { row, until: now() + CLIENT_CACHE_MS })
+    return row
+  }
+
   const record = (event: 'oidc.client_created' | 'oidc.client_removed', outcome: OutcomeOf<typeof event>, actor: ClientActor): void => {
     audit.record({ event, clientIp: actor.clientIp, userAgent: actor.userAgent, credential: actor.credential, actor: actor.actor, outcome })
   }
@@ -141,6 +174,11 @@ export function createOidcClients ({ store, audit, onRemoved }: OidcClientsDeps)
     list: async () => await store.list(),
     async remove (clientId, actor) {
       if (!isClientIdShaped(clientId)) throw noSuchClient()
+      // Marked for every instance first (they may hold the client in memory): should this fail,
+      // nothing has changed; should a later step fail, the client is unknown all the same.
+      // A client never registered gets a mark too: its id is nobody's, and the mark expires.
+      await removals?.mark(clientId)
+      kept.delete(clientId)
       const removing = await store.markRemoved(clientId)
       if (removing === null) throw noSuchClient()
       // Marked first, so the provider no longer finds the client: no token is given out while
@@ -152,7 +190,8 @@ export function createOidcClients ({ store, audit, onRemoved }: OidcClientsDeps)
     },
     async metadataOf (clientId) {
       if (!isClientIdShaped(clientId)) return undefined
-      const row = await store.find(clientId)
+      const row = await rowOf(clientId)
+      // Made afresh each time: the provider gets no object another request holds.
       return row === null ? undefined : metadataOfRow(row)
     }
   }

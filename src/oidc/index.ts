@@ -28,6 +28,7 @@
  * Other slices use what this file exports, never the files behind it.
  */
 export { createOidcClients, providerOff, type ClientActor, type CreatedClient, type NewClientInput, type OidcClientMetadata, type OidcClients, type OidcClientsDeps } from './clients.js'
+export { createClientRemovals, type ClientRemovals } from './client-removals.js'
 export { createSqlOidcClientStore, type OidcClientRow, type OidcClientStore } from './client-store.js'
 export { clientSecretMatches, hashClientSecret } from './client-secret.js'
 export { clientAdminRoutes } from './admin-routes.js'
@@ -38,4 +39,4 @@ export {
   createSigningKeys, jwkThumbprint, loadSigningKeys, RELOAD_EVERY_MS, SigningKeyUnreadable, watchSigningKeys,
   type PrivateSigningJwk, type RotatedKeys, type SigningJwks, type SigningKeys, type SigningKeyWatch
 } from './signing-keys.js'
-export { artifactStoreOf, endClientTokens, registerOidc, type OidcServiceDeps } from './service.js'
+export { artifactStoreOf, clientRemovalsOf, endClientTokens, registerOidc, type OidcServiceDeps } from './service.js'

@@ -4,8 +4,7 @@ import type { IncomingMessage } from 'node:http'
 import type { CookieSerializeOptions } from '@fastify/cookie'
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import type { AdapterPayload, JWK, KoaContextWithOIDC } from 'oidc-provider'
-import type Provider from 'oidc-provider'
-import { errors } from 'oidc-provider'
+import Provider, { errors } from 'oidc-provider'
 import type { TokenRecord } from '@auth-token-service/protocol/layout'
 import type { OidcConfig } from '../config/parts/oidc.js'
 import type { ClientContext } from '../core/auth.js'
@@ -17,6 +16,7 @@ import type { UserStore } from '../core/stores/user-store.js'
 import type { RedisClient } from '@auth-token-service/protocol/redis-connection'
 import { clientTokenEnder, createAccessTokenRecords } from './access-tokens.js'
 import { createAdapterFactory } from './adapter.js'
+import { createClientRemovals, type ClientRemovals } from './client-removals.js'
 import { startBackchannelLogout, type BackchannelLogout } from './backchannel-logout.js'
 import { createPageSources } from './page-sources.js'
 import { attachProviderHooks, type ProviderHooksDeps } from './provider-hooks.js'
@@ -26,7 +26,8 @@ import { createProviderPages, providerErrorPage, type ProviderPageSettings } fro
 import { createProvider, SIGN_IN_COOKIE, type SignInFacts } from './provider.js'
 import { createProviderLog } from './provider-log.js'
 import { INTERACTION_PREFIX, oidcRoutes } from './routes.js'
-import { createSignInLinks } from './sign-in-links.js'
+import { createSignInLinks, type SignInLinks } from './sign-in-links.js'
+import { requestMemo } from './request-memo.js'
 import { watchSigningKeys, type SigningJwks, type SigningKeys } from './signing-keys.js'
 
 /** What the provider stands on, from the service's backends. */
@@ -90,6 +91,11 @@ export function endClientTokens (tokens: OidcServiceDeps['tokens'], keyPrefix: s
   return clientTokenEnder(store, artifactPrefix(keyPrefix), tokens)
 }
 
+/** Where a client's removal is marked for every instance (clients.ts keeps clients in memory only with it). */
+export function clientRemovalsOf (tokens: OidcServiceDeps['tokens'], keyPrefix: string, store: ArtifactStore = artifactStoreOf(tokens)): ClientRemovals {
+  return createClientRemovals(store, artifactPrefix(keyPrefix))
+}
+
 /** The username of the browser's active sign-in (its AuthToken1, a Login token), or undefined. */
 function signedInAs (tokens: Pick<TokenStore, 'find'>): (ctx: KoaContextWithOIDC) => Promise<string | undefined> {
   return async (ctx) => (await signInToken(tokens, ctx.cookies.get(SIGN_IN_COOKIE)))?.record.username
@@ -100,7 +106,19 @@ export async function registerOidc (app: FastifyInstance, deps: OidcServiceDeps)
   const { config, tokens, users } = deps
   const prefix = artifactPrefix(deps.keyPrefix)
   const store = deps.store
-  const links = createSignInLinks(store, prefix)
+  // Read once per provider request (request-memo.ts): a refresh needs each twice.
+  const storedLinks = createSignInLinks(store, prefix)
+  const signInOf = requestMemo(() => Provider.ctx, async (uid: string) => await storedLinks.signInOf(uid))
+  const links: SignInLinks = {
+    ...storedLinks,
+    signInOf: signInOf.read,
+    async link (sessionUid, signInHash, ttlMs) {
+      await storedLinks.link(sessionUid, signInHash, ttlMs)
+      signInOf.set(sessionUid, signInHash)
+    }
+  }
+  const accountById = requestMemo(() => Provider.ctx, async (id: string) => await users.findById(id))
+  const accounts: Pick<UserStore, 'findById'> = { findById: accountById.read }
   const facts: SignInFacts = {
     issuedAt: deps.issuedAt,
     // How the sign-in was made, as its Login recorded it; for a session from before that was
@@ -112,7 +130,7 @@ export async function registerOidc (app: FastifyInstance, deps: OidcServiceDeps)
     }
   }
   const requestClients = new WeakMap<IncomingMessage, ClientContext>()
-  const accessTokens = createAccessTokenRecords({ tokens, users, links, store, prefix })
+  const accessTokens = createAccessTokenRecords({ tokens, users: accounts, links, store, prefix })
   const sealing = await deps.sealingKeys()
   const pages = createProviderPages(deps.pages)
   const log = createProviderLog(deps.log)
@@ -146,7 +164,7 @@ export async function registerOidc (app: FastifyInstance, deps: OidcServiceDeps)
         client: async (clientId) => await deps.clients.metadataOf(clientId) as AdapterPayload | undefined,
         invalid: (message) => new errors.InvalidGrant(message)
       }),
-      users,
+      users: accounts,
       tokens,
       links,
       // The provider's JWK type is looser than the keys' own (private RSA and EC members).

@@ -3,7 +3,9 @@ import { createHash } from 'node:crypto'
 import { migrate } from '../../src/core/migrate.js'
 import type { Database } from '../../src/db/database.js'
 import { createSqlAuditLog } from '../../src/core/stores/audit-log.js'
-import { clientSecretMatches, createOidcClients, createSqlOidcClientStore, hashClientSecret, type NewClientInput } from '../../src/oidc/index.js'
+import { clientSecretMatches, createClientRemovals, createOidcClients, createSqlOidcClientStore, hashClientSecret, type NewClientInput, type OidcClientStore } from '../../src/oidc/index.js'
+import { CLIENT_CACHE_MS } from '../../src/oidc/clients.js'
+import { createMemoryArtifactStore } from '../../src/oidc/artifact-store.js'
 import { freshPostgresDatabase, patientPostgres } from '../../support/postgres.js'
 import { freshPglite } from '../support/pglite.js'
 import { rejection } from '../support/rejection.js'
@@ -35,7 +37,7 @@ function clientsContract (t: Test, makeDatabase: MakeDatabase): void {
       await audit.flush()
       return (await audit.list({})).map((event) => [event.event, event.outcome, event.clientIp, event.userAgent, event.credential])
     }
-    return { db, store, clients, events }
+    return { db, store, audit, clients, events }
   }
 
   t.test('a confidential client: a secret shown once, only its SHA-256 stored, matched in constant time', async (t) => {
@@ -194,6 +196,55 @@ function clientsContract (t: Test, makeDatabase: MakeDatabase): void {
     t.same(calls, [client.clientId, client.clientId], 'and ends its tokens again')
     t.match(await rejection(clients.remove(client.clientId, ACTOR)), { status: 404 }, 'then it is gone')
     t.equal((await events()).filter(([event]) => event === 'oidc.client_removed').length, 1)
+  })
+
+  t.test('kept in memory between requests, a client removed on another instance is unknown here at once; without a mark, kept at most CLIENT_CACHE_MS', async (t) => {
+    const { db, store, audit } = await setUp(t)
+    // Two instances: one database, one place for the marks (Redis in production; here one shared store).
+    const marks = createClientRemovals(createMemoryArtifactStore(), 'p:')
+    let reads = 0
+    const counted: OidcClientStore = { ...store, find: async (clientId) => { reads++; return await store.find(clientId) } }
+    let clock = 1_000_000
+    const here = createOidcClients({ store: counted, audit, removals: marks, now: () => clock })
+    const there = createOidcClients({ store, audit, removals: marks })
+    const { client } = await there.create(GRAFANA, {})
+    const other = await there.create({ ...GRAFANA, name: 'other' }, {})
+
+    t.match(await here.metadataOf(client.clientId), { client_id: client.clientId })
+    t.match(await here.metadataOf(client.clientId), { client_id: client.clientId })
+    t.equal(reads, 1, 'the second request is answered from memory')
+    const first = await here.metadataOf(client.clientId)
+    if (first !== undefined) first.redirect_uris.push('https://evil.example/cb')
+    t.same((await here.metadataOf(client.clientId))?.redirect_uris, GRAFANA.redirectUris, 'each answer is a copy: none changes what the next request gets')
+
+    await there.remove(client.clientId, ACTOR)
+    t.equal(await here.metadataOf(client.clientId), undefined, 'removed there: unknown here at once')
+    t.equal(reads, 1, 'by its mark, not by reading the database again')
+
+    // What no mark announces (a row deleted by hand): served from memory until its time is up, then read again.
+    t.match(await here.metadataOf(other.client.clientId), { client_id: other.client.clientId })
+    await db.query('DELETE FROM oidc_clients WHERE client_id = $1', [other.client.clientId])
+    clock += CLIENT_CACHE_MS - 1
+    t.match(await here.metadataOf(other.client.clientId), { client_id: other.client.clientId }, 'within CLIENT_CACHE_MS: still the one in memory')
+    clock += 1
+    t.equal(await here.metadataOf(other.client.clientId), undefined, 'past it: read again, and gone')
+    t.equal(reads, 3)
+  })
+
+  t.test('a removal that could not mark the client fails before anything changes', async (t) => {
+    const { store, audit, clients: plain } = await setUp(t)
+    const { client } = await plain.create(GRAFANA, {})
+    const ended: string[] = []
+    const clients = createOidcClients({
+      store,
+      audit,
+      onRemoved: async (clientId) => { ended.push(clientId) },
+      removals: { mark: async () => { throw new Error('Redis is down') }, marked: async () => false }
+    })
+    t.match(await rejection(clients.remove(client.clientId, ACTOR)), { message: 'Redis is down' })
+    t.same(ended, [], 'no token ended')
+    t.match(await clients.metadataOf(client.clientId), { client_id: client.clientId }, 'still registered')
+    t.same((await store.list()).map((row) => row.clientId), [client.clientId], 'and listed')
   })
 }
 

@@ -110,12 +110,14 @@ export function createInProcessOperations (config: Config, command: string): Adm
     withAccounts(config, command, endsTokens, work)
   /** The provider's clients, refused as the admin API refuses them while the provider is off (before the database is opened). */
   const clients = async <T>(endsTokens: boolean, work: (clients: OidcClients, view: typeof clientView) => Promise<T>): Promise<T> => {
-    const { createOidcClients, clientView, endClientTokens, providerOff } = await import('../../oidc/index.js')
+    const { createOidcClients, clientView, clientRemovalsOf, endClientTokens, providerOff } = await import('../../oidc/index.js')
     if (config.oidc === undefined) throw providerOff()
     return await accounts(endsTokens, async (_admin, backends) => await work(createOidcClients({
       store: backends.oidcClientStore,
       audit: backends.audit,
-      onRemoved: endClientTokens(backends.tokens, config.redisKeyPrefix)
+      onRemoved: endClientTokens(backends.tokens, config.redisKeyPrefix),
+      // Marked where the running instances look: they may hold the client in memory.
+      removals: clientRemovalsOf(backends.tokens, config.redisKeyPrefix)
     }), clientView))
   }
   const ended = ({ account, ended }: { account: { username: string }, ended: number }) => ({ username: account.username, ended })
