@@ -27,6 +27,8 @@ export interface TestSmtp {
   readonly received: ReceivedMail[]
   /** Connections the server saw (a hanging one included). */
   readonly connections: number
+  /** Connections that have ended (a hanging one: when the client gave up on it). */
+  readonly closed: number
   /** The next message to arrive (or one that arrived and nobody took yet), within `timeoutMs`. */
   next (timeoutMs?: number): Promise<ReceivedMail>
 }
@@ -74,6 +76,7 @@ export async function startSmtp (t: Test, mode: SmtpMode = 'accept'): Promise<Te
   const received: ReceivedMail[] = []
   let taken = 0
   let connections = 0
+  let closed = 0
   const waiting: Array<() => void> = []
   const state = { mode }
   const server = new SMTPServer({
@@ -86,6 +89,7 @@ export async function startSmtp (t: Test, mode: SmtpMode = 'accept'): Promise<Te
       if (state.mode === 'hang') return
       callback()
     },
+    onClose () { closed++ },
     onRcptTo (_address, _session, callback) {
       if (state.mode === 'refuse') {
         callback(Object.assign(new Error('5.1.1 mailbox unavailable'), { responseCode: 550 }))
@@ -113,6 +117,7 @@ export async function startSmtp (t: Test, mode: SmtpMode = 'accept'): Promise<Te
     set mode (value) { state.mode = value },
     received,
     get connections () { return connections },
+    get closed () { return closed },
     async next (timeoutMs = 5000) {
       const deadline = Date.now() + timeoutMs
       while (taken >= received.length) {
