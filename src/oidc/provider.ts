@@ -1,4 +1,3 @@
-import { signInToken } from './sign-in-token.js'
 import Provider, { errors, interactionPolicy, type Adapter, type Configuration, type ErrorOut, type Account, type Grant, type JWK, type KoaContextWithOIDC } from 'oidc-provider'
 import { generateToken } from '@auth-token-service/protocol/token'
 import type { OidcConfig } from '../config/parts/oidc.js'
@@ -8,6 +7,7 @@ import type { SignInLinks } from './sign-in-links.js'
 import { clientSecretMatches } from './client-secret.js'
 import type { TokenRecord } from '@auth-token-service/protocol/layout'
 import type { PageSources } from './page-sources.js'
+import { signInToken } from './sign-in-token.js'
 
 /**
  * The OpenID Connect provider: oidc-provider (panva, OpenID Certified) configured as the contract

@@ -1,4 +1,3 @@
-import { signInToken, type SignInToken } from './sign-in-token.js'
 import type { IncomingMessage } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify'
 import type Provider from 'oidc-provider'
@@ -11,6 +10,7 @@ import type { SignInLinks } from './sign-in-links.js'
 import type { SignInFacts } from './provider.js'
 import type { Page, ProviderPages } from './pages.js'
 import type { ProviderLog } from './provider-log.js'
+import { signInToken, type SignInToken } from './sign-in-token.js'
 
 /** Where the provider sends a browser to sign in: the service's own page, then back here. */
 export const INTERACTION_PREFIX = '/auth/oidc/interaction/'

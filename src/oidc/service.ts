@@ -1,4 +1,3 @@
-import { signInToken } from './sign-in-token.js'
 import { hkdfSync } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import type { CookieSerializeOptions } from '@fastify/cookie'
@@ -29,6 +28,7 @@ import { INTERACTION_PREFIX, oidcRoutes } from './routes.js'
 import { createSignInLinks, type SignInLinks } from './sign-in-links.js'
 import { requestMemo } from './request-memo.js'
 import { watchSigningKeys, type SigningJwks, type SigningKeys } from './signing-keys.js'
+import { signInToken } from './sign-in-token.js'
 
 /** What the provider stands on, from the service's backends. */
 export interface OidcServiceDeps {

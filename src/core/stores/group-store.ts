@@ -46,7 +46,9 @@ function sameNames (stored: readonly string[] | null, names: readonly string[]):
   return (stored ?? []).length === wanted.size && (stored ?? []).every((name) => wanted.has(name))
 }
 
-const UNION = 'ARRAY(SELECT DISTINCT name COLLATE "C" FROM account_groups WHERE account_id = $1 ORDER BY 1) AS groups'
+/** The account's groups, local and directory's, each once, sorted: `account` is the SQL naming its id. */
+const unionOf = (account: string): string => `ARRAY(SELECT DISTINCT name COLLATE "C" FROM account_groups WHERE account_id = ${account} ORDER BY 1) AS groups`
+const UNION = unionOf('$1')
 
 export function createSqlGroupStore (db: Pick<Database, 'query' | 'transaction'>, onError?: (error: unknown) => void): GroupStore {
   const guarded = databaseGuard(onError)
@@ -81,7 +83,7 @@ export function createSqlGroupStore (db: Pick<Database, 'query' | 'transaction'>
       const { rows: current } = await db.query<{ id: string, username: string, own: string[] | null, groups: string[] | null, groups_version: string | number }>(
         `SELECT id::text AS id, username, groups_version,
            ARRAY(SELECT name COLLATE "C" FROM account_groups WHERE account_id = users.id AND source = $2 ORDER BY 1) AS own,
-           ARRAY(SELECT DISTINCT name COLLATE "C" FROM account_groups WHERE account_id = users.id ORDER BY 1) AS groups
+           ${unionOf('users.id')}
          FROM users WHERE username = $1`, [username, source])
       const found = current[0]
       if (found === undefined) return null
